@@ -1,0 +1,69 @@
+/**
+ * buildApp(deps): the whole HTTP API as a Fastify instance, used by main.ts and by every test.
+ */
+import { randomUUID } from 'node:crypto';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import swagger from '@fastify/swagger';
+import { Ajv } from 'ajv';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { Logger } from '../core/index.ts';
+import type { DomainDeps } from '../domain/index.ts';
+import { registerAuthentication } from './plugins/auth.ts';
+import { registerErrorHandling } from './plugins/errors.ts';
+import { registerInputNormalization } from './plugins/normalize-input.ts';
+import { registerRoutes } from './routes/index.ts';
+import { ErrorBody } from './schemas.ts';
+
+export interface BuildAppOptions {
+  logger: Logger | false;
+}
+
+/**
+ * Bodies are validated strictly (a number is not a string: wrong types are 400), query strings
+ * with coercion (everything arrives as text there).
+ */
+function validators() {
+  const common = { useDefaults: true, removeAdditional: true, allErrors: false, strict: false, validateFormats: false } as const;
+  return { body: new Ajv({ ...common, coerceTypes: false }), query: new Ajv({ ...common, coerceTypes: 'array' }) };
+}
+
+export async function buildApp(deps: DomainDeps, options: BuildAppOptions): Promise<FastifyInstance> {
+  const app = Fastify({
+    ...(options.logger ? { loggerInstance: options.logger as FastifyBaseLogger } : { logger: false }),
+    genReqId: (request) => {
+      const given = request.headers['x-request-id'];
+      return typeof given === 'string' && /^[\w.-]{1,100}$/.test(given) ? given : randomUUID();
+    },
+    bodyLimit: 4 * 1024 * 1024,
+    routerOptions: { ignoreTrailingSlash: true, caseSensitive: false },
+  }).withTypeProvider<TypeBoxTypeProvider>();
+
+  const ajv = validators();
+  app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? ajv.body : ajv.query).compile(schema));
+  // Fastify parses text/plain by default; JSON endpoints must answer 415 to it (spec §7.1).
+  app.removeContentTypeParser('text/plain');
+  app.addHook('onSend', async (request, reply, payload) => {
+    reply.header('x-request-id', request.id);
+    return payload;
+  });
+
+  app.decorate('deps', deps);
+  app.addSchema(ErrorBody);
+  registerErrorHandling(app);
+  registerInputNormalization(app);
+  registerAuthentication(app, deps);
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: { title: 'Gantry API', version: '1', description: 'Deployment automation; compatible with the Jaws Deploy REST API.' },
+      components: { securitySchemes: { basic: { type: 'http', scheme: 'basic' } } },
+      security: [{ basic: [] }],
+    },
+  });
+  app.get('/api/openapi.json', { schema: { hide: true }, config: { public: true } }, async () => app.swagger());
+
+  await app.register(registerRoutes);
+  await app.ready();
+  return app;
+}

@@ -1,0 +1,89 @@
+/** /api/project (spec §4.12, contract §3). Clone lives here too once steps, channels and variables exist. */
+import { Type } from '@sinclair/typebox';
+import { Capability } from '../../../core/index.ts';
+import { createProject, deleteProject, getProject, listProjects, updateProject } from '../../../domain/index.ts';
+import type { Project } from '../../../store/index.ts';
+import { Description, errorResponses, Id, Name, Nullable, PageQuery } from '../../schemas.ts';
+import type { Routes } from '../route-types.ts';
+
+export const ProjectSchema = Type.Object({
+  projectId: Id,
+  workspaceId: Id,
+  name: Type.String(),
+  description: Nullable(Type.String()),
+  lifecycleId: Nullable(Id),
+  createdUtc: Type.String(),
+});
+
+export function toProjectDto(p: Project) {
+  return { projectId: p.id, workspaceId: p.workspaceId, name: p.name, description: p.description, lifecycleId: p.lifecycleId, createdUtc: p.createdUtc.toISOString() };
+}
+
+const tags = ['projects'];
+
+export const projectRoutes: Routes = async (app) => {
+  const { deps } = app;
+
+  app.get(
+    '/api/project',
+    {
+      schema: {
+        tags,
+        summary: 'Lists projects visible to the service account in a workspace',
+        querystring: Type.Object({ workspaceId: Id, ...PageQuery }),
+        response: { 200: Type.Object({ projects: Type.Array(ProjectSchema), totalCount: Type.Integer() }), ...errorResponses },
+      },
+      config: { capability: Capability.View },
+    },
+    async (request) => {
+      const page = await listProjects(deps, request.principal, request.query);
+      return { projects: page.items.map(toProjectDto), totalCount: page.totalCount };
+    },
+  );
+
+  app.get(
+    '/api/project/details',
+    { schema: { tags, summary: 'Reads one project', querystring: Type.Object({ projectId: Id }), response: { 200: ProjectSchema, ...errorResponses } }, config: { capability: Capability.View } },
+    async (request) => toProjectDto(await getProject(deps, request.principal, request.query.projectId)),
+  );
+
+  app.post(
+    '/api/project',
+    {
+      schema: {
+        tags,
+        summary: 'Creates a project in a workspace',
+        body: Type.Object({ workspaceId: Id, name: Name, description: Type.Optional(Description), lifecycleId: Type.Optional(Nullable(Id)) }),
+        response: { 200: Type.Object({ projectId: Id }), ...errorResponses },
+      },
+      config: { capability: Capability.EditProject },
+    },
+    async (request) => createProject(deps, request.principal, request.body),
+  );
+
+  app.put(
+    '/api/project',
+    {
+      schema: {
+        tags,
+        summary: 'Updates project name, description and lifecycle',
+        body: Type.Object({ projectId: Id, name: Type.Optional(Name), description: Type.Optional(Description), lifecycleId: Type.Optional(Nullable(Id)) }),
+        response: errorResponses,
+      },
+      config: { capability: Capability.EditProject },
+    },
+    async (request, reply) => {
+      await updateProject(deps, request.principal, request.body);
+      return reply.send();
+    },
+  );
+
+  app.delete(
+    '/api/project',
+    { schema: { tags, summary: 'Soft-deletes a project', body: Type.Object({ projectId: Id }), response: errorResponses }, config: { capability: Capability.EditProject } },
+    async (request, reply) => {
+      await deleteProject(deps, request.principal, request.body.projectId);
+      return reply.send();
+    },
+  );
+};

@@ -1,0 +1,4 @@
+import type { Routes } from '../route-types.ts';
+
+// Placeholder: filled in by the work on this resource.
+export const variableRoutes: Routes = async () => {};

@@ -1,0 +1,70 @@
+/**
+ * Process configuration (contract §7), parsed once at the edge. Nothing else reads process.env.
+ */
+import path from 'node:path';
+
+export interface Config {
+  /** HTTP API port (GANTRY_PORT). */
+  httpPort: number;
+  /** Address the HTTP API binds to (GANTRY_HOST). */
+  httpHost: string;
+  /** gRPC port for agents (GANTRY_GRPC_PORT). */
+  grpcPort: number;
+  /** Data folder: embedded PostgreSQL, master key, packages, bootstrap credentials (GANTRY_DATA_DIR). */
+  dataDir: string;
+  /** External PostgreSQL (DATABASE_URL); null starts the embedded PostgreSQL 15. */
+  databaseUrl: string | null;
+  /** Port of the embedded PostgreSQL; 0 picks a free one at start (GANTRY_EMBEDDED_PG_PORT). */
+  embeddedPgPort: number;
+  /** NATS with JetStream (NATS_URL); null uses the in-process bus. */
+  natsUrl: string | null;
+  /** Address agents and clients use to reach this server (GANTRY_PUBLIC_URL). */
+  publicUrl: string;
+  /** Bootstrap Admin credentials (GANTRY_BOOTSTRAP_ACCOUNT_ID / GANTRY_BOOTSTRAP_API_KEY); generated when unset. */
+  bootstrapAccountId: string | null;
+  bootstrapApiKey: string | null;
+  /** Key that encrypts Sensitive values (GANTRY_MASTER_KEY, base64 32 bytes); else <dataDir>/master.key. */
+  masterKey: string | null;
+  /** pino level (GANTRY_LOG_LEVEL). */
+  logLevel: string;
+}
+
+type Env = Record<string, string | undefined>;
+
+function intVar(env: Env, name: string, fallback: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < 0 || value > 65535) {
+    throw new Error(`${name} must be a port number (0-65535), got '${raw}'`);
+  }
+  return value;
+}
+
+function optional(env: Env, name: string): string | null {
+  const raw = env[name];
+  return raw === undefined || raw === '' ? null : raw;
+}
+
+export function loadConfig(env: Env = process.env): Config {
+  const httpPort = intVar(env, 'GANTRY_PORT', 8080);
+  const accountId = optional(env, 'GANTRY_BOOTSTRAP_ACCOUNT_ID');
+  const apiKey = optional(env, 'GANTRY_BOOTSTRAP_API_KEY');
+  if ((accountId === null) !== (apiKey === null)) {
+    throw new Error('Set both GANTRY_BOOTSTRAP_ACCOUNT_ID and GANTRY_BOOTSTRAP_API_KEY, or neither');
+  }
+  return {
+    httpPort,
+    httpHost: env.GANTRY_HOST ?? '0.0.0.0',
+    grpcPort: intVar(env, 'GANTRY_GRPC_PORT', 8081),
+    dataDir: path.resolve(env.GANTRY_DATA_DIR ?? './data'),
+    databaseUrl: optional(env, 'DATABASE_URL'),
+    embeddedPgPort: intVar(env, 'GANTRY_EMBEDDED_PG_PORT', 0),
+    natsUrl: optional(env, 'NATS_URL'),
+    publicUrl: optional(env, 'GANTRY_PUBLIC_URL') ?? `http://127.0.0.1:${httpPort}`,
+    bootstrapAccountId: accountId,
+    bootstrapApiKey: apiKey,
+    masterKey: optional(env, 'GANTRY_MASTER_KEY'),
+    logLevel: env.GANTRY_LOG_LEVEL ?? 'info',
+  };
+}

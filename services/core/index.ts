@@ -1,0 +1,24 @@
+export {
+  ErrorCode,
+  GantryError,
+  InvalidParameterError,
+  InvalidCredentialsError,
+  InvalidAccessTokenError,
+  InsufficientPermissionsError,
+  LimitExceededError,
+  toError,
+  unknownId,
+} from './errors.ts';
+export type { ValidationError, ResourceUsageError } from './errors.ts';
+export { newId } from './ids.ts';
+export { systemClock, dateToTicks, ticksToDate } from './clock.ts';
+export type { Clock } from './clock.ts';
+export { toPage, DEFAULT_TAKE, MAX_TAKE } from './pagination.ts';
+export type { Page, PageRequest, Paged } from './pagination.ts';
+export { Capability, CAPABILITIES, can, authorize } from './principal.ts';
+export type { Principal, Role, Target } from './principal.ts';
+export { createLogger, REDACTED_PATHS } from './logger.ts';
+export type { Logger } from './logger.ts';
+export { createSecretBox, loadMasterKey } from './secret-box.ts';
+export type { SecretBox } from './secret-box.ts';
+export { newSecret, hashSecret } from './hash.ts';

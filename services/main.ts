@@ -1,0 +1,24 @@
+/** Composition root of the control plane: `npm start`. Stops cleanly on SIGTERM and SIGINT. */
+import { loadConfig } from './config.ts';
+import { createLogger, toError } from './core/index.ts';
+import { startServer } from './server.ts';
+
+const config = loadConfig();
+const logger = createLogger(config.logLevel);
+
+try {
+  const server = await startServer(config, logger);
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'stopping');
+    await server.stop();
+    process.exit(0);
+  };
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+  process.on('SIGINT', () => void stop('SIGINT'));
+} catch (error) {
+  logger.fatal({ err: toError(error) }, 'Gantry failed to start');
+  process.exit(1);
+}

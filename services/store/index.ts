@@ -1,0 +1,71 @@
+/**
+ * The store: the only code that speaks SQL. `createStore(db)` binds every aggregate to a knex
+ * handle; `store.transaction(fn)` hands `fn` the same store bound to one transaction.
+ */
+import type { Knex } from 'knex';
+import type { Db } from './db.ts';
+import { seedInstallation, type SeedResult } from './seed.ts';
+import { organizationsStore } from './organizations.ts';
+import { workspacesStore } from './workspaces.ts';
+import { serviceAccountsStore } from './service-accounts.ts';
+import { environmentsStore } from './environments.ts';
+import { projectsStore } from './projects.ts';
+import { tagsStore } from './tags.ts';
+import { machinesStore } from './machines.ts';
+import { lifecyclesStore } from './lifecycles.ts';
+import { channelsStore } from './channels.ts';
+import { stepTemplatesStore } from './step-templates.ts';
+import { projectStepsStore } from './project-steps.ts';
+import { rollingGroupsStore } from './rolling-groups.ts';
+import { variablesStore } from './variables.ts';
+import { scriptModulesStore } from './script-modules.ts';
+import { feedsStore } from './feeds.ts';
+import { cloudAccountsStore } from './cloud-accounts.ts';
+
+function bind(db: Db) {
+  return {
+    organizations: organizationsStore(db),
+    workspaces: workspacesStore(db),
+    serviceAccounts: serviceAccountsStore(db),
+    environments: environmentsStore(db),
+    projects: projectsStore(db),
+    tags: tagsStore(db),
+    machines: machinesStore(db),
+    lifecycles: lifecyclesStore(db),
+    channels: channelsStore(db),
+    stepTemplates: stepTemplatesStore(db),
+    projectSteps: projectStepsStore(db),
+    rollingGroups: rollingGroupsStore(db),
+    variables: variablesStore(db),
+    scriptModules: scriptModulesStore(db),
+    feeds: feedsStore(db),
+    cloudAccounts: cloudAccountsStore(db),
+  };
+}
+
+export type Store = ReturnType<typeof bind> & {
+  /** Runs fn in one transaction (a savepoint when already inside one). */
+  transaction<T>(fn: (tx: Store) => Promise<T>): Promise<T>;
+  /** Seeds an empty installation once (see seed.ts). */
+  seed(): Promise<SeedResult>;
+};
+
+export function createStore(db: Db): Store {
+  return {
+    ...bind(db),
+    transaction: <T>(fn: (tx: Store) => Promise<T>) => db.transaction((trx: Knex.Transaction) => fn(createStore(trx))),
+    seed: () => seedInstallation(db),
+  };
+}
+
+export { createDb, isUniqueViolation, isForeignKeyViolation } from './db.ts';
+export type { Db } from './db.ts';
+export { migrateToLatest, rollbackAll, SchemaTooNewError } from './migrate.ts';
+export type { SeedResult } from './seed.ts';
+export { startEmbeddedPostgres } from './embedded-postgres.ts';
+export type { EmbeddedDatabase } from './embedded-postgres.ts';
+export type { Organization } from './organizations.ts';
+export type { Workspace } from './workspaces.ts';
+export type { ServiceAccount, ApiKey } from './service-accounts.ts';
+export type { Environment } from './environments.ts';
+export type { Project } from './projects.ts';

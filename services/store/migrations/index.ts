@@ -1,0 +1,15 @@
+/**
+ * The ordered, append-only list of migrations. Never edit a shipped entry; add a new file.
+ * Listed statically so the same code runs under tsx, vitest and a bundler.
+ */
+import type { Knex } from 'knex';
+import * as createTopology from './202611221200_create_topology.ts';
+
+export interface Migration {
+  up(knex: Knex): Promise<void>;
+  down(knex: Knex): Promise<void>;
+}
+
+export const migrations: ReadonlyArray<readonly [string, Migration]> = [
+  ['202611221200_create_topology', createTopology],
+];

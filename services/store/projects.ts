@@ -1,0 +1,73 @@
+import type { Page, Paged } from '../core/index.ts';
+import type { Db } from './db.ts';
+import { pageOf } from './paging.ts';
+
+export interface Project {
+  id: string;
+  workspaceId: string;
+  name: string;
+  description: string | null;
+  lifecycleId: string | null;
+  createdUtc: Date;
+}
+
+interface ProjectRow {
+  id: string;
+  workspace_id: string;
+  name: string;
+  description: string | null;
+  lifecycle_id: string | null;
+  created_at: Date;
+  deleted_at: Date | null;
+}
+
+function toProject(row: ProjectRow): Project {
+  return {
+    id: row.id,
+    workspaceId: row.workspace_id,
+    name: row.name,
+    description: row.description,
+    lifecycleId: row.lifecycle_id,
+    createdUtc: row.created_at,
+  };
+}
+
+export function projectsStore(db: Db) {
+  const live = () => db<ProjectRow>('projects').whereNull('deleted_at');
+  return {
+    /** A non-deleted project, or null: a deleted project is treated as not existing (spec §3). */
+    async get(id: string): Promise<Project | null> {
+      const row = await live().where({ id }).first();
+      return row ? toProject(row) : null;
+    },
+    async findByName(workspaceId: string, name: string): Promise<Project | null> {
+      const row = await live().where({ workspace_id: workspaceId }).whereRaw('lower(name) = lower(?)', [name]).first();
+      return row ? toProject(row) : null;
+    },
+    /** Lists a workspace's projects; `onlyIds` narrows to the projects an account's roles name. */
+    async list(workspaceId: string, page: Page, onlyIds: readonly string[] | null): Promise<Paged<Project>> {
+      const query = live().where({ workspace_id: workspaceId });
+      if (onlyIds) query.whereIn('id', onlyIds);
+      return pageOf(query, page, [{ column: 'name' }], toProject);
+    },
+    async insert(project: Omit<Project, 'createdUtc'>): Promise<void> {
+      await db('projects').insert({
+        id: project.id,
+        workspace_id: project.workspaceId,
+        name: project.name,
+        description: project.description,
+        lifecycle_id: project.lifecycleId,
+      });
+    },
+    async update(id: string, patch: Partial<Pick<Project, 'name' | 'description' | 'lifecycleId'>>): Promise<void> {
+      const row: Partial<ProjectRow> = {};
+      if (patch.name !== undefined) row.name = patch.name;
+      if (patch.description !== undefined) row.description = patch.description;
+      if (patch.lifecycleId !== undefined) row.lifecycle_id = patch.lifecycleId;
+      if (Object.keys(row).length > 0) await live().where({ id }).update(row);
+    },
+    async softDelete(id: string, at: Date): Promise<void> {
+      await live().where({ id }).update({ deleted_at: at });
+    },
+  };
+}

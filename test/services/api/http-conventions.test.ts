@@ -1,0 +1,100 @@
+import { beforeAll, describe, expect, it } from 'vitest';
+import { ADMIN, testApp, type TestContext } from '../../helpers/app.ts';
+
+let t: TestContext;
+beforeAll(async () => {
+  t = await testApp();
+});
+
+describe('authentication', () => {
+  it('answers 401/2002 with requestid null when credentials are missing', async () => {
+    const response = await t.anonymous.get('/api/me');
+    expect(response.status).toBe(401);
+    expect(response.body).toEqual({ error: expect.any(String), errorcode: 2002, requestid: null });
+  });
+
+  it('answers 401/2002 for a wrong key, an unknown account and a malformed header', async () => {
+    expect((await t.as({ id: ADMIN.id, key: 'wrong' }).get('/api/me')).body.errorcode).toBe(2002);
+    expect((await t.as({ id: 'nobody', key: ADMIN.key }).get('/api/me')).body.errorcode).toBe(2002);
+    const malformed = await t.anonymous.raw({ method: 'GET', path: '/api/me', headers: { authorization: 'Bearer abc' } });
+    expect(malformed.status).toBe(401);
+  });
+
+  it('returns the calling account from /api/me', async () => {
+    const me = await t.admin.get('/api/me');
+    expect(me.status).toBe(200);
+    expect(me.body).toMatchObject({ serviceAccountId: ADMIN.id, organizationName: 'Default', workspaceId: null, roles: [{ role: 'Admin' }] });
+  });
+
+  it('stops accepting a key once it is revoked', async () => {
+    const account = await t.account([{ role: 'View' }]);
+    expect((await account.get('/api/me')).status).toBe(200);
+    const keys = await t.admin.get('/api/service-account/api-key', { serviceAccountId: account.credentials.id });
+    expect(keys.body.apiKeys).toHaveLength(1);
+    await t.admin.delete('/api/service-account/api-key', { apiKeyId: keys.body.apiKeys[0].apiKeyId });
+    expect((await account.get('/api/me')).status).toBe(401);
+  });
+
+  it('stores API keys only as hashes', async () => {
+    const account = await t.account([{ role: 'View' }]);
+    const rows = await t.db('api_keys').where({ service_account_id: account.credentials.id });
+    expect(rows).toHaveLength(1);
+    expect(JSON.stringify(rows)).not.toContain(account.credentials.key);
+  });
+});
+
+describe('wire conventions', () => {
+  it('answers 415 for a JSON endpoint called with another content type', async () => {
+    for (const type of ['text/plain', 'application/x-www-form-urlencoded', 'application/xml']) {
+      const response = await t.admin.raw({ method: 'POST', path: '/api/environment', payload: 'name=x', headers: { 'content-type': type } });
+      expect(response.status, type).toBe(415);
+      expect(response.body.errorcode).toBe(3001);
+    }
+  });
+
+  it('answers 400 for malformed JSON and for an empty body', async () => {
+    const malformed = await t.admin.raw({ method: 'POST', path: '/api/environment', payload: '{"name":', headers: { 'content-type': 'application/json' } });
+    expect(malformed.status).toBe(400);
+    expect(malformed.body.errorcode).toBe(3001);
+    const empty = await t.admin.raw({ method: 'POST', path: '/api/environment', payload: '', headers: { 'content-type': 'application/json' } });
+    expect(empty.status).toBe(400);
+  });
+
+  it('answers 404/3001 for an unknown route', async () => {
+    const response = await t.admin.get('/api/does-not-exist');
+    expect(response.status).toBe(404);
+    expect(response.body).toMatchObject({ errorcode: 3001, requestid: expect.any(String) });
+  });
+
+  it('carries X-Request-Id on every response, echoing a sane one from the client', async () => {
+    const response = await t.admin.raw({ method: 'GET', path: '/api/me', headers: { 'x-request-id': 'ci-run-42' } });
+    expect(response.headers['x-request-id']).toBe('ci-run-42');
+    const refused = await t.anonymous.get('/api/me');
+    expect(refused.headers['x-request-id']).toEqual(expect.any(String));
+  });
+
+  it('answers JSON with charset utf-8', async () => {
+    const response = await t.admin.get('/api/me');
+    expect(response.headers['content-type']).toBe('application/json; charset=utf-8');
+  });
+
+  it('matches query parameter names case-insensitively and accepts booleans in any case', async () => {
+    const response = await t.admin.get('/api/environment', { WorkspaceId: t.mainWorkspaceId, TAKE: 1 });
+    expect(response.status).toBe(200);
+    expect(response.body.environments).toHaveLength(1);
+    expect(response.body.totalCount).toBe(2);
+  });
+
+  it('refuses take above 500', async () => {
+    const response = await t.admin.get('/api/environment', { workspaceId: t.mainWorkspaceId, take: 501 });
+    expect(response.status).toBe(400);
+  });
+
+  it('serves an OpenAPI 3.1 document describing the routes', async () => {
+    const response = await t.anonymous.get('/api/openapi.json');
+    expect(response.status).toBe(200);
+    expect(response.body.openapi).toBe('3.1.0');
+    expect(Object.keys(response.body.paths)).toEqual(expect.arrayContaining(['/api/environment', '/api/project', '/api/me']));
+    expect(response.body.paths['/api/environment'].post.requestBody).toBeDefined();
+  });
+});
