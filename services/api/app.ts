@@ -6,7 +6,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import swagger from '@fastify/swagger';
 import { Ajv } from 'ajv';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import type { Logger } from '../core/index.ts';
+import type { Capability, Logger } from '../core/index.ts';
 import type { DomainDeps } from '../domain/index.ts';
 import { registerAuthentication } from './plugins/auth.ts';
 import { registerErrorHandling } from './plugins/errors.ts';
@@ -16,6 +16,21 @@ import { ErrorBody } from './schemas.ts';
 
 export interface BuildAppOptions {
   logger: Logger | false;
+}
+
+/** One registered route, as tests that sweep every endpoint (roles, bad input) see it. */
+export interface RouteEntry {
+  method: string;
+  url: string;
+  capability: Capability | readonly Capability[] | undefined;
+  isPublic: boolean;
+  bodySchema: unknown;
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    routeCatalog: RouteEntry[];
+  }
 }
 
 /**
@@ -48,6 +63,20 @@ export async function buildApp(deps: DomainDeps, options: BuildAppOptions): Prom
   });
 
   app.decorate('deps', deps);
+  const catalog: RouteEntry[] = [];
+  app.decorate('routeCatalog', catalog);
+  app.addHook('onRoute', (route) => {
+    for (const method of [route.method].flat()) {
+      if (method === 'HEAD') continue;
+      catalog.push({
+        method,
+        url: route.url,
+        capability: route.config?.capability,
+        isPublic: route.config?.public === true,
+        bodySchema: route.schema?.body,
+      });
+    }
+  });
   app.addSchema(ErrorBody);
   registerErrorHandling(app);
   registerInputNormalization(app);

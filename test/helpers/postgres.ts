@@ -2,7 +2,7 @@
 import pg from 'pg';
 
 export const PG_ADMIN_URL = process.env.GANTRY_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-export const TEMPLATE_DB = 'gantry_test_template';
+/** Every test database name starts with this, then `<unix seconds of the run>_`. */
 export const TEST_DB_PREFIX = 'gantry_test_';
 
 export function urlFor(database: string): string {
