@@ -4,6 +4,8 @@
  */
 import type { Knex } from 'knex';
 import * as createTopology from './202611221200_create_topology.ts';
+import * as alterMachines from './202611221230_alter_machines.ts';
+import * as alterSteps from './202611221220_alter_steps.ts';
 
 export interface Migration {
   up(knex: Knex): Promise<void>;
@@ -12,4 +14,6 @@ export interface Migration {
 
 export const migrations: ReadonlyArray<readonly [string, Migration]> = [
   ['202611221200_create_topology', createTopology],
+  ['202611221230_alter_machines', alterMachines],
+  ['202611221220_alter_steps', alterSteps],
 ];
