@@ -8,9 +8,10 @@ export interface TestDatabase {
   url: string;
 }
 
-export async function createTestDatabase(): Promise<TestDatabase> {
+/** `empty: true` gives a database with no schema at all (for migration tests). */
+export async function createTestDatabase(options: { empty?: boolean } = {}): Promise<TestDatabase> {
   const name = `${inject('runPrefix')}${randomBytes(5).toString('hex')}`;
-  const template = inject('templateDb');
+  const template = options.empty ? 'template0' : inject('templateDb');
   await withAdminClient(async (client) => {
     // Several files clone at once; PostgreSQL refuses a template while another clone reads it.
     for (let attempt = 0; ; attempt++) {

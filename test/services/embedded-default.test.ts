@@ -1,0 +1,64 @@
+/**
+ * The embedded default: with no DATABASE_URL, Gantry starts its own PostgreSQL 15 in the data
+ * folder, migrates, bootstraps, serves — and keeps everything across a restart.
+ */
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../services/config.ts';
+import { startServer, type RunningServer } from '../../services/server.ts';
+
+const dataDir = path.join(os.tmpdir(), `gantry-embedded-${process.pid}-${Date.now()}`);
+let server: RunningServer | null = null;
+
+afterAll(async () => {
+  await server?.stop();
+  await fs.rm(dataDir, { recursive: true, force: true });
+});
+
+function config() {
+  return loadConfig({ GANTRY_DATA_DIR: dataDir, GANTRY_PORT: '0', GANTRY_HOST: '127.0.0.1', GANTRY_LOG_LEVEL: 'silent' });
+}
+
+async function request(method: string, url: string, credentials: { serviceAccountId: string; apiKey: string }, body?: unknown) {
+  const response = await fetch(`${server!.url}${url}`, {
+    method,
+    headers: {
+      authorization: `Basic ${Buffer.from(`${credentials.serviceAccountId}:${credentials.apiKey}`).toString('base64')}`,
+      ...(body ? { 'content-type': 'application/json' } : {}),
+    },
+    body: body ? JSON.stringify(body) : undefined,
+  });
+  return { status: response.status, body: response.headers.get('content-type')?.includes('json') ? await response.json() : null };
+}
+
+describe('embedded default', () => {
+  it('starts PostgreSQL 15 itself, generates Admin credentials, serves, and keeps data across a restart', async () => {
+    server = await startServer(config());
+    const [{ version }] = (await server.db.raw('select version()')).rows;
+    expect(version).toMatch(/^PostgreSQL 15\./);
+
+    const file = path.join(dataDir, 'bootstrap-credentials.json');
+    expect((await fs.stat(file)).mode & 0o777).toBe(0o600);
+    const credentials = JSON.parse(await fs.readFile(file, 'utf8'));
+
+    const workspaces = await request('GET', '/api/workspace', credentials);
+    expect(workspaces.status).toBe(200);
+    const main = workspaces.body.workspaces.find((w: { name: string }) => w.name === 'Main');
+    const environments = await request('GET', `/api/environment?workspaceId=${main.workspaceId}`, credentials);
+    expect(environments.body.environments.map((e: { name: string }) => e.name)).toEqual(['Staging', 'Production']);
+    const created = await request('POST', '/api/environment', credentials, { workspaceId: main.workspaceId, name: 'Survives' });
+    expect(created.status).toBe(200);
+
+    await server.stop();
+    server = await startServer(config());
+
+    const after = await request('GET', `/api/environment?workspaceId=${main.workspaceId}`, credentials);
+    expect(after.status).toBe(200);
+    expect(after.body.environments.map((e: { name: string }) => e.name)).toEqual(['Staging', 'Production', 'Survives']);
+    // The second start found an installation: it neither re-seeded nor issued new credentials.
+    expect((await request('GET', '/api/workspace', credentials)).body.workspaces).toHaveLength(1);
+    expect(JSON.parse(await fs.readFile(file, 'utf8'))).toEqual(credentials);
+  }, 120_000);
+});
