@@ -1,7 +1,202 @@
+/**
+ * Machines (contract §3): deployment targets an agent runs on. The registration token and the
+ * agent credential are stored only as SHA-256 hashes; the agent gateway finds machines by them.
+ */
+import type { Page, Paged } from '../core/index.ts';
 import type { Db } from './db.ts';
 
-// Placeholder: filled in by the work on this aggregate.
+export interface MachineEnvironment {
+  id: string;
+  name: string;
+}
+
+/** What an agent reports about itself when it registers or sends a heartbeat. */
+export interface AgentInfo {
+  agentVersion?: string | null | undefined;
+  os?: string | null | undefined;
+  hostname?: string | null | undefined;
+}
+
+export interface Machine {
+  id: string;
+  workspaceId: string;
+  name: string;
+  tagIds: string[];
+  enabled: boolean;
+  /** True once an agent traded a registration token for its credential. */
+  isRegistered: boolean;
+  lastSeenUtc: Date | null;
+  agentVersion: string | null;
+  os: string | null;
+  hostname: string | null;
+  /** Live (non-deleted) environments only, in their workspace order. */
+  environments: MachineEnvironment[];
+}
+
+interface MachineRow {
+  id: string;
+  workspace_id: string;
+  name: string;
+  tag_ids: string[];
+  enabled: boolean;
+  registration_token_hash: string | null;
+  registration_expires_at: Date | null;
+  agent_credential_hash: string | null;
+  last_seen_at: Date | null;
+  agent_version: string | null;
+  os: string | null;
+  hostname: string | null;
+}
+
+function toMachine(row: MachineRow, environments: MachineEnvironment[]): Machine {
+  return {
+    id: row.id,
+    workspaceId: row.workspace_id,
+    name: row.name,
+    tagIds: row.tag_ids,
+    enabled: row.enabled,
+    isRegistered: row.agent_credential_hash !== null,
+    lastSeenUtc: row.last_seen_at,
+    agentVersion: row.agent_version,
+    os: row.os,
+    hostname: row.hostname,
+    environments,
+  };
+}
+
+/** Only the fields an agent reported are written; an absent field keeps its stored value. */
+function infoColumns(info: AgentInfo): Partial<MachineRow> {
+  const row: Partial<MachineRow> = {};
+  if (info.agentVersion !== undefined) row.agent_version = info.agentVersion;
+  if (info.os !== undefined) row.os = info.os;
+  if (info.hostname !== undefined) row.hostname = info.hostname;
+  return row;
+}
+
 export function machinesStore(db: Db) {
-  void db;
-  return {};
+  const machines = () => db<MachineRow>('machines');
+
+  /** The live environments of each machine, keyed by machine ID. */
+  async function environmentsOf(machineIds: readonly string[]): Promise<Map<string, MachineEnvironment[]>> {
+    const byMachine = new Map<string, MachineEnvironment[]>(machineIds.map((id) => [id, []]));
+    if (machineIds.length === 0) return byMachine;
+    const rows: Array<{ machine_id: string; id: string; name: string }> = await db('machine_environments as me')
+      .join('environments as e', 'e.id', 'me.environment_id')
+      .whereNull('e.deleted_at')
+      .whereIn('me.machine_id', machineIds)
+      .orderBy([{ column: 'e.sort_order' }, { column: 'e.name' }])
+      .select('me.machine_id', 'e.id', 'e.name');
+    for (const row of rows) byMachine.get(row.machine_id)?.push({ id: row.id, name: row.name });
+    return byMachine;
+  }
+
+  async function withEnvironments(rows: MachineRow[]): Promise<Machine[]> {
+    const environments = await environmentsOf(rows.map((r) => r.id));
+    return rows.map((row) => toMachine(row, environments.get(row.id) ?? []));
+  }
+
+  async function one(row: MachineRow | undefined): Promise<Machine | null> {
+    if (!row) return null;
+    const [machine] = await withEnvironments([row]);
+    return machine ?? null;
+  }
+
+  return {
+    async get(id: string): Promise<Machine | null> {
+      return one(await machines().where({ id }).first());
+    },
+
+    async list(workspaceId: string, page: Page): Promise<Paged<Machine>> {
+      const query = machines().where({ workspace_id: workspaceId });
+      const [countRow] = await query.clone().count({ n: '*' });
+      const rows = await query.clone().orderByRaw('lower(name), name').offset(page.skip).limit(page.take);
+      return { items: await withEnvironments(rows), totalCount: Number(countRow?.n ?? 0) };
+    },
+
+    /** Inserts a machine with its environments and a pending registration token. */
+    async insert(
+      machine: { id: string; workspaceId: string; name: string; tagIds: string[]; environmentIds: string[] },
+      registration: { tokenHash: string; expiresAt: Date },
+    ): Promise<void> {
+      await machines().insert({
+        id: machine.id,
+        workspace_id: machine.workspaceId,
+        name: machine.name,
+        tag_ids: machine.tagIds,
+        registration_token_hash: registration.tokenHash,
+        registration_expires_at: registration.expiresAt,
+      });
+      if (machine.environmentIds.length > 0) {
+        await db('machine_environments').insert(machine.environmentIds.map((environmentId) => ({ machine_id: machine.id, environment_id: environmentId })));
+      }
+    },
+
+    async update(id: string, patch: { name?: string | undefined; tagIds?: string[] | undefined; enabled?: boolean | undefined }): Promise<void> {
+      const row: Partial<MachineRow> = {};
+      if (patch.name !== undefined) row.name = patch.name;
+      if (patch.tagIds !== undefined) row.tag_ids = patch.tagIds;
+      if (patch.enabled !== undefined) row.enabled = patch.enabled;
+      if (Object.keys(row).length > 0) await machines().where({ id }).update(row);
+    },
+
+    /** Hard delete: machine_environments rows go with it (ON DELETE CASCADE). */
+    async delete(id: string): Promise<void> {
+      await machines().where({ id }).delete();
+    },
+
+    /** Replaces the machine's environment links with exactly `environmentIds`. */
+    async setEnvironments(id: string, environmentIds: readonly string[]): Promise<void> {
+      await db('machine_environments').where({ machine_id: id }).delete();
+      if (environmentIds.length > 0) {
+        await db('machine_environments').insert(environmentIds.map((environmentId) => ({ machine_id: id, environment_id: environmentId })));
+      }
+    },
+
+    async addEnvironment(id: string, environmentId: string): Promise<void> {
+      await db('machine_environments').insert({ machine_id: id, environment_id: environmentId }).onConflict(['machine_id', 'environment_id']).ignore();
+    },
+
+    /** Removes one link; false when the machine was not in that environment. */
+    async removeEnvironment(id: string, environmentId: string): Promise<boolean> {
+      return (await db('machine_environments').where({ machine_id: id, environment_id: environmentId }).delete()) > 0;
+    },
+
+    /** Issues a new pending registration token (replacing any earlier unused one). */
+    async setRegistrationToken(id: string, tokenHash: string, expiresAt: Date): Promise<void> {
+      await machines().where({ id }).update({ registration_token_hash: tokenHash, registration_expires_at: expiresAt });
+    },
+
+    // ---- Agent gateway ----------------------------------------------------------------------
+
+    /** The machine an unexpired, unused registration token belongs to, or null. */
+    async findByRegistrationTokenHash(tokenHash: string, now: Date): Promise<Machine | null> {
+      return one(await machines().where({ registration_token_hash: tokenHash }).where('registration_expires_at', '>', now).first());
+    },
+
+    /**
+     * Trades the pending token for the agent's credential: clears the token (one-time) and replaces
+     * any earlier credential, so a re-registered agent locks out its predecessor. Returns false when
+     * no token was pending any more, i.e. a concurrent registration won the race.
+     */
+    async completeRegistration(id: string, credentialHash: string, info: AgentInfo, at?: Date): Promise<boolean> {
+      const row: Partial<MachineRow> = {
+        ...infoColumns(info),
+        agent_credential_hash: credentialHash,
+        registration_token_hash: null,
+        registration_expires_at: null,
+      };
+      if (at) row.last_seen_at = at;
+      const updated = await machines().where({ id }).whereNotNull('registration_token_hash').update(row);
+      return updated > 0;
+    },
+
+    /** The machine whose agent holds this credential, or null. Disabled machines are returned too. */
+    async findByCredentialHash(credentialHash: string): Promise<Machine | null> {
+      return one(await machines().where({ agent_credential_hash: credentialHash }).first());
+    },
+
+    async recordHeartbeat(id: string, at: Date, info: AgentInfo = {}): Promise<void> {
+      await machines().where({ id }).update({ ...infoColumns(info), last_seen_at: at });
+    },
+  };
 }

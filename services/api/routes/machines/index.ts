@@ -1,4 +1,155 @@
+/** /api/machine and its environment endpoints (contract §3). */
+import { Capability } from '../../../core/index.ts';
+import {
+  addMachineEnvironment,
+  createMachine,
+  deleteMachine,
+  getMachine,
+  getMachineEnvironments,
+  listMachines,
+  removeMachineEnvironment,
+  renewRegistrationToken,
+  setMachineEnvironments,
+  updateMachine,
+  type MachineView,
+} from '../../../domain/machines.ts';
+import type { MachineEnvironment } from '../../../store/machines.ts';
+import { errorResponses } from '../../schemas.ts';
 import type { Routes } from '../route-types.ts';
+import {
+  CreatedMachine,
+  CreateMachineBody,
+  ListMachinesQuery,
+  MachineEnvironmentBody,
+  MachineEnvironmentsResponse,
+  MachineIdBody,
+  MachineIdQuery,
+  MachineList,
+  MachineSchema,
+  RegistrationTokenResponse,
+  SetMachineEnvironmentsBody,
+  UpdateMachineBody,
+} from './schemas.ts';
 
-// Placeholder: filled in by the work on this resource.
-export const machineRoutes: Routes = async () => {};
+const tags = ['machines'];
+
+const toEnvironmentDto = (e: MachineEnvironment) => ({ environmentId: e.id, name: e.name });
+
+function toMachineDto(m: MachineView) {
+  return {
+    machineId: m.id,
+    workspaceId: m.workspaceId,
+    name: m.name,
+    environments: m.environments.map(toEnvironmentDto),
+    tagIds: m.tagIds,
+    enabled: m.enabled,
+    status: m.status,
+    lastSeenUtc: m.lastSeenUtc?.toISOString() ?? null,
+    agentVersion: m.agentVersion,
+    os: m.os,
+    hostname: m.hostname,
+  };
+}
+
+export const machineRoutes: Routes = async (app) => {
+  const { deps } = app;
+  const view = { capability: Capability.View };
+  const manage = { capability: Capability.ManageWorkspace };
+
+  app.get(
+    '/api/machine',
+    { schema: { tags, summary: 'Lists machines of a workspace with assigned environments', querystring: ListMachinesQuery, response: { 200: MachineList, ...errorResponses } }, config: view },
+    async (request) => {
+      const page = await listMachines(deps, request.principal, request.query);
+      return { machines: page.items.map(toMachineDto), totalCount: page.totalCount };
+    },
+  );
+
+  app.get(
+    '/api/machine/details',
+    { schema: { tags, summary: 'Reads one machine', querystring: MachineIdQuery, response: { 200: MachineSchema, ...errorResponses } }, config: view },
+    async (request) => toMachineDto(await getMachine(deps, request.principal, request.query.machineId)),
+  );
+
+  app.post(
+    '/api/machine',
+    {
+      schema: {
+        tags,
+        summary: 'Creates a machine and returns its one-time registration token (valid 24 h, never shown again)',
+        body: CreateMachineBody,
+        response: { 200: CreatedMachine, ...errorResponses },
+      },
+      config: manage,
+    },
+    async (request) => createMachine(deps, request.principal, request.body),
+  );
+
+  app.put(
+    '/api/machine',
+    { schema: { tags, summary: 'Renames, retags, enables or disables a machine', body: UpdateMachineBody, response: errorResponses }, config: manage },
+    async (request, reply) => {
+      await updateMachine(deps, request.principal, request.body);
+      return reply.send();
+    },
+  );
+
+  app.delete(
+    '/api/machine',
+    { schema: { tags, summary: 'Deletes a machine; its agent can no longer connect', body: MachineIdBody, response: errorResponses }, config: manage },
+    async (request, reply) => {
+      await deleteMachine(deps, request.principal, request.body.machineId);
+      return reply.send();
+    },
+  );
+
+  app.post(
+    '/api/machine/registration-token',
+    {
+      schema: {
+        tags,
+        summary: 'Issues a new one-time registration token; the current agent is replaced once it is used',
+        body: MachineIdBody,
+        response: { 200: RegistrationTokenResponse, ...errorResponses },
+      },
+      config: manage,
+    },
+    async (request) => renewRegistrationToken(deps, request.principal, request.body.machineId),
+  );
+
+  app.get(
+    '/api/machine/environments',
+    { schema: { tags, summary: 'Returns the environments of one machine', querystring: MachineIdQuery, response: { 200: MachineEnvironmentsResponse, ...errorResponses } }, config: view },
+    async (request) => {
+      const machine = await getMachineEnvironments(deps, request.principal, request.query.machineId);
+      return { machineId: machine.id, environments: machine.environments.map(toEnvironmentDto) };
+    },
+  );
+
+  app.put(
+    '/api/machine/environments',
+    { schema: { tags, summary: 'Sets the complete environment list of a machine', body: SetMachineEnvironmentsBody, response: errorResponses }, config: manage },
+    async (request, reply) => {
+      await setMachineEnvironments(deps, request.principal, request.body);
+      return reply.send();
+    },
+  );
+
+  app.post(
+    '/api/machine/environment',
+    { schema: { tags, summary: 'Adds one environment to a machine', body: MachineEnvironmentBody, response: errorResponses }, config: manage },
+    async (request, reply) => {
+      await addMachineEnvironment(deps, request.principal, request.body);
+      return reply.send();
+    },
+  );
+
+  app.delete(
+    '/api/machine/environment',
+    { schema: { tags, summary: 'Removes one environment from a machine', body: MachineEnvironmentBody, response: errorResponses }, config: manage },
+    async (request, reply) => {
+      await removeMachineEnvironment(deps, request.principal, request.body);
+      return reply.send();
+    },
+  );
+};

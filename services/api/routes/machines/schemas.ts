@@ -1,0 +1,47 @@
+import { Type } from '@sinclair/typebox';
+import { Id, Name, Nullable, PageQuery } from '../../schemas.ts';
+
+/** Bounded ID lists: a machine sits in a handful of environments, carries a handful of tags. */
+const IdList = Type.Array(Id, { maxItems: 500 });
+
+export const MachineEnvironmentSchema = Type.Object({ environmentId: Id, name: Type.String() });
+
+export const MachineSchema = Type.Object({
+  machineId: Id,
+  workspaceId: Id,
+  name: Type.String(),
+  environments: Type.Array(MachineEnvironmentSchema),
+  tagIds: Type.Array(Id),
+  enabled: Type.Boolean(),
+  status: Type.Union([Type.Literal('Pending'), Type.Literal('Online'), Type.Literal('Offline')]),
+  lastSeenUtc: Nullable(Type.String({ format: 'date-time' })),
+  agentVersion: Nullable(Type.String()),
+  os: Nullable(Type.String()),
+  hostname: Nullable(Type.String()),
+});
+
+export const ListMachinesQuery = Type.Object({ workspaceId: Id, ...PageQuery });
+export const MachineList = Type.Object({ machines: Type.Array(MachineSchema), totalCount: Type.Integer() });
+
+export const CreateMachineBody = Type.Object({
+  workspaceId: Id,
+  name: Name,
+  environmentIds: Type.Optional(IdList),
+  tagIds: Type.Optional(IdList),
+});
+export const CreatedMachine = Type.Object({ machineId: Id, registrationToken: Type.String() });
+
+export const UpdateMachineBody = Type.Object({
+  machineId: Id,
+  name: Type.Optional(Name),
+  tagIds: Type.Optional(IdList),
+  enabled: Type.Optional(Type.Boolean()),
+});
+
+export const MachineIdBody = Type.Object({ machineId: Id });
+export const MachineIdQuery = Type.Object({ machineId: Id });
+export const RegistrationTokenResponse = Type.Object({ registrationToken: Type.String() });
+
+export const MachineEnvironmentsResponse = Type.Object({ machineId: Id, environments: Type.Array(MachineEnvironmentSchema) });
+export const SetMachineEnvironmentsBody = Type.Object({ machineId: Id, environmentIds: IdList });
+export const MachineEnvironmentBody = Type.Object({ machineId: Id, environmentId: Id });

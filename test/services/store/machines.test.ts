@@ -1,0 +1,69 @@
+import { beforeAll, describe, expect, it } from 'vitest';
+import { hashSecret, newId } from '../../../services/core/index.ts';
+import { testApp, type TestContext } from '../../helpers/app.ts';
+
+let t: TestContext;
+beforeAll(async () => {
+  t = await testApp();
+});
+
+const HOUR_MS = 3600_000;
+
+async function pendingMachine(token: string, expiresAt: Date) {
+  const id = newId();
+  await t.deps.store.machines.insert(
+    { id, workspaceId: t.mainWorkspaceId, name: `m-${id}`, tagIds: [], environmentIds: [] },
+    { tokenHash: hashSecret(token), expiresAt },
+  );
+  return id;
+}
+
+describe('machines store: registration', () => {
+  it('finds a machine by an unexpired token hash only', async () => {
+    const now = new Date();
+    const id = await pendingMachine('token-a', new Date(now.getTime() + 24 * HOUR_MS));
+    const store = t.deps.store.machines;
+    expect((await store.findByRegistrationTokenHash(hashSecret('token-a'), now))?.id).toBe(id);
+    expect(await store.findByRegistrationTokenHash(hashSecret('token-a'), new Date(now.getTime() + 25 * HOUR_MS))).toBeNull();
+    expect(await store.findByRegistrationTokenHash(hashSecret('other'), now)).toBeNull();
+  });
+
+  it('completes a registration once: the token is cleared and the credential resolves the machine', async () => {
+    const now = new Date();
+    const id = await pendingMachine('token-b', new Date(now.getTime() + HOUR_MS));
+    const store = t.deps.store.machines;
+
+    expect(await store.completeRegistration(id, hashSecret('cred-b'), { agentVersion: '1.0.0', os: 'linux', hostname: 'box' }, now)).toBe(true);
+    expect(await store.findByRegistrationTokenHash(hashSecret('token-b'), now)).toBeNull();
+    expect(await store.completeRegistration(id, hashSecret('cred-b2'), {})).toBe(false);
+
+    const machine = await store.findByCredentialHash(hashSecret('cred-b'));
+    expect(machine).toMatchObject({ id, isRegistered: true, agentVersion: '1.0.0', os: 'linux', hostname: 'box', lastSeenUtc: now });
+    expect(await store.findByCredentialHash(hashSecret('cred-b2'))).toBeNull();
+    const [row] = await t.db('machines').where({ id });
+    expect(row).toMatchObject({ registration_token_hash: null, registration_expires_at: null, agent_credential_hash: hashSecret('cred-b') });
+  });
+
+  it('replaces the old credential when a renewed token is used', async () => {
+    const now = new Date();
+    const id = await pendingMachine('token-c', new Date(now.getTime() + HOUR_MS));
+    const store = t.deps.store.machines;
+    await store.completeRegistration(id, hashSecret('cred-c1'), {});
+    await store.setRegistrationToken(id, hashSecret('token-c2'), new Date(now.getTime() + HOUR_MS));
+    expect((await store.findByCredentialHash(hashSecret('cred-c1')))?.id).toBe(id);
+    expect(await store.completeRegistration(id, hashSecret('cred-c2'), {})).toBe(true);
+    expect(await store.findByCredentialHash(hashSecret('cred-c1'))).toBeNull();
+    expect((await store.findByCredentialHash(hashSecret('cred-c2')))?.id).toBe(id);
+  });
+});
+
+describe('machines store: heartbeats', () => {
+  it('records the time and only the reported agent fields', async () => {
+    const id = await pendingMachine('token-d', new Date(Date.now() + HOUR_MS));
+    const store = t.deps.store.machines;
+    await store.completeRegistration(id, hashSecret('cred-d'), { agentVersion: '1.0.0', os: 'linux', hostname: 'box' });
+    const at = new Date('2030-01-02T03:04:05.000Z');
+    await store.recordHeartbeat(id, at, { agentVersion: '1.1.0' });
+    expect(await store.get(id)).toMatchObject({ lastSeenUtc: at, agentVersion: '1.1.0', os: 'linux', hostname: 'box' });
+  });
+});
