@@ -4,6 +4,7 @@
  */
 import type { Knex } from 'knex';
 import * as createTopology from './202611221200_create_topology.ts';
+import * as alterLifecycles from './202611221210_alter_lifecycles.ts';
 import * as alterMachines from './202611221230_alter_machines.ts';
 import * as alterSteps from './202611221220_alter_steps.ts';
 
@@ -14,6 +15,7 @@ export interface Migration {
 
 export const migrations: ReadonlyArray<readonly [string, Migration]> = [
   ['202611221200_create_topology', createTopology],
+  ['202611221210_alter_lifecycles', alterLifecycles],
   ['202611221230_alter_machines', alterMachines],
   ['202611221220_alter_steps', alterSteps],
 ];
