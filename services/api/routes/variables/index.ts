@@ -1,4 +1,11 @@
+/** Project variables, workspace variables and project imports of workspace variables (contract §3). */
 import type { Routes } from '../route-types.ts';
+import { variableImportRoutes } from './imports.ts';
+import { projectVariableRoutes } from './project.ts';
+import { workspaceVariableRoutes } from './workspace.ts';
 
-// Placeholder: filled in by the work on this resource.
-export const variableRoutes: Routes = async () => {};
+export const variableRoutes: Routes = async (app) => {
+  await app.register(projectVariableRoutes);
+  await app.register(workspaceVariableRoutes);
+  await app.register(variableImportRoutes);
+};
