@@ -1,0 +1,169 @@
+/**
+ * Builders for planner/scheduler unit tests, and a tiny simulator that drives nextActions the way
+ * the orchestrator will: apply starts and skips, let running targets finish, ask again.
+ */
+import { expect } from 'vitest';
+import { planDeployment } from '../../../services/engine/planner.ts';
+import { nextActions } from '../../../services/engine/scheduler.ts';
+import {
+  targetKey,
+  TargetStatus,
+  type DeploymentOutcome,
+  type Plan,
+  type PlanInput,
+  type PlanMachineInput,
+  type PlanRollingGroupInput,
+  type PlanStepInput,
+  type SkipAction,
+} from '../../../services/engine/plan-types.ts';
+
+export function step(stepId: string, overrides: Partial<PlanStepInput> = {}): PlanStepInput {
+  return {
+    stepId,
+    name: stepId,
+    disabled: false,
+    errorAction: 'Stop',
+    parallelMachines: null,
+    environmentIds: [],
+    machineIdFilter: [],
+    machineTagFilter: [],
+    rollingGroupId: null,
+    ...overrides,
+  };
+}
+
+export function group(rollingGroupId: string, overrides: Partial<PlanRollingGroupInput> = {}): PlanRollingGroupInput {
+  return {
+    rollingGroupId,
+    name: rollingGroupId,
+    windowSize: 1,
+    machineOrder: 'MachineName',
+    machineOrderTagIds: [],
+    waitBetweenMachineGroups: false,
+    onMachineFailure: 'StopStep',
+    onMemberFailure: 'SkipRestOnThisMachine',
+    onNoTargets: 'Skip',
+    ...overrides,
+  };
+}
+
+/** A machine whose ID is its name lower-cased, unless overridden. */
+export function machine(name: string, tagIds: string[] = [], overrides: Partial<PlanMachineInput> = {}): PlanMachineInput {
+  return { machineId: name.toLowerCase(), name, tagIds, enabled: true, online: true, ...overrides };
+}
+
+export function input(parts: Partial<Omit<PlanInput, 'request'>> & { request?: Partial<PlanInput['request']> }): PlanInput {
+  return {
+    steps: parts.steps ?? [],
+    rollingGroups: parts.rollingGroups ?? [],
+    machines: parts.machines ?? [],
+    request: { environmentId: 'env-prod', excludeStepNames: [], machineMode: 'All', machineIds: [], ...parts.request },
+    organization: parts.organization ?? { maxParallelMachines: 8 },
+  };
+}
+
+export function plan(parts: Parameters<typeof input>[0]): Plan {
+  return planDeployment(input(parts));
+}
+
+export type Verdict = 'Succeeded' | 'Failed' | 'Cancelled';
+
+export interface SimulationEvent {
+  tick: number;
+  kind: 'start' | 'end' | 'skip';
+  stepId: string;
+  machineId: string;
+  status?: TargetStatus;
+  reason?: SkipAction['reason'];
+}
+
+export interface Simulation {
+  events: SimulationEvent[];
+  /** "step@machine" in start order. */
+  starts: string[];
+  skips: string[];
+  /** Per stage index: the most machines ever in progress at once (started, not yet done). */
+  peakMachines: Map<number, number>;
+  /** Per stage index: the most targets ever running at once. */
+  peakRunning: Map<number, number>;
+  statuses: Map<string, TargetStatus>;
+  outcome: DeploymentOutcome;
+  finishedStages: number[];
+}
+
+/**
+ * Runs a plan to its end. Each tick asks nextActions, applies it, then finishes running targets
+ * ('all' of them, or only the 'oldest' one to interleave machines). `verdict` decides each result.
+ */
+export function simulate(p: Plan, verdict: (stepId: string, machineId: string) => Verdict = () => 'Succeeded', mode: 'all' | 'oldest' = 'all'): Simulation {
+  const statuses = new Map<string, TargetStatus>();
+  const running: Array<{ stepId: string; machineId: string; stageIndex: number }> = [];
+  const sim: Omit<Simulation, 'outcome' | 'finishedStages'> = { events: [], starts: [], skips: [], peakMachines: new Map(), peakRunning: new Map(), statuses };
+  for (let tick = 0; tick < 10_000; tick += 1) {
+    const actions = nextActions(p, statuses);
+    for (const s of actions.skip) {
+      statuses.set(targetKey(s.stepId, s.machineId), TargetStatus.Skipped);
+      sim.events.push({ tick, kind: 'skip', stepId: s.stepId, machineId: s.machineId, reason: s.reason });
+      sim.skips.push(`${s.stepId}@${s.machineId}`);
+    }
+    for (const s of actions.start) {
+      expect(statuses.get(targetKey(s.stepId, s.machineId)) ?? 'Pending').toBe('Pending');
+      statuses.set(targetKey(s.stepId, s.machineId), TargetStatus.Running);
+      running.push(s);
+      sim.events.push({ tick, kind: 'start', stepId: s.stepId, machineId: s.machineId });
+      sim.starts.push(`${s.stepId}@${s.machineId}`);
+    }
+    // Idempotency: asking again right after applying the answer changes nothing.
+    const again = nextActions(p, statuses);
+    expect(again.start).toEqual([]);
+    expect(again.skip).toEqual([]);
+    recordPeaks(p, statuses, sim);
+    if (actions.deploymentOutcome) {
+      expect(running).toEqual([]);
+      return { ...sim, outcome: actions.deploymentOutcome, finishedStages: actions.finishedStages };
+    }
+    if (running.length === 0) throw new Error(`simulation stalled at tick ${tick}: nothing running and no outcome`);
+    const done = mode === 'all' ? running.splice(0) : running.splice(0, 1);
+    for (const d of done) {
+      const status = verdict(d.stepId, d.machineId);
+      statuses.set(targetKey(d.stepId, d.machineId), status);
+      sim.events.push({ tick, kind: 'end', stepId: d.stepId, machineId: d.machineId, status });
+    }
+  }
+  throw new Error('simulation did not end');
+}
+
+function recordPeaks(p: Plan, statuses: Map<string, TargetStatus>, sim: Omit<Simulation, 'outcome' | 'finishedStages'>): void {
+  const st = (stepId: string, machineId: string): TargetStatus => statuses.get(targetKey(stepId, machineId)) ?? TargetStatus.Pending;
+  p.stages.forEach((stage, index) => {
+    let machines = 0;
+    let runningTargets = 0;
+    if (stage.kind === 'Step') {
+      runningTargets = stage.targets.filter((t) => st(stage.stepId, t.machineId) === 'Running').length;
+      machines = runningTargets;
+    } else {
+      for (const m of stage.machines) {
+        const s = m.stepIds.map((id) => st(id, m.machineId));
+        const started = s.some((x) => x !== 'Pending' && x !== 'Skipped');
+        const done = s.every((x) => x !== 'Pending' && x !== 'Running');
+        if (started && !done) machines += 1;
+        runningTargets += s.filter((x) => x === 'Running').length;
+      }
+    }
+    sim.peakMachines.set(index, Math.max(sim.peakMachines.get(index) ?? 0, machines));
+    sim.peakRunning.set(index, Math.max(sim.peakRunning.get(index) ?? 0, runningTargets));
+  });
+}
+
+/** Machine IDs in the order their first target started. */
+export function machineStartOrder(sim: Simulation, stepIds?: string[]): string[] {
+  const seen: string[] = [];
+  for (const e of sim.events) {
+    if (e.kind === 'start' && (!stepIds || stepIds.includes(e.stepId)) && !seen.includes(e.machineId)) seen.push(e.machineId);
+  }
+  return seen;
+}
+
+export function statusOf(sim: Simulation, stepId: string, machineId: string): TargetStatus {
+  return sim.statuses.get(targetKey(stepId, machineId)) ?? TargetStatus.Pending;
+}
