@@ -1,0 +1,19 @@
+// Original file: gantry/agent/v1/agent.proto
+
+import type { TaskResult as _gantry_agent_v1_TaskResult, TaskResult__Output as _gantry_agent_v1_TaskResult__Output } from '../../../gantry/agent/v1/TaskResult.ts';
+
+export interface Hello {
+  'agentVersion'?: (string);
+  'os'?: (string);
+  'hostname'?: (string);
+  'runningTaskIds'?: (string)[];
+  'unacknowledgedResults'?: (_gantry_agent_v1_TaskResult)[];
+}
+
+export interface Hello__Output {
+  'agentVersion': (string);
+  'os': (string);
+  'hostname': (string);
+  'runningTaskIds': (string)[];
+  'unacknowledgedResults': (_gantry_agent_v1_TaskResult__Output)[];
+}

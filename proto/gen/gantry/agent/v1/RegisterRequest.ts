@@ -1,0 +1,16 @@
+// Original file: gantry/agent/v1/agent.proto
+
+
+export interface RegisterRequest {
+  'registrationToken'?: (string);
+  'hostname'?: (string);
+  'os'?: (string);
+  'agentVersion'?: (string);
+}
+
+export interface RegisterRequest__Output {
+  'registrationToken': (string);
+  'hostname': (string);
+  'os': (string);
+  'agentVersion': (string);
+}

@@ -1,0 +1,25 @@
+// Original file: gantry/agent/v1/agent.proto
+
+import type { Welcome as _gantry_agent_v1_Welcome, Welcome__Output as _gantry_agent_v1_Welcome__Output } from '../../../gantry/agent/v1/Welcome.ts';
+import type { RunTask as _gantry_agent_v1_RunTask, RunTask__Output as _gantry_agent_v1_RunTask__Output } from '../../../gantry/agent/v1/RunTask.ts';
+import type { CancelTask as _gantry_agent_v1_CancelTask, CancelTask__Output as _gantry_agent_v1_CancelTask__Output } from '../../../gantry/agent/v1/CancelTask.ts';
+import type { AckResult as _gantry_agent_v1_AckResult, AckResult__Output as _gantry_agent_v1_AckResult__Output } from '../../../gantry/agent/v1/AckResult.ts';
+import type { AckLogs as _gantry_agent_v1_AckLogs, AckLogs__Output as _gantry_agent_v1_AckLogs__Output } from '../../../gantry/agent/v1/AckLogs.ts';
+
+export interface ServerMessage {
+  'welcome'?: (_gantry_agent_v1_Welcome | null);
+  'runTask'?: (_gantry_agent_v1_RunTask | null);
+  'cancelTask'?: (_gantry_agent_v1_CancelTask | null);
+  'ackResult'?: (_gantry_agent_v1_AckResult | null);
+  'ackLogs'?: (_gantry_agent_v1_AckLogs | null);
+  'payload'?: "welcome"|"runTask"|"cancelTask"|"ackResult"|"ackLogs";
+}
+
+export interface ServerMessage__Output {
+  'welcome'?: (_gantry_agent_v1_Welcome__Output | null);
+  'runTask'?: (_gantry_agent_v1_RunTask__Output | null);
+  'cancelTask'?: (_gantry_agent_v1_CancelTask__Output | null);
+  'ackResult'?: (_gantry_agent_v1_AckResult__Output | null);
+  'ackLogs'?: (_gantry_agent_v1_AckLogs__Output | null);
+  'payload'?: "welcome"|"runTask"|"cancelTask"|"ackResult"|"ackLogs";
+}
