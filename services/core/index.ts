@@ -22,3 +22,16 @@ export type { Logger } from './logger.ts';
 export { createSecretBox, loadMasterKey } from './secret-box.ts';
 export type { SecretBox } from './secret-box.ts';
 export { newSecret, hashSecret } from './hash.ts';
+export type {
+  ReleaseSnapshot,
+  SnapshotStep,
+  SnapshotStepTemplate,
+  SnapshotRollingGroup,
+  SnapshotVariable,
+  SnapshotVariableValue,
+  SnapshotLifecycle,
+  SnapshotPhase,
+  SnapshotPhaseEnvironment,
+  SnapshotPackage,
+  SnapshotScriptModule,
+} from './release-snapshot.ts';

@@ -21,6 +21,10 @@ import { variablesStore } from './variables.ts';
 import { scriptModulesStore } from './script-modules.ts';
 import { feedsStore } from './feeds.ts';
 import { cloudAccountsStore } from './cloud-accounts.ts';
+import { releasesStore } from './releases.ts';
+import { deploymentsStore } from './deployments.ts';
+import { deploymentTasksStore } from './deployment-tasks.ts';
+import { deploymentLogsStore } from './deployment-logs.ts';
 
 function bind(db: Db) {
   return {
@@ -40,6 +44,10 @@ function bind(db: Db) {
     scriptModules: scriptModulesStore(db),
     feeds: feedsStore(db),
     cloudAccounts: cloudAccountsStore(db),
+    releases: releasesStore(db),
+    deployments: deploymentsStore(db),
+    deploymentTasks: deploymentTasksStore(db),
+    deploymentLogs: deploymentLogsStore(db),
   };
 }
 
@@ -69,3 +77,10 @@ export type { Workspace } from './workspaces.ts';
 export type { ServiceAccount, ApiKey } from './service-accounts.ts';
 export type { Environment } from './environments.ts';
 export type { Project } from './projects.ts';
+export type { Release } from './releases.ts';
+export type { Deployment, DeploymentStatus, NewDeployment, DeploymentFilter } from './deployments.ts';
+export { FINAL_STATUSES, ACTIVE_STATUSES } from './deployments.ts';
+export type { DeploymentTask } from './deployment-tasks.ts';
+export { TaskStatus, FINAL_TASK_STATUSES } from './deployment-tasks.ts';
+export type { LogEntry, NewLogEntry } from './deployment-logs.ts';
+export { LogLevel } from './deployment-logs.ts';

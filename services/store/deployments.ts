@@ -1,0 +1,268 @@
+/**
+ * Deployments: the engine's durable state (contract §5). Leases say which replica drives a
+ * deployment; any replica may take over once a lease expires.
+ */
+import type { Page, Paged } from '../core/index.ts';
+import type { Db } from './db.ts';
+import { pageOf } from './paging.ts';
+
+export const FINAL_STATUSES = ['Completed', 'Failed', 'Cancelled'] as const;
+export const ACTIVE_STATUSES = ['Queued', 'Validating', 'AwaitingSlot', 'Running'] as const;
+export type DeploymentStatus = (typeof FINAL_STATUSES)[number] | (typeof ACTIVE_STATUSES)[number];
+
+export interface Deployment {
+  id: string;
+  workspaceId: string;
+  projectId: string;
+  releaseId: string;
+  environmentId: string;
+  environmentName: string;
+  status: DeploymentStatus;
+  automatic: boolean;
+  excludeStepNames: string[];
+  machineMode: 'All' | 'Include' | 'Exclude';
+  machineIds: string[];
+  redownloadPackages: boolean;
+  scheduledFor: Date | null;
+  createdUtc: Date;
+  startedUtc: Date | null;
+  completedUtc: Date | null;
+  cancellationRequestedUtc: Date | null;
+  lastUpdateUtc: Date;
+  lastAttemptUtc: Date | null;
+  errorCount: number;
+  warningCount: number;
+  lastLogTick: bigint;
+  changeTick: bigint;
+  failureMessage: string | null;
+}
+
+export type NewDeployment = Pick<
+  Deployment,
+  'id' | 'workspaceId' | 'projectId' | 'releaseId' | 'environmentId' | 'environmentName' | 'automatic' | 'excludeStepNames' | 'machineMode' | 'machineIds' | 'redownloadPackages' | 'scheduledFor'
+>;
+
+interface DeploymentRow {
+  id: string;
+  workspace_id: string;
+  project_id: string;
+  release_id: string;
+  environment_id: string;
+  environment_name: string;
+  status: DeploymentStatus;
+  automatic: boolean;
+  exclude_step_names: string[];
+  machine_mode: Deployment['machineMode'];
+  machine_ids: string[];
+  redownload_packages: boolean;
+  scheduled_for: Date | null;
+  created_at: Date;
+  started_at: Date | null;
+  completed_at: Date | null;
+  cancellation_requested_at: Date | null;
+  last_update_at: Date;
+  last_attempt_at: Date | null;
+  error_count: number;
+  warning_count: number;
+  last_log_tick: string;
+  change_tick: string;
+  failure_message: string | null;
+  plan: unknown;
+  lease_owner: string | null;
+  lease_until: Date | null;
+}
+
+function toDeployment(row: DeploymentRow): Deployment {
+  return {
+    id: row.id,
+    workspaceId: row.workspace_id,
+    projectId: row.project_id,
+    releaseId: row.release_id,
+    environmentId: row.environment_id,
+    environmentName: row.environment_name,
+    status: row.status,
+    automatic: row.automatic,
+    excludeStepNames: row.exclude_step_names,
+    machineMode: row.machine_mode,
+    machineIds: row.machine_ids,
+    redownloadPackages: row.redownload_packages,
+    scheduledFor: row.scheduled_for,
+    createdUtc: row.created_at,
+    startedUtc: row.started_at,
+    completedUtc: row.completed_at,
+    cancellationRequestedUtc: row.cancellation_requested_at,
+    lastUpdateUtc: row.last_update_at,
+    lastAttemptUtc: row.last_attempt_at,
+    errorCount: row.error_count,
+    warningCount: row.warning_count,
+    // pg returns int8 as text: convert exactly, never through Number.
+    lastLogTick: BigInt(row.last_log_tick),
+    changeTick: BigInt(row.change_tick),
+    failureMessage: row.failure_message,
+  };
+}
+
+export interface DeploymentFilter {
+  workspaceId?: string | undefined;
+  projectId?: string | undefined;
+  releaseId?: string | undefined;
+  status?: DeploymentStatus | undefined;
+  changedAfterTick?: bigint | undefined;
+}
+
+const NEXT_CHANGE = "nextval('deployment_change_seq')";
+
+export function deploymentsStore(db: Db) {
+  return {
+    async get(id: string): Promise<Deployment | null> {
+      const row = await db<DeploymentRow>('deployments').where({ id }).first();
+      return row ? toDeployment(row) : null;
+    },
+    async insert(deployments: NewDeployment[]): Promise<void> {
+      if (deployments.length === 0) return;
+      await db('deployments').insert(
+        deployments.map((d) => ({
+          id: d.id,
+          workspace_id: d.workspaceId,
+          project_id: d.projectId,
+          release_id: d.releaseId,
+          environment_id: d.environmentId,
+          environment_name: d.environmentName,
+          automatic: d.automatic,
+          exclude_step_names: JSON.stringify(d.excludeStepNames),
+          machine_mode: d.machineMode,
+          machine_ids: JSON.stringify(d.machineIds),
+          redownload_packages: d.redownloadPackages,
+          scheduled_for: d.scheduledFor,
+        })),
+      );
+    },
+    /** Inserts an automatic deployment unless one already exists for that release and environment. */
+    async insertAutomaticOnce(deployment: NewDeployment): Promise<boolean> {
+      const rows = await db('deployments')
+        .insert({
+          id: deployment.id,
+          workspace_id: deployment.workspaceId,
+          project_id: deployment.projectId,
+          release_id: deployment.releaseId,
+          environment_id: deployment.environmentId,
+          environment_name: deployment.environmentName,
+          automatic: true,
+          exclude_step_names: '[]',
+          machine_mode: 'All',
+          machine_ids: '[]',
+          redownload_packages: false,
+        })
+        .onConflict(db.raw('(release_id, environment_id) where automatic'))
+        .ignore()
+        .returning('id');
+      return rows.length > 0;
+    },
+    async list(filter: DeploymentFilter, page: Page): Promise<Paged<Deployment>> {
+      const query = db<DeploymentRow>('deployments');
+      if (filter.workspaceId) query.where({ workspace_id: filter.workspaceId });
+      if (filter.projectId) query.where({ project_id: filter.projectId });
+      if (filter.releaseId) query.where({ release_id: filter.releaseId });
+      if (filter.status) query.where({ status: filter.status });
+      if (filter.changedAfterTick !== undefined) query.where('change_tick', '>', filter.changedAfterTick.toString());
+      return pageOf(query, page, [{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }], toDeployment);
+    },
+    async maxChangeTick(filter: Omit<DeploymentFilter, 'changedAfterTick' | 'status'>): Promise<bigint> {
+      const query = db('deployments');
+      if (filter.workspaceId) query.where({ workspace_id: filter.workspaceId });
+      if (filter.projectId) query.where({ project_id: filter.projectId });
+      if (filter.releaseId) query.where({ release_id: filter.releaseId });
+      const [row] = await query.max({ m: 'change_tick' });
+      return BigInt((row?.m as string | null) ?? 0);
+    },
+    /** Deployments of a release, newest first (lifecycle progression is derived from them). */
+    async listForRelease(releaseId: string): Promise<Deployment[]> {
+      return (await db<DeploymentRow>('deployments').where({ release_id: releaseId }).orderBy('created_at', 'desc')).map(toDeployment);
+    },
+    async countActiveInOrganization(organizationId: string): Promise<number> {
+      const [row] = await db('deployments as d')
+        .join('workspaces as w', 'w.id', 'd.workspace_id')
+        .where('w.organization_id', organizationId)
+        .whereIn('d.status', ACTIVE_STATUSES)
+        .count({ n: '*' });
+      return Number(row?.n ?? 0);
+    },
+    async countRunningInOrganization(organizationId: string): Promise<number> {
+      const [row] = await db('deployments as d')
+        .join('workspaces as w', 'w.id', 'd.workspace_id')
+        .where('w.organization_id', organizationId)
+        .where('d.status', 'Running')
+        .count({ n: '*' });
+      return Number(row?.n ?? 0);
+    },
+    /** Another deployment of the same project to the same environment that is already running. */
+    async hasRunningSibling(deployment: Pick<Deployment, 'id' | 'projectId' | 'environmentId'>): Promise<boolean> {
+      const row = await db('deployments')
+        .where({ project_id: deployment.projectId, environment_id: deployment.environmentId, status: 'Running' })
+        .whereNot({ id: deployment.id })
+        .first('id');
+      return row !== undefined;
+    },
+    /**
+     * Takes (or renews) the lease on an active deployment for `owner`; null when another replica
+     * holds an unexpired lease or the deployment is final.
+     */
+    async claim(id: string, owner: string, now: Date, leaseUntil: Date): Promise<Deployment | null> {
+      const [row] = await db<DeploymentRow>('deployments')
+        .where({ id })
+        .whereIn('status', ACTIVE_STATUSES)
+        .where((q) => q.whereNull('lease_owner').orWhere('lease_owner', owner).orWhere('lease_until', '<', now))
+        .update({ lease_owner: owner, lease_until: leaseUntil })
+        .returning('*');
+      return row ? toDeployment(row as DeploymentRow) : null;
+    },
+    async releaseLease(id: string, owner: string): Promise<void> {
+      await db('deployments').where({ id, lease_owner: owner }).update({ lease_owner: null, lease_until: null });
+    },
+    /** Active deployments nobody drives (no lease or an expired one) that are due now. */
+    async findUnowned(now: Date, limit: number): Promise<string[]> {
+      const rows = await db('deployments')
+        .whereIn('status', ACTIVE_STATUSES)
+        .where((q) => q.whereNull('lease_until').orWhere('lease_until', '<', now))
+        .where((q) => q.whereNull('scheduled_for').orWhere('scheduled_for', '<=', now))
+        .orderBy('created_at')
+        .limit(limit)
+        .select('id');
+      return rows.map((r) => r.id as string);
+    },
+    /** Changes status (and timestamps); bumps the change tick so pollers of /list see it. */
+    async update(
+      id: string,
+      patch: Partial<{
+        status: DeploymentStatus;
+        startedUtc: Date;
+        completedUtc: Date;
+        lastAttemptUtc: Date;
+        failureMessage: string;
+        plan: unknown;
+      }>,
+      now: Date,
+    ): Promise<void> {
+      const row: Record<string, unknown> = { last_update_at: now, change_tick: db.raw(NEXT_CHANGE) };
+      if (patch.status !== undefined) row.status = patch.status;
+      if (patch.startedUtc !== undefined) row.started_at = patch.startedUtc;
+      if (patch.completedUtc !== undefined) row.completed_at = patch.completedUtc;
+      if (patch.lastAttemptUtc !== undefined) row.last_attempt_at = patch.lastAttemptUtc;
+      if (patch.failureMessage !== undefined) row.failure_message = patch.failureMessage;
+      if (patch.plan !== undefined) row.plan = JSON.stringify(patch.plan);
+      await db('deployments').where({ id }).update(row);
+    },
+    async getPlan(id: string): Promise<unknown> {
+      const row = await db('deployments').where({ id }).first('plan');
+      return row?.plan ?? null;
+    },
+    /** Marks cancellation requested on an active deployment; false when it is already final. */
+    async requestCancellation(id: string, now: Date): Promise<boolean> {
+      const count = await db('deployments')
+        .where({ id })
+        .whereIn('status', ACTIVE_STATUSES)
+        .update({ cancellation_requested_at: db.raw('coalesce(cancellation_requested_at, ?)', [now]), last_update_at: now, change_tick: db.raw(NEXT_CHANGE) });
+      return count > 0;
+    },
+  };
+}

@@ -1,0 +1,84 @@
+import type { ReleaseSnapshot } from '../core/release-snapshot.ts';
+import type { Page, Paged } from '../core/index.ts';
+import type { Db } from './db.ts';
+import { pageOf } from './paging.ts';
+
+export interface Release {
+  id: string;
+  workspaceId: string;
+  projectId: string;
+  version: string;
+  channelId: string | null;
+  channelName: string | null;
+  notes: string | null;
+  packageVersions: Record<string, string>;
+  snapshot: ReleaseSnapshot;
+  createdUtc: Date;
+}
+
+interface ReleaseRow {
+  id: string;
+  workspace_id: string;
+  project_id: string;
+  version: string;
+  channel_id: string | null;
+  channel_name: string | null;
+  notes: string | null;
+  package_versions: Record<string, string>;
+  snapshot: ReleaseSnapshot;
+  created_at: Date;
+}
+
+function toRelease(row: ReleaseRow): Release {
+  return {
+    id: row.id,
+    workspaceId: row.workspace_id,
+    projectId: row.project_id,
+    version: row.version,
+    channelId: row.channel_id,
+    channelName: row.channel_name,
+    notes: row.notes,
+    packageVersions: row.package_versions,
+    snapshot: row.snapshot,
+    createdUtc: row.created_at,
+  };
+}
+
+export function releasesStore(db: Db) {
+  return {
+    /** A release whose project is not deleted, or null. */
+    async get(id: string): Promise<Release | null> {
+      const row = await db<ReleaseRow>('releases as r')
+        .join('projects as p', 'p.id', 'r.project_id')
+        .whereNull('p.deleted_at')
+        .where('r.id', id)
+        .first('r.*');
+      return row ? toRelease(row) : null;
+    },
+    async findByVersion(projectId: string, version: string): Promise<Release | null> {
+      const row = await db<ReleaseRow>('releases').where({ project_id: projectId, version }).first();
+      return row ? toRelease(row) : null;
+    },
+    /** Every version of a project (for SemVer-based lookups, which SQL cannot order). */
+    async listVersions(projectId: string): Promise<Array<{ id: string; version: string }>> {
+      return db('releases').where({ project_id: projectId }).select('id', 'version');
+    },
+    /** Newest first. */
+    async list(projectId: string, page: Page): Promise<Paged<Release>> {
+      return pageOf(db<ReleaseRow>('releases').where({ project_id: projectId }), page, [{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }], toRelease);
+    },
+    async insert(release: Omit<Release, 'createdUtc'>): Promise<void> {
+      await db('releases').insert({
+        id: release.id,
+        workspace_id: release.workspaceId,
+        project_id: release.projectId,
+        version: release.version,
+        channel_id: release.channelId,
+        channel_name: release.channelName,
+        notes: release.notes,
+        package_versions: JSON.stringify(release.packageVersions),
+        snapshot: JSON.stringify(release.snapshot),
+      });
+    },
+  };
+}

@@ -1,0 +1,72 @@
+import { beforeAll, describe, expect, it } from 'vitest';
+import { dateToTicks, newId } from '../../../services/core/index.ts';
+import { testApp, type TestContext } from '../../helpers/app.ts';
+
+let t: TestContext;
+let deploymentId: string;
+
+beforeAll(async () => {
+  t = await testApp();
+  const environment = await t.db('environments').where({ workspace_id: t.mainWorkspaceId }).first();
+  const project = await t.admin.post('/api/project', { workspaceId: t.mainWorkspaceId, name: 'Logs' });
+  const releaseId = newId();
+  await t.db('releases').insert({ id: releaseId, workspace_id: t.mainWorkspaceId, project_id: project.body.projectId, version: '1.0.0', snapshot: '{}' });
+  deploymentId = newId();
+  await t.deps.store.deployments.insert([
+    {
+      id: deploymentId,
+      workspaceId: t.mainWorkspaceId,
+      projectId: project.body.projectId,
+      releaseId,
+      environmentId: environment.id,
+      environmentName: environment.name,
+      automatic: false,
+      excludeStepNames: [],
+      machineMode: 'All',
+      machineIds: [],
+      redownloadPackages: false,
+      scheduledFor: null,
+    },
+  ]);
+});
+
+const append = (entries: Parameters<TestContext['deps']['store']['deploymentLogs']['append']>[1], now = new Date()) =>
+  t.deps.store.transaction((tx) => tx.deploymentLogs.append(deploymentId, entries, now));
+
+describe('deployment logs', () => {
+  it('gives every line a unique, increasing tick beyond 2^53, even when written concurrently at the same instant', async () => {
+    const now = new Date();
+    await Promise.all(Array.from({ length: 20 }, (_, i) => append([{ level: 'Information', data: `line ${i}` }, { level: 'Information', data: `more ${i}` }], now)));
+    const entries = await t.deps.store.deploymentLogs.read(deploymentId, null, 1000);
+    expect(entries).toHaveLength(40);
+    const ticks = entries.map((e) => e.tick);
+    expect(new Set(ticks).size).toBe(40);
+    expect(ticks[0]! >= dateToTicks(now)).toBe(true);
+    expect(ticks[0]! > BigInt(Number.MAX_SAFE_INTEGER)).toBe(true);
+    for (let i = 1; i < ticks.length; i++) expect(ticks[i]! > ticks[i - 1]!).toBe(true);
+  });
+
+  it('reads strictly after a tick, in order', async () => {
+    const all = await t.deps.store.deploymentLogs.read(deploymentId, null, 1000);
+    const middle = all[9]!.tick;
+    const after = await t.deps.store.deploymentLogs.read(deploymentId, middle, 1000);
+    expect(after.map((e) => e.id)).toEqual(all.slice(10).map((e) => e.id));
+  });
+
+  it('stores a re-sent agent line once and counts errors and warnings once', async () => {
+    const before = await t.deps.store.deployments.get(deploymentId);
+    const batch = [
+      { level: 'Warning' as const, data: 'careful', taskId: 'task-1', agentSeq: 1 },
+      { level: 'Error' as const, data: 'broken', taskId: 'task-1', agentSeq: 2 },
+    ];
+    expect(await append(batch)).toHaveLength(2);
+    expect(await append(batch)).toHaveLength(0);
+    expect(await append([...batch, { level: 'Information' as const, data: 'next', taskId: 'task-1', agentSeq: 3 }])).toHaveLength(1);
+    const after = await t.deps.store.deployments.get(deploymentId);
+    expect(after!.errorCount - before!.errorCount).toBe(1);
+    expect(after!.warningCount - before!.warningCount).toBe(1);
+    const stored = await t.db('deployment_logs').where({ task_id: 'task-1' }).orderBy('agent_seq');
+    expect(stored.map((r) => r.data)).toEqual(['careful', 'broken', 'next']);
+    expect(after!.lastLogTick).toBe(BigInt(stored[2].tick));
+  });
+});
