@@ -4,7 +4,7 @@
  * Variables and values are soft-deleted. Sensitive values live only in value_encrypted.
  */
 import type { Knex } from 'knex';
-import type { Page, Paged } from '../core/index.ts';
+import { newId, type Page, type Paged } from '../core/index.ts';
 import type { Db } from './db.ts';
 import { pageOf } from './paging.ts';
 
@@ -256,6 +256,43 @@ export function variablesStore(db: Db) {
       const variables = [...own, ...imported].map(toVariable);
       const values = await valuesOf(variables.map((v) => v.id));
       return variables.flatMap((variable) => (values.get(variable.id) ?? []).map((value) => ({ variable, value })));
+    },
+
+    /**
+     * Copies a project's live variables, values and imports to another project (project clone).
+     * Step and channel IDs in filters are mapped through `idMap` (old → new); IDs it lacks are
+     * kept, which can only narrow a value's scope, never widen it. Ciphertext is copied as is.
+     */
+    async copyProjectVariables(fromProjectId: string, toProjectId: string, idMap: ReadonlyMap<string, string>, at: Date): Promise<void> {
+      const target: { workspace_id: string } | undefined = await db('projects').where({ id: toProjectId }).first('workspace_id');
+      if (!target) return;
+      const variables = await liveVariables().where({ project_id: fromProjectId });
+      const values = await valuesOf(variables.map((v) => v.id));
+      const remap = (ids: string[]) => ids.map((id) => idMap.get(id) ?? id);
+      // Distinct, increasing timestamps keep the values' order, the resolver's last tie-break.
+      let tick = at.getTime();
+      for (const row of variables) {
+        const variableId = newId();
+        await db('variables').insert({ ...row, id: variableId, project_id: toProjectId, workspace_id: target.workspace_id, created_at: at, deleted_at: null });
+        for (const value of values.get(row.id) ?? []) {
+          const filters = { ...value.filters, stepIds: remap(value.filters.stepIds), channelIds: remap(value.filters.channelIds) };
+          await db('variable_values').insert({
+            id: newId(),
+            variable_id: variableId,
+            value_plain: value.plain,
+            value_encrypted: value.encrypted,
+            ...filterColumns(filters),
+            created_at: new Date(tick++),
+          });
+        }
+      }
+      const imported = await db('project_workspace_variables').where({ project_id: fromProjectId }).select('variable_id');
+      if (imported.length > 0) {
+        await db('project_workspace_variables')
+          .insert(imported.map((r: { variable_id: string }) => ({ project_id: toProjectId, variable_id: r.variable_id })))
+          .onConflict(['project_id', 'variable_id'])
+          .ignore();
+      }
     },
 
     // Existence checks for value filters. Machines, steps and channels have their own stores, but

@@ -375,3 +375,43 @@ describe('project variable permissions', () => {
     expect((await t.db('variable_values').where({ id: production.body.variableValueId }))[0].value_plain).toBe('p');
   });
 });
+
+describe('variables store: copyProjectVariables', () => {
+  it('copies live variables, values (ciphertext included) and imports, remapping step and channel IDs', async () => {
+    const from = await project();
+    const to = await project();
+    const [oldStep, newStep, oldChannel] = [await step(from), await step(to), await channel(from)];
+    const text = (await t.admin.post('/api/project/variable', { projectId: from, name: 'Copied', variableType: 'Text' })).body.variableId;
+    await t.admin.post('/api/project/variable/value', { variableId: text, theValue: 'a', stepFilter: [oldStep], channelFilter: [oldChannel], environmentsFilter: [stagingId] });
+    const secret = (await t.admin.post('/api/project/variable', { projectId: from, name: 'Secret', variableType: 'Sensitive' })).body.variableId;
+    await t.admin.post('/api/project/variable/value', { variableId: secret, theValue: 'copied-secret' });
+    const gone = (await t.admin.post('/api/project/variable', { projectId: from, name: 'Gone', variableType: 'Text' })).body.variableId;
+    await t.admin.delete('/api/project/variable', { variableId: gone });
+    const ws = (await t.admin.post('/api/workspace-variable', { workspaceId: t.mainWorkspaceId, name: `w-${randomUUID()}`, variableType: 'Text' })).body.variableId;
+    await t.admin.post('/api/project/workspace-variable', { projectId: from, variableId: ws });
+
+    await t.deps.store.transaction((tx) => tx.variables.copyProjectVariables(from, to, new Map([[oldStep, newStep]]), new Date()));
+
+    const copied = await variablesOf(to);
+    expect(copied.map((v) => v.name)).toEqual(['Copied', 'Secret']);
+    expect(copied[0]?.variableId).not.toBe(text);
+    expect(copied[0]?.values[0]).toMatchObject({ theValue: 'a', stepFilter: [newStep], channelFilter: [oldChannel], environmentsFilter: [stagingId] });
+    expect(copied[1]?.values[0].theValue).toBeNull();
+    const [secretRow] = await t.db('variable_values').where({ id: copied[1]?.values[0].variableValueId });
+    expect(t.deps.secrets.decrypt(secretRow.value_encrypted)).toBe('copied-secret');
+    const imported = await t.admin.get('/api/project/workspace-variables', { projectId: to });
+    expect(imported.body.workspaceVariables.map((v: { variableId: string }) => v.variableId)).toEqual([ws]);
+    expect((await variablesOf(from)).map((v) => v.name)).toEqual(['Copied', 'Secret']);
+  });
+});
+
+describe('OpenAPI', () => {
+  it('documents every variable route', async () => {
+    const doc = await t.anonymous.get('/api/openapi.json');
+    expect(doc.status).toBe(200);
+    for (const path of ['/api/project/variables', '/api/project/variable', '/api/project/variable/value', '/api/workspace-variable', '/api/workspace-variable/value', '/api/project/workspace-variables', '/api/project/workspace-variable']) {
+      expect(doc.body.paths[path], path).toBeDefined();
+    }
+    expect(doc.body.paths['/api/project/variables'].get.responses['200']).toBeDefined();
+  });
+});
