@@ -1,0 +1,63 @@
+/**
+ * Messages carried by the bus. They are wake-ups, not records: PostgreSQL holds the truth, so a
+ * message names what changed (ids) and a consumer re-reads the rows. Every message is versioned
+ * (`v`) so replicas of different builds can share a bus during a rolling upgrade: add a new `v`
+ * or `type` beside the old one rather than changing a shape in place.
+ */
+
+/** Work: "advance this deployment" (plan it, dispatch the next window, react to a result). */
+export interface AdvanceDeploymentMessage {
+  v: 1;
+  type: 'deployment.advance';
+  deploymentId: string;
+}
+
+/** Work: "start this task (one step on one machine)"; the holder of the agent's stream runs it. */
+export interface DispatchTaskMessage {
+  v: 1;
+  type: 'task.dispatch';
+  taskId: string;
+  deploymentId: string;
+  machineId: string;
+}
+
+/** Every message a work queue may carry. Extend this union; never change a shipped member. */
+export type WorkMessage = AdvanceDeploymentMessage | DispatchTaskMessage;
+
+/** Event: cancel a task; reaches every replica, the one holding the agent's stream acts on it. */
+export interface CancelTaskEvent {
+  v: 1;
+  type: 'task.cancel';
+  taskId: string;
+  deploymentId: string;
+  machineId: string;
+}
+
+/** Event: a deployment's state changed; pollers and log followers re-read it. */
+export interface DeploymentChangedEvent {
+  v: 1;
+  type: 'deployment.changed';
+  deploymentId: string;
+  status: string;
+}
+
+/** Event: work waits for a machine; the replica holding that agent's stream pulls it from the DB. */
+export interface MachineWorkAvailableEvent {
+  v: 1;
+  type: 'machine.work-available';
+  machineId: string;
+}
+
+/** Every message an event subject may carry. Extend this union; never change a shipped member. */
+export type EventMessage = CancelTaskEvent | DeploymentChangedEvent | MachineWorkAvailableEvent;
+
+/**
+ * Checks the envelope of a message that crossed a process boundary. The body is trusted to match
+ * its `type` (only our own replicas publish), but a payload that is not even `{ v, type }` is a
+ * poison message and must not reach a handler's exhaustive switch.
+ */
+export function isMessageEnvelope(value: unknown): value is { v: number; type: string } {
+  if (typeof value !== 'object' || value === null) return false;
+  const { v, type } = value as { v?: unknown; type?: unknown };
+  return typeof v === 'number' && typeof type === 'string';
+}

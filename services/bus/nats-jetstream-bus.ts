@@ -1,0 +1,324 @@
+/**
+ * The clustered bus: work over NATS JetStream, events over core NATS. Works on nats-server 2.9
+ * (Debian's): one WorkQueue stream per prefix, one durable pull consumer per queue (its filter
+ * subject is unique, which 2.9 requires on a WorkQueue stream), explicit acks, leases renewed with
+ * `working()`, retries by `nak(delay)`, and exhausted messages removed by us because 2.9 leaves
+ * them in the stream forever.
+ */
+import { connect, nanos, type NatsConnection, type Subscription as NatsSubscription } from '@nats-io/transport-node';
+import {
+  AckPolicy,
+  JetStreamApiError,
+  RetentionPolicy,
+  StorageType,
+  jetstream,
+  jetstreamManager,
+  type ConsumerMessages,
+  type JetStreamClient,
+  type JetStreamManager,
+  type JsMsg,
+} from '@nats-io/jetstream';
+import { toError, type Logger } from '../core/index.ts';
+import {
+  WORK_DEFAULTS,
+  type Bus,
+  type ConsumeWorkOptions,
+  type EventHandler,
+  type PublishWorkOptions,
+  type Subscription,
+  type WorkHandler,
+  type WorkTuning,
+} from './bus.ts';
+import { isMessageEnvelope, type EventMessage, type WorkMessage } from './messages.ts';
+import { settleWork, withWorkDefaults } from './settle-work.ts';
+import { assertBusName, assertEventSubject, DEFAULT_BUS_PREFIX, eventSubject, workSubject } from './subjects.ts';
+
+/** Startup failure: the server runs without JetStream, so work could not be queued durably. */
+export class NatsWithoutJetStreamError extends Error {
+  constructor(url: string, options?: { cause?: unknown }) {
+    super(`NATS without JetStream at ${url}: start nats-server with -js (or set jetstream {} in its config)`, options);
+    this.name = 'NatsWithoutJetStreamError';
+  }
+}
+
+/** Startup failure: the work stream exists but the server kept a configuration we cannot rely on. */
+export class NatsStreamConfigError extends Error {
+  constructor(stream: string, detail: string) {
+    super(`NATS stream ${stream} is not usable as a work queue: ${detail}; delete it or fix the server`);
+    this.name = 'NatsStreamConfigError';
+  }
+}
+
+export interface NatsJetStreamBusOptions extends WorkTuning {
+  url: string;
+  logger: Logger;
+  prefix?: string;
+  /** Connection name shown by the NATS server's monitoring (default 'gantry'). */
+  connectionName?: string;
+}
+
+/** Name of the WorkQueue stream that holds a prefix's work (stream names cannot contain dots). */
+export function workStreamName(prefix: string): string {
+  return `${prefix}_work`;
+}
+
+// How long one pull request waits for messages before the loop re-issues it.
+const FETCH_EXPIRES_MS = 5_000;
+const FETCH_ERROR_PAUSE_MS = 1_000;
+
+export class NatsJetStreamBus implements Bus {
+  readonly #nc: NatsConnection;
+  readonly #js: JetStreamClient;
+  readonly #jsm: JetStreamManager;
+  readonly #prefix: string;
+  readonly #stream: string;
+  readonly #tuning: Required<WorkTuning>;
+  readonly #logger: Logger;
+  readonly #subscriptions = new Set<Subscription>();
+  readonly #consumers = new Map<string, Promise<void>>();
+  #closed = false;
+
+  private constructor(nc: NatsConnection, jsm: JetStreamManager, prefix: string, tuning: Required<WorkTuning>, logger: Logger) {
+    this.#nc = nc;
+    this.#jsm = jsm;
+    this.#js = jetstream(nc);
+    this.#prefix = prefix;
+    this.#stream = workStreamName(prefix);
+    this.#tuning = tuning;
+    this.#logger = logger;
+  }
+
+  /** Connects, checks JetStream and creates (or adopts) the prefix's work stream. */
+  static async connect(options: NatsJetStreamBusOptions): Promise<NatsJetStreamBus> {
+    const prefix = options.prefix ?? DEFAULT_BUS_PREFIX;
+    assertBusName('prefix', prefix);
+    const tuning = withWorkDefaults(options, WORK_DEFAULTS);
+    const logger = options.logger.child({ component: 'bus', bus: 'nats', prefix });
+    const nc = await connect({
+      servers: options.url,
+      name: options.connectionName ?? 'gantry',
+      // After the first connection succeeds, ride out NATS restarts instead of giving up.
+      maxReconnectAttempts: -1,
+    }).catch((error: unknown) => {
+      throw new Error(`Cannot connect to NATS at ${options.url}: ${toError(error).message}`, { cause: error });
+    });
+    try {
+      const jsm = await jetstreamManager(nc).catch((error: unknown) => {
+        throw new NatsWithoutJetStreamError(options.url, { cause: error });
+      });
+      const bus = new NatsJetStreamBus(nc, jsm, prefix, tuning, logger);
+      await bus.#ensureStream(options.url);
+      return bus;
+    } catch (error) {
+      await nc.close();
+      throw error;
+    }
+  }
+
+  async #ensureStream(url: string): Promise<void> {
+    const config = {
+      name: this.#stream,
+      subjects: [workSubject(this.#prefix, '>')],
+      retention: RetentionPolicy.Workqueue,
+      storage: StorageType.File,
+      duplicate_window: nanos(this.#tuning.dedupWindowMs),
+    };
+    let info;
+    try {
+      info = await this.#jsm.streams.add(config);
+    } catch (error) {
+      // 10058: the stream exists with another configuration (e.g. a different dedup window).
+      if (!(error instanceof JetStreamApiError) || error.code !== 10058) throw error;
+      info = await this.#jsm.streams.update(this.#stream, config);
+    }
+    // 2.9 silently drops settings it does not know, so trust only what the server reports back.
+    const actual = info.config;
+    if (!actual) throw new NatsWithoutJetStreamError(url);
+    if (actual.retention !== RetentionPolicy.Workqueue) {
+      throw new NatsStreamConfigError(this.#stream, `retention is ${actual.retention}, expected workqueue`);
+    }
+    if (!actual.subjects?.includes(config.subjects[0] ?? '')) {
+      throw new NatsStreamConfigError(this.#stream, `subjects are ${JSON.stringify(actual.subjects)}`);
+    }
+    if (actual.duplicate_window !== config.duplicate_window) {
+      throw new NatsStreamConfigError(this.#stream, 'the duplicate window was not applied');
+    }
+  }
+
+  async publishWork(queue: string, message: WorkMessage, options: PublishWorkOptions = {}): Promise<void> {
+    this.#assertOpen();
+    assertBusName('queue', queue);
+    await this.#js.publish(workSubject(this.#prefix, queue), JSON.stringify(message), options.id === undefined ? {} : { msgID: options.id });
+  }
+
+  async consumeWork(queue: string, handler: WorkHandler, options: ConsumeWorkOptions = {}): Promise<Subscription> {
+    this.#assertOpen();
+    assertBusName('queue', queue);
+    await this.#ensureConsumer(queue);
+    const consumer = await this.#js.consumers.get(this.#stream, queue);
+    const maxInFlight = Math.max(1, options.maxInFlight ?? 1);
+    const logger = this.#logger.child({ queue });
+    let closed = false;
+    let inFlight = 0;
+    let current: ConsumerMessages | null = null;
+    let wakeSlot: (() => void) | null = null;
+
+    const handle = (msg: JsMsg): void => {
+      inFlight += 1;
+      let payload: unknown;
+      try {
+        payload = msg.json();
+      } catch {
+        payload = undefined;
+      }
+      const context = { deliveryCount: msg.info.deliveryCount, working: () => void (closed || msg.working()) };
+      void settleWork(handler, payload, context, this.#tuning, logger).then((outcome) => {
+        inFlight -= 1;
+        wakeSlot?.();
+        if (closed) return; // abandoned: redelivered after ackWait, as if this process had died
+        if (outcome.kind === 'ack') msg.ack();
+        else if (outcome.kind === 'retry') msg.nak(outcome.delayMs);
+        // term() WITHOUT a reason: 2.9 does not parse "+TERM <reason>" and would just redeliver.
+        else msg.term();
+      });
+    };
+
+    const loop = async (): Promise<void> => {
+      while (!closed) {
+        if (inFlight >= maxInFlight) {
+          await new Promise<void>((resolve) => (wakeSlot = resolve));
+          wakeSlot = null;
+          continue;
+        }
+        try {
+          // Ask only for free slots, so no message waits in a buffer while its lease runs out.
+          const batch = await consumer.fetch({ max_messages: maxInFlight - inFlight, expires: FETCH_EXPIRES_MS });
+          current = batch;
+          // close() may have run while fetch() was starting, before there was anything to stop.
+          if (closed) batch.stop();
+          for await (const msg of batch) {
+            if (closed) break;
+            handle(msg);
+          }
+        } catch (error) {
+          if (closed) break;
+          logger.warn({ err: toError(error) }, 'work fetch failed; retrying');
+          await new Promise((resolve) => setTimeout(resolve, FETCH_ERROR_PAUSE_MS));
+        }
+      }
+    };
+    const running = loop();
+
+    return this.#track(async () => {
+      closed = true;
+      current?.stop();
+      wakeSlot?.();
+      await running;
+    });
+  }
+
+  async publishEvent(subject: string, message: EventMessage): Promise<void> {
+    this.#assertOpen();
+    assertEventSubject(subject, { allowWildcards: false });
+    this.#nc.publish(eventSubject(this.#prefix, subject), JSON.stringify(message));
+  }
+
+  async subscribeEvents(subjectPattern: string, handler: EventHandler): Promise<Subscription> {
+    this.#assertOpen();
+    assertEventSubject(subjectPattern, { allowWildcards: true });
+    const offset = eventSubject(this.#prefix, '').length;
+    const sub = this.#nc.subscribe(eventSubject(this.#prefix, subjectPattern), {
+      callback: (error, msg) => {
+        if (error) return this.#logger.warn({ err: error }, 'event subscription failed');
+        const subject = msg.subject.slice(offset);
+        let payload: unknown;
+        try {
+          payload = msg.json();
+        } catch {
+          payload = undefined;
+        }
+        if (!isMessageEnvelope(payload)) return this.#logger.warn({ subject }, 'event dropped: not a { v, type } envelope');
+        Promise.resolve()
+          .then(() => handler(payload as EventMessage, subject))
+          .catch((err: unknown) => this.#logger.warn({ subject, err: toError(err) }, 'event handler failed'));
+      },
+    });
+    // Only after the server has seen the SUB will a publish from another connection reach us.
+    await this.#nc.flush();
+    return this.#track(async () => sub.unsubscribe());
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    await Promise.all([...this.#subscriptions].map((s) => s.close()));
+    // drain() sends the acks and naks still buffered before closing.
+    await this.#nc.drain().catch(() => this.#nc.close());
+  }
+
+  /** Creates the queue's durable consumer once per bus; identical re-creation by other replicas is a no-op. */
+  #ensureConsumer(queue: string): Promise<void> {
+    let ready = this.#consumers.get(queue);
+    if (!ready) {
+      ready = this.#createConsumer(queue);
+      ready.catch(() => this.#consumers.delete(queue));
+      this.#consumers.set(queue, ready);
+    }
+    return ready;
+  }
+
+  async #createConsumer(queue: string): Promise<void> {
+    const { ackWaitMs, maxDeliver } = this.#tuning;
+    // Deliberately no consumer `backoff` list. On 2.9.10 a nak(delay) is scheduled as
+    // "now - ack_wait + delay" and then checked against backoff[n] instead of ack_wait, so with
+    // backoff [1 s, 2 s, 4 s] a 100 ms retry came back after 1.1 s and a 200 ms one after 3.2 s
+    // (measured). Retry backoff is therefore applied by us through nak(delay); an expired lease
+    // (crashed consumer) is redelivered after ack_wait, at most max_deliver times in all.
+    await this.#jsm.consumers.add(this.#stream, {
+      durable_name: queue,
+      filter_subject: workSubject(this.#prefix, queue),
+      ack_policy: AckPolicy.Explicit,
+      ack_wait: nanos(ackWaitMs),
+      max_deliver: maxDeliver,
+    });
+    this.#watchExhausted(queue);
+  }
+
+  /** A message whose leases ran out maxDeliver times stays in a 2.9 WorkQueue stream: delete it. */
+  #watchExhausted(queue: string): void {
+    const logger = this.#logger.child({ queue });
+    const sub: NatsSubscription = this.#nc.subscribe(`$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.${this.#stream}.${queue}`, {
+      callback: (error, msg) => {
+        if (error) return;
+        const advisory = msg.json<{ stream_seq?: number; deliveries?: number }>();
+        if (typeof advisory.stream_seq !== 'number') return;
+        // Every replica sees the advisory; only the one whose delete succeeds logs it.
+        this.#jsm.streams
+          .deleteMessage(this.#stream, advisory.stream_seq, false)
+          .then((deleted) => {
+            if (deleted) logger.error({ deliveryCount: advisory.deliveries }, 'work message dropped after max deliveries');
+          })
+          .catch(() => undefined);
+      },
+    });
+    this.#track(async () => sub.unsubscribe());
+  }
+
+  #track(closeOnce: () => Promise<void>): Subscription {
+    let done = false;
+    const subscription: Subscription = {
+      close: async () => {
+        if (done) return;
+        done = true;
+        this.#subscriptions.delete(subscription);
+        await closeOnce();
+      },
+    };
+    this.#subscriptions.add(subscription);
+    return subscription;
+  }
+
+  #assertOpen(): void {
+    if (this.#closed) throw new Error('Bus is closed');
+  }
+}
