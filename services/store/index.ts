@@ -25,6 +25,7 @@ import { releasesStore } from './releases.ts';
 import { deploymentsStore } from './deployments.ts';
 import { deploymentTasksStore } from './deployment-tasks.ts';
 import { deploymentLogsStore } from './deployment-logs.ts';
+import { deploymentMachinesStore } from './deployment-machines.ts';
 
 function bind(db: Db) {
   return {
@@ -48,6 +49,7 @@ function bind(db: Db) {
     deployments: deploymentsStore(db),
     deploymentTasks: deploymentTasksStore(db),
     deploymentLogs: deploymentLogsStore(db),
+    deploymentMachines: deploymentMachinesStore(db),
   };
 }
 
@@ -84,3 +86,4 @@ export type { DeploymentTask } from './deployment-tasks.ts';
 export { TaskStatus, FINAL_TASK_STATUSES } from './deployment-tasks.ts';
 export type { LogEntry, NewLogEntry } from './deployment-logs.ts';
 export { LogLevel } from './deployment-logs.ts';
+export type { TargetMachine } from './deployment-machines.ts';

@@ -1,0 +1,60 @@
+/**
+ * What the agent gateway (services/gateway/) asks of the engine. The gateway speaks gRPC and
+ * holds agent streams; the engine owns every decision and every write. Each call is idempotent,
+ * because an agent re-sends after any reconnect and may reach a different replica.
+ */
+
+/** One task (a step on one machine) as the agent runs it: everything already resolved. */
+export interface RunTaskPayload {
+  taskId: string;
+  deploymentId: string;
+  stepName: string;
+  script: string;
+  scriptLanguage: 'bash' | 'sh' | 'python' | 'powershell';
+  /** The step's resolved variables and system values. */
+  env: Record<string, string>;
+  /** Values the agent masks as ******** in every line it sends. */
+  sensitiveValues: string[];
+  packages: Array<{ packageId: string; version: string; sha256: string; sizeBytes: number; format: string }>;
+  redownloadPackages: boolean;
+  /** 0: no timeout. */
+  timeoutSeconds: number;
+}
+
+export interface AgentLogLine {
+  /** Per task, from 1, no gaps: a line re-sent after a reconnect is stored once. */
+  seq: number;
+  stream: 'STDOUT' | 'STDERR' | 'SYSTEM';
+  text: string;
+  /** When the agent read the line (Unix epoch nanoseconds, as a decimal string: exceeds 2^53). */
+  unixNanos: string;
+}
+
+export interface AgentTaskResult {
+  outcome: 'SUCCEEDED' | 'FAILED' | 'CANCELLED';
+  exitCode: number;
+  message: string;
+  lastLogSeq: number;
+}
+
+export interface AgentInfo {
+  agentVersion?: string;
+  os?: string;
+  hostname?: string;
+}
+
+export interface AgentPort {
+  /** The agent is alive (hello or heartbeat): refreshes its last-seen time and reported info. */
+  heartbeat(machineId: string, info: AgentInfo): Promise<void>;
+  /** Every task the machine should be running now (dispatched and not finished). */
+  tasksFor(machineId: string): Promise<RunTaskPayload[]>;
+  /** Task IDs of the machine whose deployment asked to cancel them. */
+  cancellationsFor(machineId: string): Promise<string[]>;
+  /**
+   * Stores log lines of a task run by this machine; returns the highest seq now stored for the
+   * task (for AckLogs). Lines of a task that is not the machine's are ignored.
+   */
+  recordLogs(machineId: string, taskId: string, lines: AgentLogLine[]): Promise<number>;
+  /** Stores a task's outcome (once; a repeat is harmless) and wakes its deployment. Ack after it resolves. */
+  recordResult(machineId: string, taskId: string, result: AgentTaskResult): Promise<void>;
+}

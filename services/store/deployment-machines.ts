@@ -1,0 +1,50 @@
+/** The engine's read of machines: who is in an environment, and whether its agent is alive. */
+import type { Db } from './db.ts';
+
+export interface TargetMachine {
+  machineId: string;
+  workspaceId: string;
+  name: string;
+  tagIds: string[];
+  enabled: boolean;
+  isRegistered: boolean;
+  lastSeenUtc: Date | null;
+}
+
+interface Row {
+  id: string;
+  workspace_id: string;
+  name: string;
+  tag_ids: string[];
+  enabled: boolean;
+  agent_credential_hash: string | null;
+  last_seen_at: Date | null;
+}
+
+function toTarget(row: Row): TargetMachine {
+  return {
+    machineId: row.id,
+    workspaceId: row.workspace_id,
+    name: row.name,
+    tagIds: row.tag_ids,
+    enabled: row.enabled,
+    isRegistered: row.agent_credential_hash !== null,
+    lastSeenUtc: row.last_seen_at,
+  };
+}
+
+export function deploymentMachinesStore(db: Db) {
+  return {
+    async listInEnvironment(environmentId: string): Promise<TargetMachine[]> {
+      const rows = await db<Row>('machines as m')
+        .join('machine_environments as me', 'me.machine_id', 'm.id')
+        .where('me.environment_id', environmentId)
+        .select('m.id', 'm.workspace_id', 'm.name', 'm.tag_ids', 'm.enabled', 'm.agent_credential_hash', 'm.last_seen_at');
+      return rows.map(toTarget);
+    },
+    async get(machineId: string): Promise<TargetMachine | null> {
+      const row = await db<Row>('machines').where({ id: machineId }).first('id', 'workspace_id', 'name', 'tag_ids', 'enabled', 'agent_credential_hash', 'last_seen_at');
+      return row ? toTarget(row) : null;
+    },
+  };
+}
