@@ -90,6 +90,9 @@ export async function createRollingGroup(
   principal: Principal,
   input: { projectId: string; memberStepIds: string[]; order?: unknown } & SettingsInput & { name: string },
 ): Promise<{ rollingGroupId: string }> {
+  // A forbidden field is wrong whatever the state, so it is reported before anything is looked up.
+  const forbidden = validateForbiddenFields(input, 'create');
+  if (forbidden.length > 0) refuse('Invalid rolling group', forbidden);
   const project = await visibleProject(deps, principal, input.projectId);
   authorize(principal, Capability.EditProject, { projectId: project.id });
   const settings: RollingGroupSettings = { ...DEFAULT_GROUP_SETTINGS, machineOrderTagIds: [], ...pickSettings(input), name: input.name };
@@ -99,7 +102,6 @@ export async function createRollingGroup(
     const layout = layoutOf(await tx.projectSteps.listByProject(project.id));
     const context = await settingsContext(tx, principal, project.workspaceId, settings.machineOrderTagIds);
     const errors = [
-      ...validateForbiddenFields(input, 'create'),
       ...validateSettings(settings, context),
       ...validateNewMembers(layout, input.memberStepIds),
     ];
@@ -116,13 +118,15 @@ export async function updateRollingGroup(
   principal: Principal,
   input: { rollingGroupId: string; order?: unknown; memberStepIds?: unknown } & SettingsInput,
 ): Promise<void> {
+  const forbidden = validateForbiddenFields(input, 'update');
+  if (forbidden.length > 0) refuse('Invalid rolling group', forbidden);
   const group = await visibleResource(deps, principal, deps.store.rollingGroups.get(input.rollingGroupId), 'rollingGroupId');
   authorize(principal, Capability.EditProject, { projectId: group.projectId });
   const patch = pickSettings(input);
   // The whole resulting group must validate, e.g. switching to MachineName needs the tags emptied too.
   const merged: RollingGroupSettings = { ...group, ...patch };
   const context = await settingsContext(deps.store, principal, group.workspaceId, merged.machineOrderTagIds);
-  const errors = [...validateForbiddenFields(input, 'update'), ...validateSettings(merged, context)];
+  const errors = validateSettings(merged, context);
   if (errors.length > 0) refuse('Invalid rolling group', errors);
   await withUniqueName('name', merged.name, () => deps.store.rollingGroups.update(group.id, patch));
 }
