@@ -1,0 +1,22 @@
+# One image for the control plane (`npm start`, the default) and the agent (`npm run agent`).
+FROM node:20-bookworm-slim
+
+# Agents run deployment scripts with bash or sh (in the base image) or python3.
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends python3 \
+ && rm -rf /var/lib/apt/lists/*
+
+WORKDIR /app
+COPY package.json package-lock.json ./
+# Dev dependencies stay: tsx runs the TypeScript sources directly (there is no build step).
+RUN npm ci && npm cache clean --force
+COPY . .
+
+# Data folders owned by the unprivileged user; named volumes mounted here inherit the ownership.
+RUN mkdir -p /data /var/lib/gantry-agent && chown node:node /data /var/lib/gantry-agent
+USER node
+ENV GANTRY_DATA_DIR=/data \
+    GANTRY_AGENT_HOME=/var/lib/gantry-agent \
+    GANTRY_HOST=0.0.0.0
+EXPOSE 8080 8081
+CMD ["npm", "start"]
