@@ -27,6 +27,10 @@ export interface Config {
   masterKey: string | null;
   /** pino level (GANTRY_LOG_LEVEL). */
   logLevel: string;
+  /** Package blobs in Azure Blob Storage (GANTRY_AZURE_STORAGE_CONNECTION_STRING, with AccountKey); null keeps them under <dataDir>/packages. */
+  azureStorageConnectionString: string | null;
+  /** Azure container for package blobs (GANTRY_AZURE_STORAGE_CONTAINER). */
+  azureStorageContainer: string;
 }
 
 type Env = Record<string, string | undefined>;
@@ -66,5 +70,7 @@ export function loadConfig(env: Env = process.env): Config {
     bootstrapApiKey: apiKey,
     masterKey: optional(env, 'GANTRY_MASTER_KEY'),
     logLevel: env.GANTRY_LOG_LEVEL ?? 'info',
+    azureStorageConnectionString: optional(env, 'GANTRY_AZURE_STORAGE_CONNECTION_STRING'),
+    azureStorageContainer: env.GANTRY_AZURE_STORAGE_CONTAINER ?? 'gantry-packages',
   };
 }

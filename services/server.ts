@@ -11,6 +11,7 @@ import type { Config } from './config.ts';
 import { createLogger, createSecretBox, loadMasterKey, systemClock, type Logger } from './core/index.ts';
 import { bootstrap, type DomainDeps } from './domain/index.ts';
 import { createDb, createStore, migrateToLatest, startEmbeddedPostgres, type EmbeddedDatabase } from './store/index.ts';
+import { createAzureBlobStore, createFilesystemBlobStore, createPackageService, loadUploadKey, stagingDirOf, type BlobStore } from './packages/index.ts';
 
 export interface RunningServer {
   app: FastifyInstance;
@@ -51,7 +52,11 @@ export async function startServer(config: Config, logger: Logger = createLogger(
           `  service account ID: ${result.generated.serviceAccountId}\n  API key: ${result.generated.apiKey}\n  (also written to ${file}, mode 0600)\n\n`,
       );
     }
-    const app = await buildApp(deps, { logger });
+    const blobs: BlobStore = config.azureStorageConnectionString
+      ? await createAzureBlobStore({ connectionString: config.azureStorageConnectionString, container: config.azureStorageContainer })
+      : createFilesystemBlobStore({ root: path.join(config.dataDir, 'packages'), publicUrl: config.publicUrl, hmacKey: await loadUploadKey(config.dataDir) });
+    const packages = createPackageService({ deps, db, clock: deps.clock, blobs, stagingDir: stagingDirOf(config.dataDir) });
+    const app = await buildApp({ ...deps, packages }, { logger });
     const address = await app.listen({ port: config.httpPort, host: config.httpHost });
     logger.info({ address, embedded: embedded !== null }, 'Gantry control plane listening');
     return {

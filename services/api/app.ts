@@ -7,11 +7,11 @@ import swagger from '@fastify/swagger';
 import { Ajv } from 'ajv';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Capability, Logger } from '../core/index.ts';
-import type { DomainDeps } from '../domain/index.ts';
 import { registerAuthentication } from './plugins/auth.ts';
 import { registerErrorHandling } from './plugins/errors.ts';
 import { registerInputNormalization } from './plugins/normalize-input.ts';
 import { registerRoutes } from './routes/index.ts';
+import type { ApiDeps } from './routes/route-types.ts';
 import { ErrorBody } from './schemas.ts';
 
 export interface BuildAppOptions {
@@ -42,7 +42,7 @@ function validators() {
   return { body: new Ajv({ ...common, coerceTypes: false }), query: new Ajv({ ...common, coerceTypes: 'array' }) };
 }
 
-export async function buildApp(deps: DomainDeps, options: BuildAppOptions): Promise<FastifyInstance> {
+export async function buildApp(deps: ApiDeps, options: BuildAppOptions): Promise<FastifyInstance> {
   const app = Fastify({
     ...(options.logger ? { loggerInstance: options.logger as FastifyBaseLogger } : { logger: false }),
     genReqId: (request) => {

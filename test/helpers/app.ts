@@ -2,6 +2,10 @@
  * testApp(): the production Fastify app on a fresh database, bootstrapped with known Admin
  * credentials, driven with inject(). `as(account)` gives a client for any service account.
  */
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { randomBytes } from 'node:crypto';
 import { afterAll } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import type { Knex } from 'knex';
@@ -9,6 +13,7 @@ import { buildApp } from '../../services/api/app.ts';
 import { createSecretBox, systemClock, type Clock, type Role } from '../../services/core/index.ts';
 import { bootstrap, type DomainDeps } from '../../services/domain/index.ts';
 import { createDb, createStore } from '../../services/store/index.ts';
+import { createFilesystemBlobStore, createPackageService, stagingDirOf, type BlobStore, type PackageService } from '../../services/packages/index.ts';
 import { createTestDatabase } from './database.ts';
 
 export interface Credentials {
@@ -36,6 +41,10 @@ export interface TestContext {
   app: FastifyInstance;
   db: Knex;
   deps: DomainDeps;
+  /** The package store, on a temporary data dir (or the blob store the test passed). */
+  packages: PackageService;
+  /** This app's temporary data dir (package blobs and staging live under it). */
+  dataDir: string;
   admin: Client;
   anonymous: Client;
   as(credentials: Credentials): Client;
@@ -83,7 +92,13 @@ function toResponse(response: { statusCode: number; body: string; headers: Recor
 
 let counter = 0;
 
-export async function testApp(options: { clock?: Clock } = {}): Promise<TestContext> {
+export interface TestAppOptions {
+  clock?: Clock;
+  /** Package store settings: a smaller size limit, or another blob backend (default: filesystem). */
+  packages?: { maxBytes?: number; blobs?: (dataDir: string) => BlobStore | Promise<BlobStore> };
+}
+
+export async function testApp(options: TestAppOptions = {}): Promise<TestContext> {
   const database = await createTestDatabase();
   const db = createDb(database.url, { poolMax: 5 });
   const deps: DomainDeps = {
@@ -92,10 +107,16 @@ export async function testApp(options: { clock?: Clock } = {}): Promise<TestCont
     secrets: createSecretBox(Buffer.alloc(32, 7)),
   };
   await bootstrap(deps, { accountId: ADMIN.id, apiKey: ADMIN.key });
-  const app = await buildApp(deps, { logger: false });
+  const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'gantry-test-'));
+  const blobs = options.packages?.blobs
+    ? await options.packages.blobs(dataDir)
+    : createFilesystemBlobStore({ root: path.join(dataDir, 'packages'), publicUrl: 'http://127.0.0.1:8080', hmacKey: randomBytes(32) });
+  const packages = createPackageService({ deps, db, clock: deps.clock, blobs, stagingDir: stagingDirOf(dataDir), maxBytes: options.packages?.maxBytes });
+  const app = await buildApp({ ...deps, packages }, { logger: false });
   afterAll(async () => {
     await app.close();
     await db.destroy();
+    await fs.rm(dataDir, { recursive: true, force: true });
   });
   const admin = clientFor(app, ADMIN);
   const workspaces = await admin.get('/api/workspace');
@@ -104,6 +125,8 @@ export async function testApp(options: { clock?: Clock } = {}): Promise<TestCont
     app,
     db,
     deps,
+    packages,
+    dataDir,
     admin,
     anonymous: clientFor(app, null),
     as: (credentials) => clientFor(app, credentials),

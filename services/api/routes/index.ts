@@ -15,6 +15,7 @@ import { variableRoutes } from './variables/index.ts';
 import { scriptModuleRoutes } from './script-modules/index.ts';
 import { feedRoutes } from './feeds/index.ts';
 import { cloudAccountRoutes } from './cloud-accounts/index.ts';
+import { packageRoutes } from './packages/index.ts';
 
 const all: Routes[] = [
   accountRoutes,
@@ -32,6 +33,7 @@ const all: Routes[] = [
   scriptModuleRoutes,
   feedRoutes,
   cloudAccountRoutes,
+  packageRoutes,
 ];
 
 export const registerRoutes: Routes = async (app) => {

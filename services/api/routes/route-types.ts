@@ -1,10 +1,14 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { DomainDeps } from '../../domain/index.ts';
+import type { PackageService } from '../../packages/index.ts';
+
+/** What the HTTP layer receives: the use-case dependencies plus the package store. */
+export type ApiDeps = DomainDeps & { packages: PackageService };
 
 declare module 'fastify' {
   interface FastifyInstance {
     /** The use-case dependencies, decorated once on the root instance by buildApp. */
-    deps: DomainDeps;
+    deps: ApiDeps;
   }
 }
 

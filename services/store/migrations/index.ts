@@ -7,6 +7,7 @@ import * as createTopology from './202611221200_create_topology.ts';
 import * as alterLifecycles from './202611221210_alter_lifecycles.ts';
 import * as alterMachines from './202611221230_alter_machines.ts';
 import * as alterSteps from './202611221220_alter_steps.ts';
+import * as createPackages from './202611221250_create_packages.ts';
 
 export interface Migration {
   up(knex: Knex): Promise<void>;
@@ -18,4 +19,5 @@ export const migrations: ReadonlyArray<readonly [string, Migration]> = [
   ['202611221210_alter_lifecycles', alterLifecycles],
   ['202611221230_alter_machines', alterMachines],
   ['202611221220_alter_steps', alterSteps],
+  ['202611221250_create_packages', createPackages],
 ];
