@@ -70,16 +70,19 @@ export class NatsJetStreamBus implements Bus {
   readonly #nc: NatsConnection;
   readonly #js: JetStreamClient;
   readonly #jsm: JetStreamManager;
+  readonly #url: string;
   readonly #prefix: string;
   readonly #stream: string;
   readonly #tuning: Required<WorkTuning>;
   readonly #logger: Logger;
   readonly #subscriptions = new Set<Subscription>();
   readonly #consumers = new Map<string, Promise<void>>();
+  readonly #watched = new Set<string>();
   #closed = false;
 
-  private constructor(nc: NatsConnection, jsm: JetStreamManager, prefix: string, tuning: Required<WorkTuning>, logger: Logger) {
+  private constructor(nc: NatsConnection, jsm: JetStreamManager, url: string, prefix: string, tuning: Required<WorkTuning>, logger: Logger) {
     this.#nc = nc;
+    this.#url = url;
     this.#jsm = jsm;
     this.#js = jetstream(nc);
     this.#prefix = prefix;
@@ -106,7 +109,7 @@ export class NatsJetStreamBus implements Bus {
       const jsm = await jetstreamManager(nc).catch((error: unknown) => {
         throw new NatsWithoutJetStreamError(options.url, { cause: error });
       });
-      const bus = new NatsJetStreamBus(nc, jsm, prefix, tuning, logger);
+      const bus = new NatsJetStreamBus(nc, jsm, options.url, prefix, tuning, logger);
       await bus.#ensureStream(options.url);
       return bus;
     } catch (error) {
@@ -204,6 +207,8 @@ export class NatsJetStreamBus implements Bus {
           if (closed) break;
           logger.warn({ err: toError(error) }, 'work fetch failed; retrying');
           await new Promise((resolve) => setTimeout(resolve, FETCH_ERROR_PAUSE_MS));
+          // A NATS restart without its JetStream store loses the stream; put it back (idempotent).
+          await this.#recreate(queue).catch((err: unknown) => logger.warn({ err: toError(err) }, 'work stream recreation failed'));
         }
       }
     };
@@ -256,6 +261,13 @@ export class NatsJetStreamBus implements Bus {
     await this.#nc.drain().catch(() => this.#nc.close());
   }
 
+  async #recreate(queue: string): Promise<void> {
+    if (this.#closed) return;
+    await this.#ensureStream(this.#url);
+    this.#consumers.delete(queue);
+    await this.#ensureConsumer(queue);
+  }
+
   /** Creates the queue's durable consumer once per bus; identical re-creation by other replicas is a no-op. */
   #ensureConsumer(queue: string): Promise<void> {
     let ready = this.#consumers.get(queue);
@@ -281,11 +293,12 @@ export class NatsJetStreamBus implements Bus {
       ack_wait: nanos(ackWaitMs),
       max_deliver: maxDeliver,
     });
-    this.#watchExhausted(queue);
+    if (!this.#watched.has(queue)) this.#watchExhausted(queue);
   }
 
   /** A message whose leases ran out maxDeliver times stays in a 2.9 WorkQueue stream: delete it. */
   #watchExhausted(queue: string): void {
+    this.#watched.add(queue);
     const logger = this.#logger.child({ queue });
     const sub: NatsSubscription = this.#nc.subscribe(`$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.${this.#stream}.${queue}`, {
       callback: (error, msg) => {

@@ -25,6 +25,7 @@ export async function settleWork(
   try {
     const result = await handler(payload as WorkMessage, context);
     if (result === 'ack') return { kind: 'ack' };
+    if (!Number.isFinite(result.retryInMs)) throw new Error(`work handler returned ${JSON.stringify(result)}`);
     retryInMs = Math.max(0, Math.round(result.retryInMs));
   } catch (error) {
     retryInMs = retryDelayMs(deliveryCount, tuning);
