@@ -1,7 +1,8 @@
-/** /api/project (spec §4.12, contract §3). Clone lives here too once steps, channels and variables exist. */
+/** /api/project (spec §4.12, contract §3), including clone. */
 import { Type } from '@sinclair/typebox';
 import { Capability } from '../../../core/index.ts';
 import { createProject, deleteProject, getProject, listProjects, updateProject } from '../../../domain/index.ts';
+import { cloneProject } from '../../../domain/project-clone.ts';
 import type { Project } from '../../../store/index.ts';
 import { Description, errorResponses, Id, Name, Nullable, PageQuery } from '../../schemas.ts';
 import type { Routes } from '../route-types.ts';
@@ -76,6 +77,20 @@ export const projectRoutes: Routes = async (app) => {
       await updateProject(deps, request.principal, request.body);
       return reply.send();
     },
+  );
+
+  app.post(
+    '/api/project/clone',
+    {
+      schema: {
+        tags,
+        summary: 'Clones a project (steps, rolling groups, channels, variables, imports) into the same workspace',
+        body: Type.Object({ projectId: Id, name: Name }),
+        response: { 200: Type.Object({ projectId: Id }), ...errorResponses },
+      },
+      config: { capability: Capability.EditProject },
+    },
+    async (request) => cloneProject(deps, request.principal, request.body),
   );
 
   app.delete(
