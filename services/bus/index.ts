@@ -29,7 +29,8 @@ export type {
 export { DEFAULT_BUS_PREFIX, EventSubject, WorkQueue, subjectMatches } from './subjects.ts';
 export { InProcessBroker, InProcessBus } from './in-process-bus.ts';
 export type { InProcessBusOptions } from './in-process-bus.ts';
-export { NatsJetStreamBus, NatsStreamConfigError, NatsWithoutJetStreamError, workStreamName } from './nats-jetstream-bus.ts';
+export { NatsJetStreamBus } from './nats-jetstream-bus.ts';
+export { NatsStreamConfigError, NatsWithoutJetStreamError, workStreamName } from './nats-work-stream.ts';
 export type { NatsJetStreamBusOptions } from './nats-jetstream-bus.ts';
 
 export interface BusConfig extends WorkTuning {

@@ -5,12 +5,8 @@
  * `working()`, retries by `nak(delay)`, and exhausted messages removed by us because 2.9 leaves
  * them in the stream forever.
  */
-import { connect, nanos, type NatsConnection, type Subscription as NatsSubscription } from '@nats-io/transport-node';
+import { connect, type NatsConnection, type Subscription as NatsSubscription } from '@nats-io/transport-node';
 import {
-  AckPolicy,
-  JetStreamApiError,
-  RetentionPolicy,
-  StorageType,
   jetstream,
   jetstreamManager,
   type ConsumerMessages,
@@ -32,22 +28,7 @@ import {
 import { isMessageEnvelope, type EventMessage, type WorkMessage } from './messages.ts';
 import { settleWork, withWorkDefaults } from './settle-work.ts';
 import { assertBusName, assertEventSubject, DEFAULT_BUS_PREFIX, eventSubject, workSubject } from './subjects.ts';
-
-/** Startup failure: the server runs without JetStream, so work could not be queued durably. */
-export class NatsWithoutJetStreamError extends Error {
-  constructor(url: string, options?: { cause?: unknown }) {
-    super(`NATS without JetStream at ${url}: start nats-server with -js (or set jetstream {} in its config)`, options);
-    this.name = 'NatsWithoutJetStreamError';
-  }
-}
-
-/** Startup failure: the work stream exists but the server kept a configuration we cannot rely on. */
-export class NatsStreamConfigError extends Error {
-  constructor(stream: string, detail: string) {
-    super(`NATS stream ${stream} is not usable as a work queue: ${detail}; delete it or fix the server`);
-    this.name = 'NatsStreamConfigError';
-  }
-}
+import { ensureWorkConsumer, ensureWorkStream, NatsWithoutJetStreamError, workStreamName } from './nats-work-stream.ts';
 
 export interface NatsJetStreamBusOptions extends WorkTuning {
   url: string;
@@ -55,11 +36,6 @@ export interface NatsJetStreamBusOptions extends WorkTuning {
   prefix?: string;
   /** Connection name shown by the NATS server's monitoring (default 'gantry'). */
   connectionName?: string;
-}
-
-/** Name of the WorkQueue stream that holds a prefix's work (stream names cannot contain dots). */
-export function workStreamName(prefix: string): string {
-  return `${prefix}_work`;
 }
 
 // How long one pull request waits for messages before the loop re-issues it.
@@ -110,41 +86,11 @@ export class NatsJetStreamBus implements Bus {
         throw new NatsWithoutJetStreamError(options.url, { cause: error });
       });
       const bus = new NatsJetStreamBus(nc, jsm, options.url, prefix, tuning, logger);
-      await bus.#ensureStream(options.url);
+      await ensureWorkStream(jsm, options.url, prefix, tuning.dedupWindowMs);
       return bus;
     } catch (error) {
       await nc.close();
       throw error;
-    }
-  }
-
-  async #ensureStream(url: string): Promise<void> {
-    const config = {
-      name: this.#stream,
-      subjects: [workSubject(this.#prefix, '>')],
-      retention: RetentionPolicy.Workqueue,
-      storage: StorageType.File,
-      duplicate_window: nanos(this.#tuning.dedupWindowMs),
-    };
-    let info;
-    try {
-      info = await this.#jsm.streams.add(config);
-    } catch (error) {
-      // 10058: the stream exists with another configuration (e.g. a different dedup window).
-      if (!(error instanceof JetStreamApiError) || error.code !== 10058) throw error;
-      info = await this.#jsm.streams.update(this.#stream, config);
-    }
-    // 2.9 silently drops settings it does not know, so trust only what the server reports back.
-    const actual = info.config;
-    if (!actual) throw new NatsWithoutJetStreamError(url);
-    if (actual.retention !== RetentionPolicy.Workqueue) {
-      throw new NatsStreamConfigError(this.#stream, `retention is ${actual.retention}, expected workqueue`);
-    }
-    if (!actual.subjects?.includes(config.subjects[0] ?? '')) {
-      throw new NatsStreamConfigError(this.#stream, `subjects are ${JSON.stringify(actual.subjects)}`);
-    }
-    if (actual.duplicate_window !== config.duplicate_window) {
-      throw new NatsStreamConfigError(this.#stream, 'the duplicate window was not applied');
     }
   }
 
@@ -263,7 +209,7 @@ export class NatsJetStreamBus implements Bus {
 
   async #recreate(queue: string): Promise<void> {
     if (this.#closed) return;
-    await this.#ensureStream(this.#url);
+    await ensureWorkStream(this.#jsm, this.#url, this.#prefix, this.#tuning.dedupWindowMs);
     this.#consumers.delete(queue);
     await this.#ensureConsumer(queue);
   }
@@ -280,19 +226,7 @@ export class NatsJetStreamBus implements Bus {
   }
 
   async #createConsumer(queue: string): Promise<void> {
-    const { ackWaitMs, maxDeliver } = this.#tuning;
-    // Deliberately no consumer `backoff` list. On 2.9.10 a nak(delay) is scheduled as
-    // "now - ack_wait + delay" and then checked against backoff[n] instead of ack_wait, so with
-    // backoff [1 s, 2 s, 4 s] a 100 ms retry came back after 1.1 s and a 200 ms one after 3.2 s
-    // (measured). Retry backoff is therefore applied by us through nak(delay); an expired lease
-    // (crashed consumer) is redelivered after ack_wait, at most max_deliver times in all.
-    await this.#jsm.consumers.add(this.#stream, {
-      durable_name: queue,
-      filter_subject: workSubject(this.#prefix, queue),
-      ack_policy: AckPolicy.Explicit,
-      ack_wait: nanos(ackWaitMs),
-      max_deliver: maxDeliver,
-    });
+    await ensureWorkConsumer(this.#jsm, this.#prefix, queue, this.#tuning);
     if (!this.#watched.has(queue)) this.#watchExhausted(queue);
   }
 
