@@ -12,8 +12,10 @@ export type { ServerMessage__Output as ServerMessage } from '../../proto/gen/gan
 export type { RunTask__Output as RunTask } from '../../proto/gen/gantry/agent/v1/RunTask.ts';
 export type { CancelTask__Output as CancelTask } from '../../proto/gen/gantry/agent/v1/CancelTask.ts';
 export type { PackageRef__Output as PackageRef } from '../../proto/gen/gantry/agent/v1/PackageRef.ts';
-export type { LogLine__Output as LogLine } from '../../proto/gen/gantry/agent/v1/LogLine.ts';
-export type { TaskResult__Output as TaskResult } from '../../proto/gen/gantry/agent/v1/TaskResult.ts';
+// Outgoing (agent → control plane) message types: every field optional.
+export type { LogLine } from '../../proto/gen/gantry/agent/v1/LogLine.ts';
+export type { TaskResult } from '../../proto/gen/gantry/agent/v1/TaskResult.ts';
+export type { Hello } from '../../proto/gen/gantry/agent/v1/Hello.ts';
 
 /** Folder holding `gantry/agent/v1/agent.proto` (the include root). */
 export const PROTO_ROOT = fileURLToPath(new URL('../../proto/', import.meta.url));

@@ -1,0 +1,99 @@
+// The agent's package cache: GANTRY_AGENT_HOME/packages/<id>/<version>/package, filled from the
+// control plane and verified by sha256 before it is used. `redownload` bypasses the cache.
+import { createHash, randomBytes } from 'node:crypto';
+import { createWriteStream } from 'node:fs';
+import { mkdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { Transform, type Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import type { PackageRef } from '../connection/proto.ts';
+import { isSafePathSegment } from './safe-name.ts';
+
+/** Where package bytes come from (the control plane's DownloadPackage stream). */
+export interface PackageSource {
+  download(packageId: string, version: string, signal: AbortSignal): Readable;
+}
+
+export class PackageCache {
+  readonly #root: string;
+  readonly #source: PackageSource;
+  /** One download per package version at a time, shared by concurrent tasks. */
+  readonly #inflight = new Map<string, Promise<string>>();
+
+  constructor(root: string, source: PackageSource) {
+    this.#root = root;
+    this.#source = source;
+  }
+
+  /** Path of the verified package file, downloading it unless a verified copy is cached. */
+  async get(ref: PackageRef, options: { redownload: boolean; signal: AbortSignal }): Promise<string> {
+    if (!isSafePathSegment(ref.packageId) || !isSafePathSegment(ref.version)) {
+      throw new Error(`Package ${JSON.stringify(ref.packageId)} ${JSON.stringify(ref.version)} has an unusable name`);
+    }
+    const key = `${ref.packageId}/${ref.version}`;
+    const running = this.#inflight.get(key);
+    if (running) await running.catch(() => undefined);
+    const next = this.#fetch(ref, options);
+    this.#inflight.set(key, next);
+    try {
+      return await next;
+    } finally {
+      if (this.#inflight.get(key) === next) this.#inflight.delete(key);
+    }
+  }
+
+  async #fetch(ref: PackageRef, options: { redownload: boolean; signal: AbortSignal }): Promise<string> {
+    const dir = path.join(this.#root, ref.packageId, ref.version);
+    const file = path.join(dir, 'package');
+    const marker = path.join(dir, 'package.sha256');
+    const expected = ref.sha256.toLowerCase();
+    if (!options.redownload && expected !== '' && (await readMarker(marker)) === expected && (await exists(file))) return file;
+
+    await mkdir(dir, { recursive: true });
+    const partial = `${file}.download-${randomBytes(6).toString('hex')}`;
+    const hash = createHash('sha256');
+    let bytes = 0;
+    const hasher = new Transform({
+      transform(chunk: Buffer, _encoding, callback) {
+        hash.update(chunk);
+        bytes += chunk.length;
+        callback(null, chunk);
+      },
+    });
+    try {
+      await pipeline(this.#source.download(ref.packageId, ref.version, options.signal), hasher, createWriteStream(partial, { flags: 'wx' }), {
+        signal: options.signal,
+      });
+      const actual = hash.digest('hex');
+      if (expected !== '' && actual !== expected) {
+        throw new Error(`Package ${ref.packageId} ${ref.version} failed verification: sha256 ${actual}, expected ${expected}`);
+      }
+      const expectedSize = Number(ref.sizeBytes);
+      if (expectedSize > 0 && bytes !== expectedSize) {
+        throw new Error(`Package ${ref.packageId} ${ref.version} failed verification: ${bytes} bytes, expected ${expectedSize}`);
+      }
+      await rm(marker, { force: true });
+      await rename(partial, file);
+      await writeFile(marker, actual);
+      return file;
+    } catch (error) {
+      await rm(partial, { force: true });
+      throw error;
+    }
+  }
+}
+
+async function readMarker(marker: string): Promise<string | undefined> {
+  try {
+    return (await readFile(marker, 'utf8')).trim();
+  } catch {
+    return undefined;
+  }
+}
+
+async function exists(file: string): Promise<boolean> {
+  return stat(file).then(
+    () => true,
+    () => false,
+  );
+}

@@ -1,0 +1,108 @@
+// Runs one RunTask from start to finish: packages into the work folder, then the script, with
+// cancel, timeout and agent shutdown all ending in a TaskOutcome (never an exception).
+import { mkdir, rm } from 'node:fs/promises';
+import path from 'node:path';
+import { extractArchive, isArchiveFormat } from '../archive/index.ts';
+import type { RunTask } from '../connection/proto.ts';
+import type { PackageCache } from './package-cache.ts';
+import { startScript, type RunningScript } from './run-script.ts';
+
+export type LogStream = 'STDOUT' | 'STDERR' | 'SYSTEM';
+export type Outcome = 'SUCCEEDED' | 'FAILED' | 'CANCELLED';
+
+export interface TaskOutcome {
+  readonly outcome: Outcome;
+  readonly exitCode: number;
+  readonly message: string;
+}
+
+export interface StepExecutionDeps {
+  /** GANTRY_AGENT_HOME/work */
+  readonly workRoot: string;
+  readonly packages: PackageCache;
+  /** Inherited environment (the agent's own GANTRY_* settings already removed). */
+  readonly baseEnv: Readonly<Record<string, string>>;
+  readonly write: (stream: LogStream, text: string) => void;
+  /** Called once the script's process group exists, so it can be found after a crash. */
+  readonly onScriptStarted: (pid: number, startTicks: string | undefined) => void;
+}
+
+export type StopReason = 'cancelled' | 'timeout' | 'shutdown';
+
+const STOP_MESSAGES: Readonly<Record<StopReason, (task: RunTask) => string>> = {
+  cancelled: () => 'The step was cancelled',
+  timeout: (task) => `The step timed out after ${task.timeoutSeconds} s`,
+  shutdown: () => 'The agent stopped during the step',
+};
+
+export class StepExecution {
+  readonly #task: RunTask;
+  readonly #deps: StepExecutionDeps;
+  readonly #abort = new AbortController();
+  #stopReason: StopReason | undefined;
+  #graceMs = 10_000;
+  #script: RunningScript | undefined;
+
+  constructor(task: RunTask, deps: StepExecutionDeps) {
+    this.#task = task;
+    this.#deps = deps;
+  }
+
+  /** Stops the step (TERM to the script's group, KILL after graceMs). The first reason wins. */
+  stop(reason: StopReason, graceMs: number): void {
+    if (this.#stopReason) return;
+    this.#stopReason = reason;
+    this.#graceMs = graceMs;
+    this.#deps.write('SYSTEM', `${STOP_MESSAGES[reason](this.#task)}; stopping the script`);
+    this.#abort.abort();
+    this.#script?.stop(graceMs);
+  }
+
+  async run(): Promise<TaskOutcome> {
+    const task = this.#task;
+    try {
+      const workDir = path.join(this.#deps.workRoot, task.deploymentId, task.taskId);
+      await rm(workDir, { recursive: true, force: true });
+      await mkdir(workDir, { recursive: true });
+      const env: Record<string, string> = { ...this.#deps.baseEnv, ...task.env };
+      await this.#preparePackages(workDir, env);
+      if (this.#stopReason) return this.#stoppedOutcome(-1);
+
+      const script = await startScript({ language: task.scriptLanguage, script: task.script, workDir, env, onLine: this.#deps.write });
+      this.#script = script;
+      this.#deps.onScriptStarted(script.pid, script.startTicks);
+      if (this.#stopReason) script.stop(this.#graceMs);
+      const timer = task.timeoutSeconds > 0 ? setTimeout(() => this.stop('timeout', 10_000), task.timeoutSeconds * 1000) : undefined;
+      const exit = await script.exited.finally(() => clearTimeout(timer));
+
+      const exitCode = exit.exitCode ?? -1;
+      if (this.#stopReason) return this.#stoppedOutcome(exitCode);
+      if (exitCode === 0) return { outcome: 'SUCCEEDED', exitCode, message: '' };
+      const message = exit.signal ? `The script was killed by ${exit.signal}` : `The script exited with code ${exitCode}`;
+      this.#deps.write('SYSTEM', message);
+      return { outcome: 'FAILED', exitCode, message };
+    } catch (error) {
+      if (this.#stopReason) return this.#stoppedOutcome(-1);
+      const message = error instanceof Error ? error.message : String(error);
+      this.#deps.write('SYSTEM', message);
+      return { outcome: 'FAILED', exitCode: -1, message };
+    }
+  }
+
+  async #preparePackages(workDir: string, env: Record<string, string>): Promise<void> {
+    for (const ref of this.#task.packages) {
+      this.#deps.write('SYSTEM', `Fetching package ${ref.packageId} ${ref.version}`);
+      const file = await this.#deps.packages.get(ref, { redownload: this.#task.redownloadPackages, signal: this.#abort.signal });
+      const folder = path.join(workDir, ref.packageId);
+      const format = await extractArchive(file, folder, { format: isArchiveFormat(ref.format) ? ref.format : undefined });
+      this.#deps.write('SYSTEM', `Extracted package ${ref.packageId} ${ref.version} (${format}) to ${folder}`);
+      env.PackageFolder ??= folder;
+      env[`PackageFolder_${ref.packageId.replace(/[^A-Za-z0-9_]/g, '_')}`] = folder;
+    }
+  }
+
+  #stoppedOutcome(exitCode: number): TaskOutcome {
+    const reason = this.#stopReason ?? 'cancelled';
+    return { outcome: reason === 'cancelled' ? 'CANCELLED' : 'FAILED', exitCode, message: STOP_MESSAGES[reason](this.#task) };
+  }
+}

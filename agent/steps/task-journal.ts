@@ -1,0 +1,138 @@
+// The agent's durable memory of tasks: GANTRY_AGENT_HOME/tasks/<taskId>/{state.json, logs.ndjson}.
+// It is what makes task_id idempotent across agent restarts and keeps log lines until the control
+// plane acknowledges them. Synchronous I/O on purpose: writes are small, and their order with
+// respect to sends on the stream must be exact (persist first, then send).
+import { appendFileSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import type { LogStream, Outcome } from './step-execution.ts';
+
+export interface StoredResult {
+  readonly outcome: Outcome;
+  readonly exitCode: number;
+  readonly message: string;
+  readonly lastLogSeq: number;
+}
+
+export interface TaskRecord {
+  readonly taskId: string;
+  readonly deploymentId: string;
+  status: 'accepted' | 'running' | 'finished';
+  acceptedUnixMs: number;
+  finishedUnixMs?: number;
+  /** Leader pid (= pgid) and its start ticks while the script runs. */
+  pid?: number;
+  pidStartTicks?: string;
+  result?: StoredResult;
+  resultAcknowledged: boolean;
+  logsAcknowledgedSeq: number;
+  /** Logs deleted after both acknowledgements; the record stays as a tombstone. */
+  forgotten: boolean;
+}
+
+export interface StoredLogLine {
+  readonly seq: number;
+  readonly stream: LogStream;
+  readonly text: string;
+  readonly unixNanos: string;
+}
+
+export class TaskJournal {
+  readonly #root: string;
+
+  constructor(root: string) {
+    this.#root = root;
+    mkdirSync(root, { recursive: true });
+  }
+
+  get(taskId: string): TaskRecord | undefined {
+    try {
+      return JSON.parse(readFileSync(this.#stateFile(taskId), 'utf8')) as TaskRecord;
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** Every record on disk, tombstones included. */
+  all(): TaskRecord[] {
+    const records: TaskRecord[] = [];
+    for (const taskId of readdirSync(this.#root)) {
+      const record = this.get(taskId);
+      if (record) records.push(record);
+    }
+    return records;
+  }
+
+  /** Writes state.json atomically (a torn write would lose the task's idempotency). */
+  save(record: TaskRecord): void {
+    const file = this.#stateFile(record.taskId);
+    mkdirSync(path.dirname(file), { recursive: true });
+    writeFileSync(`${file}.tmp`, JSON.stringify(record));
+    renameSync(`${file}.tmp`, file);
+  }
+
+  appendLogs(taskId: string, lines: readonly StoredLogLine[]): void {
+    if (lines.length === 0) return;
+    appendFileSync(this.#logFile(taskId), lines.map((line) => JSON.stringify(line) + '\n').join(''));
+  }
+
+  /** Lines with seq > afterSeq, up to about maxBytes of text (at least one line). */
+  readLogs(taskId: string, afterSeq: number, maxBytes: number): StoredLogLine[] {
+    const lines: StoredLogLine[] = [];
+    let bytes = 0;
+    for (const line of this.#allLines(taskId)) {
+      if (line.seq <= afterSeq) continue;
+      if (lines.length > 0 && bytes + line.text.length > maxBytes) break;
+      lines.push(line);
+      bytes += line.text.length;
+    }
+    return lines;
+  }
+
+  /** Highest seq stored for the task (0 when none): the truth after a crash. */
+  lastSeq(taskId: string): number {
+    let last = 0;
+    for (const line of this.#allLines(taskId)) last = Math.max(last, line.seq);
+    return last;
+  }
+
+  /** Drops the logs and keeps the record as a tombstone. */
+  forget(record: TaskRecord): void {
+    record.forgotten = true;
+    this.save(record);
+    rmSync(this.#logFile(record.taskId), { force: true });
+  }
+
+  /** Deletes tombstones finished before `olderThanUnixMs`. */
+  prune(olderThanUnixMs: number): void {
+    for (const record of this.all()) {
+      if (record.forgotten && (record.finishedUnixMs ?? 0) < olderThanUnixMs) {
+        rmSync(path.join(this.#root, record.taskId), { recursive: true, force: true });
+      }
+    }
+  }
+
+  *#allLines(taskId: string): Generator<StoredLogLine> {
+    let content: string;
+    try {
+      content = readFileSync(this.#logFile(taskId), 'utf8');
+    } catch {
+      return;
+    }
+    for (const raw of content.split('\n')) {
+      if (raw === '') continue;
+      try {
+        yield JSON.parse(raw) as StoredLogLine;
+      } catch {
+        // a line torn by a crash mid-append: everything before it is intact
+      }
+    }
+  }
+
+  #stateFile(taskId: string): string {
+    return path.join(this.#root, taskId, 'state.json');
+  }
+
+  #logFile(taskId: string): string {
+    return path.join(this.#root, taskId, 'logs.ndjson');
+  }
+}

@@ -1,0 +1,246 @@
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createHarness, runTask, waitFor, type Harness } from './task-harness.ts';
+import { buildZip } from '../archive/archive-builders.ts';
+import { createHash } from 'node:crypto';
+
+let h: Harness;
+
+beforeEach(() => {
+  h = createHarness();
+});
+
+afterEach(async () => {
+  await h.close();
+});
+
+function result(taskId: string) {
+  return waitFor(() => h.link.results(taskId)[0]);
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+describe('TaskManager running scripts', () => {
+  it('runs a bash script with the step variables and reports stdout, stderr and the exit code', async () => {
+    const task = runTask({
+      script: 'echo "greeting=$Greeting"\nsleep 0.1\necho "oops" >&2\nexit 3',
+      env: { Greeting: 'hello world' },
+    });
+    h.manager.onMessage({ runTask: task });
+    const done = await result(task.taskId);
+    expect(done).toMatchObject({ outcome: 'FAILED', exitCode: 3, message: 'The script exited with code 3' });
+    const lines = h.link.lines(task.taskId);
+    expect(lines.map((l) => [l.stream, l.text])).toEqual([
+      ['STDOUT', 'greeting=hello world'],
+      ['STDERR', 'oops'],
+      ['SYSTEM', 'The script exited with code 3'],
+    ]);
+    expect(lines.map((l) => l.seq)).toEqual(['1', '2', '3']);
+    expect(done.lastLogSeq).toBe('3');
+    expect(h.link.sent[0]).toEqual({ taskAccepted: { taskId: task.taskId } });
+  });
+
+  it('runs sh and python3 scripts and succeeds on exit code 0', async () => {
+    const sh = runTask({ scriptLanguage: 'sh', script: 'echo "sh says $X"', env: { X: '1' } });
+    const py = runTask({ scriptLanguage: 'python', script: 'import os, sys\nprint("py says", os.environ["X"])\nprint("warn", file=sys.stderr)', env: { X: '2' } });
+    h.manager.onMessage({ runTask: sh });
+    h.manager.onMessage({ runTask: py });
+    expect(await result(sh.taskId)).toMatchObject({ outcome: 'SUCCEEDED', exitCode: 0 });
+    expect(await result(py.taskId)).toMatchObject({ outcome: 'SUCCEEDED', exitCode: 0 });
+    expect(h.link.lines(sh.taskId).map((l) => l.text)).toEqual(['sh says 1']);
+    expect(h.link.lines(py.taskId).map((l) => [l.stream, l.text]).sort()).toEqual([['STDERR', 'warn'], ['STDOUT', 'py says 2']]);
+  });
+
+  it('masks every sensitive value in lines and in the result message', async () => {
+    const task = runTask({
+      script: 'echo "pw=$Password and again $Password"\necho "token: $Token" >&2\necho "multi: line-two"\nexit 1',
+      env: { Password: 's3cr3t!', Token: 'abc.def' },
+      sensitiveValues: ['s3cr3t!', 'abc.def', 'line-one\nline-two'],
+    });
+    h.manager.onMessage({ runTask: task });
+    await result(task.taskId);
+    // stdout and stderr are separate pipes: their relative order is not guaranteed.
+    const texts = h.link.lines(task.taskId).map((l) => l.text).sort();
+    expect(texts).toEqual(['The script exited with code 1', 'multi: ********', 'pw=******** and again ********', 'token: ********']);
+    expect(JSON.stringify(h.link.sent)).not.toMatch(/s3cr3t|abc\.def|line-two/);
+  });
+
+  it('fails clearly when the interpreter is not installed', async () => {
+    const task = runTask({ scriptLanguage: 'powershell', script: 'Write-Host hi', env: { PATH: '/nonexistent' } });
+    h.manager.onMessage({ runTask: task });
+    expect(await result(task.taskId)).toMatchObject({
+      outcome: 'FAILED',
+      exitCode: -1,
+      message: 'pwsh is not installed on this machine (needed for powershell scripts)',
+    });
+  });
+
+  it('kills the whole process group within 5 s when a running sleep is cancelled', async () => {
+    const task = runTask({ script: 'sleep 30 &\necho "sleeper=$!"\nwait' });
+    h.manager.onMessage({ runTask: task });
+    const line = await waitFor(() => h.link.lines(task.taskId).find((l) => l.text?.startsWith('sleeper=')));
+    const sleeperPid = Number(line.text?.slice('sleeper='.length));
+    expect(isAlive(sleeperPid)).toBe(true);
+    const started = Date.now();
+    h.manager.onMessage({ cancelTask: { taskId: task.taskId, graceMs: 3000 } });
+    expect(await result(task.taskId)).toMatchObject({ outcome: 'CANCELLED', message: 'The step was cancelled' });
+    await waitFor(() => !isAlive(sleeperPid), 5000);
+    expect(Date.now() - started).toBeLessThan(5000);
+  });
+
+  it('sends SIGKILL after the grace period when the script ignores SIGTERM', async () => {
+    const task = runTask({ script: "trap '' TERM\nsleep 30 &\necho \"sleeper=$!\"\nwait" });
+    h.manager.onMessage({ runTask: task });
+    const line = await waitFor(() => h.link.lines(task.taskId).find((l) => l.text?.startsWith('sleeper=')));
+    const sleeperPid = Number(line.text?.slice('sleeper='.length));
+    h.manager.onMessage({ cancelTask: { taskId: task.taskId, graceMs: 300 } });
+    expect(await result(task.taskId)).toMatchObject({ outcome: 'CANCELLED' });
+    await waitFor(() => !isAlive(sleeperPid), 3000);
+  });
+
+  it('fails a step that exceeds its timeout', async () => {
+    const task = runTask({ script: 'sleep 30', timeoutSeconds: 1 });
+    h.manager.onMessage({ runTask: task });
+    expect(await result(task.taskId)).toMatchObject({ outcome: 'FAILED', message: 'The step timed out after 1 s' });
+  });
+});
+
+describe('TaskManager idempotency and acknowledgements', () => {
+  it('does not run a task twice when RunTask is delivered again while running or after it finished', async () => {
+    const marker = path.join(h.home, 'runs.txt');
+    const task = runTask({ script: `echo run >> ${marker}\nsleep 0.3\necho done` });
+    h.manager.onMessage({ runTask: task });
+    h.manager.onMessage({ runTask: task });
+    await result(task.taskId);
+    h.manager.onMessage({ runTask: task });
+    await waitFor(() => h.link.results(task.taskId).length === 2);
+    const { readFileSync } = await import('node:fs');
+    expect(readFileSync(marker, 'utf8')).toBe('run\n');
+    expect(h.link.sent.filter((m) => m.taskAccepted).length).toBe(2);
+  });
+
+  it('forgets a task after both acknowledgements but still refuses to re-run it', async () => {
+    const task = runTask({ script: 'echo once' });
+    h.manager.onMessage({ runTask: task });
+    const done = await result(task.taskId);
+    h.manager.onMessage({ ackResult: { taskId: task.taskId } });
+    expect(h.journal.get(task.taskId)?.forgotten).toBe(false);
+    h.manager.onMessage({ ackLogs: { taskId: task.taskId, seq: String(done.lastLogSeq) } });
+    expect(h.journal.get(task.taskId)?.forgotten).toBe(true);
+    expect(existsSync(path.join(h.home, 'tasks', task.taskId, 'logs.ndjson'))).toBe(false);
+    h.manager.onMessage({ runTask: task });
+    await waitFor(() => h.link.results(task.taskId).length === 2);
+    expect(h.link.lines(task.taskId).length).toBe(1);
+    expect(h.manager.runningTaskIds()).toEqual([]);
+  });
+
+  it('re-sends unacknowledged lines and the result after a reconnect', async () => {
+    const task = runTask({ script: 'echo one\necho two' });
+    h.manager.onMessage({ runTask: task });
+    await result(task.taskId);
+    h.manager.onMessage({ ackLogs: { taskId: task.taskId, seq: '1' } });
+    h.manager.onDisconnected();
+    h.link.sent.length = 0;
+    const hello = h.manager.hello();
+    expect(hello.unacknowledgedResults.map((r) => r.taskId)).toEqual([task.taskId]);
+    h.manager.onWritable();
+    expect(h.link.lines(task.taskId).map((l) => l.text)).toEqual(['two']);
+    expect(h.link.results(task.taskId)).toEqual([]); // already carried by Hello
+  });
+
+  it('keeps lines on disk while disconnected and sends them once writable', async () => {
+    h.link.connected = false;
+    const task = runTask({ script: 'for i in 1 2 3; do echo line$i; done' });
+    h.manager.onMessage({ runTask: task });
+    await waitFor(() => h.journal.get(task.taskId)?.status === 'finished');
+    expect(h.link.sent).toEqual([]);
+    h.link.connected = true;
+    h.manager.onDisconnected();
+    h.manager.hello();
+    h.manager.onWritable();
+    expect(h.link.lines(task.taskId).map((l) => l.text)).toEqual(['line1', 'line2', 'line3']);
+  });
+
+  it('reports a task it was running when the agent died as FAILED without re-running it', async () => {
+    const marker = path.join(h.home, 'runs.txt');
+    const task = runTask({ script: `echo run >> ${marker}\nsleep 30` });
+    h.manager.onMessage({ runTask: task });
+    await waitFor(() => h.journal.get(task.taskId)?.pid);
+    const scriptPid = h.journal.get(task.taskId)?.pid ?? 0;
+    // Simulate a crash: a new manager on the same home, the old one never finishing.
+    const restarted = h.restart();
+    restarted.recover();
+    const hello = restarted.hello();
+    expect(hello.runningTaskIds).toEqual([]);
+    expect(hello.unacknowledgedResults).toEqual([
+      expect.objectContaining({ taskId: task.taskId, outcome: 'FAILED', message: 'agent restarted during the step' }),
+    ]);
+    await waitFor(() => !isAlive(scriptPid), 3000); // the orphaned group was killed
+    restarted.onMessage({ runTask: task });
+    const { readFileSync } = await import('node:fs');
+    expect(readFileSync(marker, 'utf8')).toBe('run\n');
+  });
+
+  it('records a cancel for an unknown task so a later RunTask does not run it', async () => {
+    const task = runTask({ script: 'echo should-not-run' });
+    h.manager.onMessage({ cancelTask: { taskId: task.taskId, graceMs: 0 } });
+    h.manager.onMessage({ runTask: task });
+    // The RunTask only re-sends the stored CANCELLED result.
+    expect(h.link.results(task.taskId).map((r) => r.outcome)).toEqual(['CANCELLED', 'CANCELLED']);
+    expect(h.link.sent.filter((m) => m.taskAccepted)).toEqual([]);
+    expect(h.link.lines(task.taskId)).toEqual([]);
+  });
+});
+
+describe('TaskManager packages', () => {
+  const zip = buildZip([{ name: 'app/hello.txt', data: 'from the package' }]);
+  const sha256 = createHash('sha256').update(zip).digest('hex');
+
+  it('downloads, verifies, caches and extracts packages into the work folder', async () => {
+    await h.close();
+    h = createHarness({ 'Acme.Web@1.0.0': zip });
+    const ref = { packageId: 'Acme.Web', version: '1.0.0', sha256, sizeBytes: String(zip.length), format: '' };
+    const first = runTask({ script: 'cat "$PackageFolder/app/hello.txt"', packages: [ref] });
+    h.manager.onMessage({ runTask: first });
+    expect(await result(first.taskId)).toMatchObject({ outcome: 'SUCCEEDED' });
+    expect(h.link.lines(first.taskId).map((l) => l.text)).toContain('from the package');
+    const second = runTask({ script: 'cat "$PackageFolder_Acme_Web/app/hello.txt"', packages: [ref] });
+    h.manager.onMessage({ runTask: second });
+    expect(await result(second.taskId)).toMatchObject({ outcome: 'SUCCEEDED' });
+    expect(h.downloads).toBe(1);
+    const third = runTask({ script: 'true', packages: [ref], redownloadPackages: true });
+    h.manager.onMessage({ runTask: third });
+    await result(third.taskId);
+    expect(h.downloads).toBe(2);
+    expect(existsSync(path.join(h.home, 'work', 'deployment-1', first.taskId, 'Acme.Web', 'app', 'hello.txt'))).toBe(true);
+  });
+
+  it('fails the step when the sha256 does not match', async () => {
+    await h.close();
+    h = createHarness({ 'Acme.Web@1.0.0': zip });
+    const ref = { packageId: 'Acme.Web', version: '1.0.0', sha256: '0'.repeat(64), sizeBytes: '0', format: 'zip' };
+    const task = runTask({ packages: [ref] });
+    h.manager.onMessage({ runTask: task });
+    expect((await result(task.taskId)).message).toMatch(/failed verification: sha256 [0-9a-f]{64}, expected 0{64}/);
+  });
+
+  it('fails the step and runs nothing when the package holds a zip-slip entry', async () => {
+    await h.close();
+    const evil = buildZip([{ name: '../../escaped.txt', data: 'x' }]);
+    h = createHarness({ 'Evil@1.0.0': evil });
+    const ref = { packageId: 'Evil', version: '1.0.0', sha256: createHash('sha256').update(evil).digest('hex'), sizeBytes: '0', format: '' };
+    const task = runTask({ script: 'echo script-ran', packages: [ref] });
+    h.manager.onMessage({ runTask: task });
+    expect(await result(task.taskId)).toMatchObject({ outcome: 'FAILED', message: 'Archive refused: entry "../../escaped.txt" escapes the target folder' });
+    expect(h.link.lines(task.taskId).map((l) => l.text)).not.toContain('script-ran');
+    expect(existsSync(path.join(h.home, 'work', 'escaped.txt'))).toBe(false);
+  });
+});
