@@ -1,0 +1,237 @@
+// One agent's Connect call on this replica: the server side of the session protocol in
+// agent.proto. Inbound messages are handled one at a time, in order, so acks follow the order the
+// agent sent; outbound messages go through a queue that respects write() backpressure.
+import * as grpc from '@grpc/grpc-js';
+import { toError, type Logger } from '../core/index.ts';
+import type { AgentInfo, AgentPort } from '../engine/agent-port.ts';
+import { grpcStatus, toGrpcStatus, type GrpcStatus } from './grpc-errors.ts';
+import type { AgentMessage, Hello, ServerMessage, TaskResult } from './proto.ts';
+import { toAgentLogLine, toAgentTaskResult, toRunTask } from './wire.ts';
+
+export type AgentCall = grpc.ServerDuplexStream<AgentMessage, ServerMessage>;
+
+export interface AgentSessionOptions {
+  call: AgentCall;
+  machineId: string;
+  agentPort: AgentPort;
+  logger: Logger;
+  heartbeatIntervalMs: number;
+  /** Called once when the call ends, whoever ended it. */
+  onClosed(session: AgentSession): void;
+}
+
+// Inbound flow control: stop reading from the agent while this many messages wait for the
+// engine, and read again once the backlog is down to the low mark.
+const INBOUND_HIGH_WATER = 64;
+const INBOUND_LOW_WATER = 16;
+// An agent that stops reading while we keep producing is broken; end its call rather than grow
+// memory without bound (it reconnects and gets everything again from the database).
+const MAX_OUTBOX = 10_000;
+
+function nonEmpty(value: string): string | undefined {
+  return value === '' ? undefined : value;
+}
+
+export class AgentSession {
+  readonly machineId: string;
+  readonly #call: AgentCall;
+  readonly #port: AgentPort;
+  readonly #logger: Logger;
+  readonly #options: AgentSessionOptions;
+  #closed = false;
+  #welcomedHello = false;
+  /** Task IDs sent (or known to be running) on this call: a wake-up sends only the others. */
+  #sentTaskIds = new Set<string>();
+  #outbox: ServerMessage[] = [];
+  #blocked = false;
+  #inbound: Promise<void> = Promise.resolve();
+  #inboundPending = 0;
+  #paused = false;
+  #syncRunning = false;
+  #syncAgain = false;
+
+  constructor(options: AgentSessionOptions) {
+    this.machineId = options.machineId;
+    this.#call = options.call;
+    this.#port = options.agentPort;
+    this.#logger = options.logger;
+    this.#options = options;
+  }
+
+  get isClosed(): boolean {
+    return this.#closed;
+  }
+
+  /** Wires the call's events and greets the agent. */
+  start(): void {
+    const call = this.#call;
+    call.on('data', (message: AgentMessage) => this.#receive(message));
+    call.on('drain', () => this.#flush());
+    // The agent half-closed its side: finish what it sent (so its acks go out), then end with OK.
+    call.on('end', () => void this.#inbound.then(() => this.close(grpcStatus(grpc.status.OK, 'OK'))));
+    // Client cancel or a dropped connection: nothing can be sent any more.
+    call.on('cancelled', () => this.#markClosed('cancelled'));
+    call.on('close', () => this.#markClosed('closed'));
+    call.on('error', (error: unknown) => this.#markClosed('error', error));
+    this.#send({ welcome: { heartbeatIntervalMs: this.#options.heartbeatIntervalMs } });
+  }
+
+  /** Wake-up: sends RunTask for the machine's tasks this call has not sent yet. Coalesces bursts. */
+  requestTaskSync(): void {
+    if (this.#closed || !this.#welcomedHello) return;
+    if (this.#syncRunning) {
+      this.#syncAgain = true;
+      return;
+    }
+    this.#syncRunning = true;
+    void (async () => {
+      try {
+        do {
+          this.#syncAgain = false;
+          await this.#syncTasks();
+        } while (this.#syncAgain && !this.#closed);
+      } catch (error) {
+        this.#fail(error, 'task sync failed');
+      } finally {
+        this.#syncRunning = false;
+      }
+    })();
+  }
+
+  /** Tells the agent to stop a task. Harmless when repeated or when the agent never saw it. */
+  cancelTask(taskId: string): void {
+    this.#send({ cancelTask: { taskId, graceMs: 0 } });
+  }
+
+  /** Ends the call with this status (OK ends it normally); later messages are ignored. */
+  close(status: GrpcStatus): void {
+    if (this.#closed) return;
+    this.#markClosed('server');
+    this.#outbox = [];
+    try {
+      if (status.code === grpc.status.OK) this.#call.end();
+      // grpc-js turns an 'error' on a server stream into the call's final status.
+      else this.#call.emit('error', status);
+    } catch (error) {
+      this.#logger.debug({ err: toError(error) }, 'agent call already ended');
+    }
+  }
+
+  #markClosed(reason: string, error?: unknown): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#outbox = [];
+    this.#logger.info({ reason, ...(error === undefined ? {} : { err: toError(error) }) }, 'agent session ended');
+    this.#options.onClosed(this);
+  }
+
+  #fail(error: unknown, message: string): void {
+    if (this.#closed) return;
+    this.#logger.error({ err: toError(error) }, message);
+    this.close(toGrpcStatus(error));
+  }
+
+  #send(message: ServerMessage): void {
+    if (this.#closed) return;
+    if (this.#blocked) {
+      if (this.#outbox.length >= MAX_OUTBOX) {
+        this.#fail(grpcStatus(grpc.status.RESOURCE_EXHAUSTED, 'The agent is not reading its messages'), 'agent outbox overflow');
+        return;
+      }
+      this.#outbox.push(message);
+      return;
+    }
+    // write() accepts the message even when it returns false; false only says "wait for drain".
+    if (!this.#call.write(message)) this.#blocked = true;
+  }
+
+  #flush(): void {
+    this.#blocked = false;
+    while (!this.#closed && !this.#blocked) {
+      const next = this.#outbox.shift();
+      if (!next) return;
+      if (!this.#call.write(next)) this.#blocked = true;
+    }
+  }
+
+  #receive(message: AgentMessage): void {
+    if (this.#closed) return;
+    this.#inboundPending += 1;
+    if (!this.#paused && this.#inboundPending >= INBOUND_HIGH_WATER) {
+      this.#paused = true;
+      this.#call.pause();
+    }
+    this.#inbound = this.#inbound
+      .then(() => (this.#closed ? undefined : this.#handle(message)))
+      .catch((error: unknown) => this.#fail(error, 'agent message handling failed'))
+      .finally(() => {
+        this.#inboundPending -= 1;
+        if (this.#paused && this.#inboundPending <= INBOUND_LOW_WATER && !this.#closed) {
+          this.#paused = false;
+          this.#call.resume();
+        }
+      });
+  }
+
+  async #handle(message: AgentMessage): Promise<void> {
+    if (!this.#welcomedHello && message.payload !== 'hello') {
+      throw grpcStatus(grpc.status.INVALID_ARGUMENT, 'The first message of a Connect call must be Hello');
+    }
+    switch (message.payload) {
+      case 'hello':
+        if (message.hello) await this.#onHello(message.hello);
+        return;
+      case 'heartbeat':
+        await this.#port.heartbeat(this.machineId, {});
+        return;
+      case 'taskAccepted':
+        this.#logger.debug({ taskId: message.taskAccepted?.taskId }, 'task accepted');
+        return;
+      case 'logBatch': {
+        const batch = message.logBatch;
+        if (!batch) return;
+        const seq = await this.#port.recordLogs(this.machineId, batch.taskId, batch.lines.map(toAgentLogLine));
+        this.#send({ ackLogs: { taskId: batch.taskId, seq: String(seq) } });
+        return;
+      }
+      case 'taskResult':
+        if (message.taskResult) await this.#recordResult(message.taskResult);
+        return;
+      case undefined:
+        // A newer agent's message this build does not know: ignoring it keeps old replicas usable.
+        this.#logger.warn('agent message without a known payload ignored');
+        return;
+    }
+  }
+
+  async #onHello(hello: Hello): Promise<void> {
+    const info: AgentInfo = { agentVersion: nonEmpty(hello.agentVersion), os: nonEmpty(hello.os), hostname: nonEmpty(hello.hostname) };
+    await this.#port.heartbeat(this.machineId, info);
+    // The agent is already running these: a RunTask would only be answered with TaskAccepted.
+    for (const taskId of hello.runningTaskIds) this.#sentTaskIds.add(taskId);
+    for (const result of hello.unacknowledgedResults) await this.#recordResult(result);
+    this.#welcomedHello = true;
+    // Cancels first: a CancelTask for a task the agent never saw makes it refuse a later RunTask.
+    for (const taskId of await this.#port.cancellationsFor(this.machineId)) this.cancelTask(taskId);
+    this.requestTaskSync();
+  }
+
+  async #recordResult(result: TaskResult): Promise<void> {
+    await this.#port.recordResult(this.machineId, result.taskId, toAgentTaskResult(result));
+    this.#send({ ackResult: { taskId: result.taskId } });
+  }
+
+  async #syncTasks(): Promise<void> {
+    const tasks = await this.#port.tasksFor(this.machineId);
+    if (this.#closed) return;
+    const current = new Set<string>();
+    for (const task of tasks) {
+      current.add(task.taskId);
+      if (this.#sentTaskIds.has(task.taskId)) continue;
+      this.#sentTaskIds.add(task.taskId);
+      this.#send({ runTask: toRunTask(task) });
+    }
+    // Forget finished tasks so a long-lived call does not grow; task IDs are never reused.
+    for (const taskId of this.#sentTaskIds) if (!current.has(taskId)) this.#sentTaskIds.delete(taskId);
+  }
+}

@@ -1,0 +1,169 @@
+// The agent gateway: the control plane's gRPC server for agents (proto/gantry/agent/v1). It
+// authenticates agents, holds their Connect calls on this replica, forwards bus wake-ups to them
+// and hands everything they report to the engine through the AgentPort. It decides nothing.
+import * as grpc from '@grpc/grpc-js';
+import { toError, type Clock, type Logger } from '../core/index.ts';
+import { EventSubject, isMessageEnvelope, type Bus, type EventMessage, type Subscription } from '../bus/index.ts';
+import type { AgentPort } from '../engine/agent-port.ts';
+import { authenticateAgent, registerAgent, type GatewayStore } from './agent-auth.ts';
+import { AgentSession, type AgentCall } from './agent-session.ts';
+import { grpcStatus, toGrpcStatus } from './grpc-errors.ts';
+import { streamPackage, type DownloadCall, type PackageSource } from './package-download.ts';
+import { loadAgentProto, type AgentServiceHandlers } from './proto.ts';
+
+export interface GatewayOptions {
+  store: GatewayStore;
+  clock: Clock;
+  bus: Bus;
+  agentPort: AgentPort;
+  /** Package bytes for DownloadPackage; without it that call answers UNIMPLEMENTED. */
+  packages?: PackageSource | null;
+  logger: Logger;
+  /** PEM server certificate chain and key; null or absent serves without TLS (local and test setups). */
+  tls?: { cert: string | Buffer; key: string | Buffer } | null;
+  /** Sent in Welcome: how often agents send Heartbeat. */
+  heartbeatIntervalMs: number;
+}
+
+export interface Gateway {
+  /** Subscribes to the bus, then binds; resolves with the bound port (useful with port 0). */
+  start(port: number, host: string): Promise<number>;
+  /** Ends every agent call (agents reconnect to another replica) and stops the server. */
+  stop(): Promise<void>;
+  /** Machine IDs whose agents are connected to this replica. */
+  connectedMachineIds(): string[];
+}
+
+// HTTP/2 pings find dead agents (a vanished NAT entry, a powered-off host) within ~40 s even when
+// no message flows; grpc-js servers never penalise agent pings, so agents may ping as they like.
+const SERVER_CHANNEL_OPTIONS: grpc.ChannelOptions = {
+  'grpc.keepalive_time_ms': 30_000,
+  'grpc.keepalive_timeout_ms': 10_000,
+  'grpc.keepalive_permit_without_calls': 1,
+  // Log batches stay well under 1 MiB; anything near this limit is a broken agent.
+  'grpc.max_receive_message_length': 4 * 1024 * 1024,
+};
+const STOP_GRACE_MS = 5_000;
+
+export function createGateway(options: GatewayOptions): Gateway {
+  const logger = options.logger.child({ component: 'gateway' });
+  const sessions = new Map<string, AgentSession>();
+  const subscriptions: Subscription[] = [];
+  let server: grpc.Server | null = null;
+
+  function adopt(session: AgentSession): void {
+    const previous = sessions.get(session.machineId);
+    sessions.set(session.machineId, session);
+    // One call per machine: the newer one wins (the agent restarted or its old connection is half dead).
+    previous?.close(grpcStatus(grpc.status.CANCELLED, 'Replaced by a newer connection of this machine'));
+  }
+
+  function forget(session: AgentSession): void {
+    if (sessions.get(session.machineId) === session) sessions.delete(session.machineId);
+  }
+
+  function onMachineEvent(message: EventMessage): void {
+    if (!isMessageEnvelope(message) || message.type !== 'machine.work-available') return;
+    sessions.get(message.machineId)?.requestTaskSync();
+  }
+
+  function onTaskCancel(message: EventMessage): void {
+    if (!isMessageEnvelope(message) || message.type !== 'task.cancel') return;
+    sessions.get(message.machineId)?.cancelTask(message.taskId);
+  }
+
+  const handlers: AgentServiceHandlers = {
+    Register(call, callback) {
+      registerAgent(options.store, options.clock, call.request).then(
+        (response) => {
+          logger.info({ machineId: response.machineId }, 'agent registered');
+          callback(null, response);
+        },
+        (error: unknown) => {
+          const status = toGrpcStatus(error);
+          if (status.code === grpc.status.UNAUTHENTICATED) logger.warn({ peer: call.getPeer() }, 'agent registration refused');
+          else logger.error({ err: toError(error) }, 'agent registration failed');
+          callback(status);
+        },
+      );
+    },
+
+    Connect(call: AgentCall) {
+      authenticateAgent(options.store, call.metadata).then(
+        (machine) => {
+          if (call.cancelled) return;
+          const session = new AgentSession({
+            call,
+            machineId: machine.id,
+            agentPort: options.agentPort,
+            logger: logger.child({ machineId: machine.id }),
+            heartbeatIntervalMs: options.heartbeatIntervalMs,
+            onClosed: forget,
+          });
+          adopt(session);
+          session.start();
+          logger.info({ machineId: machine.id }, 'agent connected');
+        },
+        (error: unknown) => {
+          const status = toGrpcStatus(error);
+          if (status.code === grpc.status.UNAUTHENTICATED) logger.warn({ peer: call.getPeer() }, 'agent connection refused');
+          else logger.error({ err: toError(error) }, 'agent authentication failed');
+          call.emit('error', status);
+        },
+      );
+    },
+
+    DownloadPackage(call: DownloadCall) {
+      authenticateAgent(options.store, call.metadata)
+        .then((machine) => streamPackage(options.packages, machine.workspaceId, call, logger.child({ machineId: machine.id })))
+        .catch((error: unknown) => {
+          const status = toGrpcStatus(error);
+          if (status.code === grpc.status.UNAVAILABLE) logger.error({ err: toError(error) }, 'package download failed');
+          call.emit('error', status);
+        });
+    },
+  };
+
+  return {
+    async start(port, host) {
+      if (server) throw new Error('The gateway is already started');
+      subscriptions.push(await options.bus.subscribeEvents(EventSubject.allMachineEvents, onMachineEvent));
+      subscriptions.push(await options.bus.subscribeEvents(EventSubject.allTaskCancels, onTaskCancel));
+      const instance = new grpc.Server(SERVER_CHANNEL_OPTIONS);
+      instance.addService(loadAgentProto().gantry.agent.v1.AgentService.service, handlers);
+      const credentials = options.tls
+        ? grpc.ServerCredentials.createSsl(null, [{ cert_chain: Buffer.from(options.tls.cert), private_key: Buffer.from(options.tls.key) }], false)
+        : grpc.ServerCredentials.createInsecure();
+      const bound = await new Promise<number>((resolve, reject) => {
+        instance.bindAsync(`${host.includes(':') ? `[${host}]` : host}:${port}`, credentials, (error, boundPort) => (error ? reject(error) : resolve(boundPort)));
+      });
+      server = instance;
+      logger.info({ host, port: bound, tls: Boolean(options.tls) }, 'agent gateway listening');
+      return bound;
+    },
+
+    async stop() {
+      await Promise.all(subscriptions.splice(0).map((s) => s.close()));
+      for (const session of [...sessions.values()]) {
+        session.close(grpcStatus(grpc.status.UNAVAILABLE, 'The control plane is shutting down; reconnect'));
+      }
+      sessions.clear();
+      const instance = server;
+      server = null;
+      if (!instance) return;
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(() => {
+          instance.forceShutdown();
+          resolve();
+        }, STOP_GRACE_MS);
+        timer.unref();
+        instance.tryShutdown(() => {
+          clearTimeout(timer);
+          resolve();
+        });
+      });
+    },
+
+    connectedMachineIds: () => [...sessions.keys()],
+  };
+}

@@ -1,0 +1,48 @@
+// Proto ↔ engine mapping. The proto carries int64 as decimal strings and enums as names
+// (LOADER_OPTIONS); the engine's AgentPort speaks plain numbers and narrow string unions.
+import type { AgentLogLine, AgentTaskResult, RunTaskPayload } from '../engine/agent-port.ts';
+import type { LogLine, RunTask, TaskResult } from './proto.ts';
+
+export function toRunTask(task: RunTaskPayload): RunTask {
+  return {
+    taskId: task.taskId,
+    deploymentId: task.deploymentId,
+    stepName: task.stepName,
+    script: task.script,
+    scriptLanguage: task.scriptLanguage,
+    env: task.env,
+    sensitiveValues: task.sensitiveValues,
+    packages: task.packages.map((p) => ({
+      packageId: p.packageId,
+      version: p.version,
+      sha256: p.sha256,
+      sizeBytes: p.sizeBytes,
+      format: p.format,
+    })),
+    redownloadPackages: task.redownloadPackages,
+    timeoutSeconds: task.timeoutSeconds,
+  };
+}
+
+export function toAgentLogLine(line: LogLine): AgentLogLine {
+  return {
+    seq: Number(line.seq),
+    // An unspecified stream (an agent bug or a newer agent's value) is kept as plain output
+    // rather than dropped: losing a line is worse than mislabelling it.
+    stream: line.stream === 'STDERR' || line.stream === 'SYSTEM' ? line.stream : 'STDOUT',
+    text: line.text,
+    unixNanos: line.unixNanos,
+  };
+}
+
+export function toAgentTaskResult(result: TaskResult): AgentTaskResult {
+  const outcome = result.outcome;
+  const known = outcome === 'SUCCEEDED' || outcome === 'FAILED' || outcome === 'CANCELLED' ? outcome : null;
+  return {
+    // Never count an outcome we cannot read as a success.
+    outcome: known ?? 'FAILED',
+    exitCode: result.exitCode,
+    message: known ? result.message : result.message || `agent reported an unknown outcome '${String(outcome)}'`,
+    lastLogSeq: Number(result.lastLogSeq),
+  };
+}

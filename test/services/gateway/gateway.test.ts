@@ -1,0 +1,268 @@
+import * as grpc from '@grpc/grpc-js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createBus, EventSubject, type Bus } from '../../../services/bus/index.ts';
+import { createLogger, hashSecret } from '../../../services/core/index.ts';
+import { createGateway, type Gateway } from '../../../services/gateway/index.ts';
+import type { AgentServiceClient } from '../../../proto/gen/gantry/agent/v1/AgentService.ts';
+import { testApp, type TestContext } from '../../helpers/app.ts';
+import { waitFor } from '../../helpers/wait-for.ts';
+import { agentClient, agentMetadata, codeOf, FakeAgentPort, openStream, register, task, type AgentStream } from './harness.ts';
+
+let t: TestContext;
+let bus: Bus;
+let gateway: Gateway;
+let client: AgentServiceClient;
+const port = new FakeAgentPort();
+const streams: AgentStream[] = [];
+
+beforeAll(async () => {
+  t = await testApp();
+  const logger = createLogger('silent');
+  bus = await createBus({ natsUrl: null, logger });
+  gateway = createGateway({ store: t.deps.store, clock: t.deps.clock, bus, agentPort: port, logger, heartbeatIntervalMs: 1234 });
+  client = agentClient(await gateway.start(0, '127.0.0.1'));
+});
+
+afterAll(async () => {
+  for (const stream of streams) stream.close();
+  client?.close();
+  await gateway?.stop();
+  await bus?.close();
+});
+
+async function newMachine(workspaceId = t.mainWorkspaceId) {
+  const created = await t.admin.post('/api/machine', { workspaceId, name: `m-${Math.random().toString(36).slice(2)}` });
+  if (created.status !== 200) throw new Error(created.text);
+  return created.body as { machineId: string; registrationToken: string };
+}
+
+async function registeredMachine() {
+  const { registrationToken } = await newMachine();
+  const response = await register(client, { registrationToken, hostname: 'host-1', os: 'linux x64', agentVersion: '1.0.0' });
+  return { machineId: response.machineId, credential: response.agentCredential };
+}
+
+function connect(machineId: string, credential: string): AgentStream {
+  const stream = openStream(client, agentMetadata(machineId, credential));
+  streams.push(stream);
+  return stream;
+}
+
+/** A registered machine whose agent is connected and has said Hello. */
+async function helloedAgent(hello: Record<string, unknown> = {}) {
+  const machine = await registeredMachine();
+  const stream = connect(machine.machineId, machine.credential);
+  stream.send({ hello: { agentVersion: '1.0.0', os: 'linux x64', hostname: 'host-1', ...hello } });
+  await waitFor(() => port.callsOf('tasksFor', machine.machineId).length > 0, { description: 'tasks asked after Hello' });
+  return { ...machine, stream };
+}
+
+describe('Register', () => {
+  it('trades the token for a credential once and stores only its hash when the token is valid', async () => {
+    const { machineId, registrationToken } = await newMachine();
+    const response = await register(client, { registrationToken, hostname: 'web-01', os: 'linux x64', agentVersion: '1.2.3' });
+    expect(response.machineId).toBe(machineId);
+    expect(response.agentCredential).toMatch(/^[\w-]{40,}$/);
+
+    const [row] = await t.db('machines').where({ id: machineId });
+    expect(row.agent_credential_hash).toBe(hashSecret(response.agentCredential));
+    expect(row.registration_token_hash).toBeNull();
+    expect({ hostname: row.hostname, os: row.os, agentVersion: row.agent_version }).toEqual({ hostname: 'web-01', os: 'linux x64', agentVersion: '1.2.3' });
+    expect(JSON.stringify(row)).not.toContain(response.agentCredential);
+
+    expect(await codeOf(register(client, { registrationToken }))).toBe(grpc.status.UNAUTHENTICATED);
+  });
+
+  it('refuses with UNAUTHENTICATED when the token is wrong or empty', async () => {
+    await newMachine();
+    expect(await codeOf(register(client, { registrationToken: 'not-a-token' }))).toBe(grpc.status.UNAUTHENTICATED);
+    expect(await codeOf(register(client, { registrationToken: '' }))).toBe(grpc.status.UNAUTHENTICATED);
+  });
+
+  it('refuses with UNAUTHENTICATED when the token has expired', async () => {
+    const { machineId, registrationToken } = await newMachine();
+    await t.db('machines').where({ id: machineId }).update({ registration_expires_at: new Date(Date.now() - 1000) });
+    expect(await codeOf(register(client, { registrationToken }))).toBe(grpc.status.UNAUTHENTICATED);
+    const [row] = await t.db('machines').where({ id: machineId });
+    expect(row.agent_credential_hash).toBeNull();
+  });
+});
+
+describe('Connect', () => {
+  it('ends the call with UNAUTHENTICATED when the credential or machine ID is wrong', async () => {
+    const machine = await registeredMachine();
+    const other = await registeredMachine();
+    const wrongCredential = connect(machine.machineId, 'wrong');
+    const wrongMachine = connect(other.machineId, machine.credential);
+    const missing = openStream(client, new grpc.Metadata());
+    streams.push(missing);
+    for (const stream of [wrongCredential, wrongMachine, missing]) {
+      const status = await waitFor(() => stream.status, { description: 'call status' });
+      expect(status.code).toBe(grpc.status.UNAUTHENTICATED);
+      expect(stream.received).toEqual([]);
+    }
+    expect(port.callsOf('heartbeat', machine.machineId)).toEqual([]);
+  });
+
+  it('sends Welcome, then acks unacknowledged results, cancels and runs the canned tasks when the agent says Hello', async () => {
+    const machine = await registeredMachine();
+    port.tasks.set(machine.machineId, [task('task-a'), task('task-b', { env: { A: '1' }, packages: [{ packageId: 'app', version: '1.0.0', sha256: 'ab', sizeBytes: 10, format: 'zip' }] }), task('task-running')]);
+    port.cancellations.set(machine.machineId, ['task-x']);
+    const stream = connect(machine.machineId, machine.credential);
+    await waitFor(() => stream.of('welcome').length === 1, { description: 'Welcome' });
+    expect(stream.of('welcome')[0]?.heartbeatIntervalMs).toBe(1234);
+
+    stream.send({
+      hello: {
+        agentVersion: '2.0.0',
+        os: 'linux x64',
+        hostname: 'web-02',
+        runningTaskIds: ['task-running'],
+        unacknowledgedResults: [{ taskId: 'task-old', outcome: 'FAILED', exitCode: -1, message: 'agent restarted during the step', lastLogSeq: 7 }],
+      },
+    });
+    await waitFor(() => stream.of('runTask').length === 2, { description: 'two RunTask' });
+
+    expect(port.callsOf('heartbeat', machine.machineId)).toEqual([{ method: 'heartbeat', machineId: machine.machineId, info: { agentVersion: '2.0.0', os: 'linux x64', hostname: 'web-02' } }]);
+    expect(port.callsOf('recordResult', machine.machineId)).toEqual([
+      { method: 'recordResult', machineId: machine.machineId, taskId: 'task-old', result: { outcome: 'FAILED', exitCode: -1, message: 'agent restarted during the step', lastLogSeq: 7 } },
+    ]);
+    expect(stream.received.map((m) => m.payload)).toEqual(['welcome', 'ackResult', 'cancelTask', 'runTask', 'runTask']);
+    expect(stream.of('ackResult')).toEqual([{ taskId: 'task-old' }]);
+    expect(stream.of('cancelTask')).toEqual([{ taskId: 'task-x', graceMs: 0 }]);
+    // The task the agent already runs is not sent again.
+    expect(stream.of('runTask').map((r) => r.taskId)).toEqual(['task-a', 'task-b']);
+    expect(stream.of('runTask')[1]).toEqual({
+      taskId: 'task-b',
+      deploymentId: 'deployment-1',
+      stepName: 'Step 1',
+      script: 'echo hello',
+      scriptLanguage: 'bash',
+      env: { A: '1' },
+      sensitiveValues: [],
+      packages: [{ packageId: 'app', version: '1.0.0', sha256: 'ab', sizeBytes: '10', format: 'zip' }],
+      redownloadPackages: false,
+      timeoutSeconds: 0,
+    });
+    expect(gateway.connectedMachineIds()).toContain(machine.machineId);
+  });
+
+  it('ends the call with INVALID_ARGUMENT when the first message is not Hello', async () => {
+    const machine = await registeredMachine();
+    const stream = connect(machine.machineId, machine.credential);
+    stream.send({ heartbeat: { sentUnixMs: 1 } });
+    const status = await waitFor(() => stream.status, { description: 'call status' });
+    expect(status.code).toBe(grpc.status.INVALID_ARGUMENT);
+    expect(port.callsOf('heartbeat', machine.machineId)).toEqual([]);
+  });
+
+  it('records a Heartbeat with the engine', async () => {
+    const { machineId, stream } = await helloedAgent();
+    stream.send({ heartbeat: { sentUnixMs: Date.now() } });
+    await waitFor(() => port.callsOf('heartbeat', machineId).length === 2, { description: 'second heartbeat' });
+    expect(port.callsOf('heartbeat', machineId)[1]?.info).toEqual({});
+  });
+
+  it('sends only the new tasks when work becomes available for a connected machine', async () => {
+    const { machineId, stream } = await helloedAgent();
+    port.tasks.set(machineId, [task('t1')]);
+    await bus.publishEvent(EventSubject.machineWorkAvailable(machineId), { v: 1, type: 'machine.work-available', machineId });
+    await waitFor(() => stream.of('runTask').length === 1, { description: 'first task' });
+
+    port.tasks.set(machineId, [task('t1'), task('t2'), task('t3')]);
+    await bus.publishEvent(EventSubject.machineWorkAvailable(machineId), { v: 1, type: 'machine.work-available', machineId });
+    await waitFor(() => stream.of('runTask').length === 3, { description: 'two more tasks' });
+    const callsBefore = port.callsOf('tasksFor', machineId).length;
+    // An event for another machine wakes nobody here.
+    await bus.publishEvent(EventSubject.machineWorkAvailable('unknown-machine'), { v: 1, type: 'machine.work-available', machineId: 'unknown-machine' });
+    await bus.publishEvent(EventSubject.machineWorkAvailable(machineId), { v: 1, type: 'machine.work-available', machineId });
+    await waitFor(() => port.callsOf('tasksFor', machineId).length > callsBefore, { description: 'third sync' });
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(stream.of('runTask').map((r) => r.taskId)).toEqual(['t1', 't2', 't3']);
+  });
+
+  it('sends CancelTask when a task.cancel event names a connected machine', async () => {
+    const { machineId, stream } = await helloedAgent();
+    await bus.publishEvent(EventSubject.taskCancel('task-c'), { v: 1, type: 'task.cancel', taskId: 'task-c', deploymentId: 'd-1', machineId });
+    await waitFor(() => stream.of('cancelTask').length === 1, { description: 'CancelTask' });
+    expect(stream.of('cancelTask')).toEqual([{ taskId: 'task-c', graceMs: 0 }]);
+  });
+
+  it('stores a LogBatch through the engine and answers AckLogs with the stored seq', async () => {
+    const { machineId, stream } = await helloedAgent();
+    stream.send({
+      logBatch: {
+        taskId: 'task-l',
+        lines: [
+          { seq: 1, stream: 'STDOUT', text: 'hello', unixNanos: '1732270000000000001' },
+          { seq: 2, stream: 'STDERR', text: 'warn', unixNanos: '1732270000000000002' },
+          { seq: 3, stream: 'SYSTEM', text: 'exit 0', unixNanos: '1732270000000000003' },
+        ],
+      },
+    });
+    await waitFor(() => stream.of('ackLogs').length === 1, { description: 'AckLogs' });
+    expect(stream.of('ackLogs')).toEqual([{ taskId: 'task-l', seq: '3' }]);
+    expect(port.callsOf('recordLogs', machineId)).toEqual([
+      {
+        method: 'recordLogs',
+        machineId,
+        taskId: 'task-l',
+        lines: [
+          { seq: 1, stream: 'STDOUT', text: 'hello', unixNanos: '1732270000000000001' },
+          { seq: 2, stream: 'STDERR', text: 'warn', unixNanos: '1732270000000000002' },
+          { seq: 3, stream: 'SYSTEM', text: 'exit 0', unixNanos: '1732270000000000003' },
+        ],
+      },
+    ]);
+  });
+
+  it('acks a TaskResult only after the engine recorded it', async () => {
+    const { machineId, stream } = await helloedAgent();
+    stream.send({ taskResult: { taskId: 'task-r', outcome: 'SUCCEEDED', exitCode: 0, message: '', lastLogSeq: 12 } });
+    await waitFor(() => stream.of('ackResult').length === 1, { description: 'AckResult' });
+    expect(stream.of('ackResult')).toEqual([{ taskId: 'task-r' }]);
+    expect(port.callsOf('recordResult', machineId)).toEqual([
+      { method: 'recordResult', machineId, taskId: 'task-r', result: { outcome: 'SUCCEEDED', exitCode: 0, message: '', lastLogSeq: 12 } },
+    ]);
+  });
+
+  it('ends the older call when the same machine connects again, and wakes only the new one', async () => {
+    const { machineId, credential, stream: first } = await helloedAgent();
+    const second = connect(machineId, credential);
+    const status = await waitFor(() => first.status, { description: 'first call ended' });
+    expect(status.code).toBe(grpc.status.CANCELLED);
+    second.send({ hello: {} });
+    port.tasks.set(machineId, [task('after-replace')]);
+    await bus.publishEvent(EventSubject.machineWorkAvailable(machineId), { v: 1, type: 'machine.work-available', machineId });
+    await waitFor(() => second.of('runTask').length === 1, { description: 'task on the new call' });
+    expect(first.of('runTask')).toEqual([]);
+    expect(second.status).toBeNull();
+    expect(gateway.connectedMachineIds().filter((id) => id === machineId)).toHaveLength(1);
+  });
+
+  it('ends only that agent call with UNAVAILABLE when the engine fails, and the agent can reconnect', async () => {
+    const { machineId, credential, stream } = await helloedAgent();
+    port.failNext.add(`recordLogs:${machineId}`);
+    stream.send({ logBatch: { taskId: 'task-f', lines: [{ seq: 1, stream: 'STDOUT', text: 'x', unixNanos: '1' }] } });
+    const status = await waitFor(() => stream.status, { description: 'call ended' });
+    expect(status.code).toBe(grpc.status.UNAVAILABLE);
+    expect(stream.of('ackLogs')).toEqual([]);
+    await waitFor(() => !gateway.connectedMachineIds().includes(machineId), { description: 'session forgotten' });
+
+    const again = connect(machineId, credential);
+    again.send({ hello: {} });
+    again.send({ logBatch: { taskId: 'task-f', lines: [{ seq: 1, stream: 'STDOUT', text: 'x', unixNanos: '1' }] } });
+    await waitFor(() => again.of('ackLogs').length === 1, { description: 'AckLogs after reconnect' });
+  });
+
+  it('delivers every message when the writes outrun the agent (backpressure)', async () => {
+    const machine = await registeredMachine();
+    const big = 'x'.repeat(64 * 1024);
+    port.tasks.set(machine.machineId, Array.from({ length: 120 }, (_, i) => task(`bulk-${i}`, { script: big })));
+    const stream = connect(machine.machineId, machine.credential);
+    stream.send({ hello: {} });
+    await waitFor(() => stream.of('runTask').length === 120, { timeoutMs: 15_000, description: '120 RunTask' });
+    expect(stream.of('runTask').map((r) => r.taskId)).toEqual(Array.from({ length: 120 }, (_, i) => `bulk-${i}`));
+    expect(stream.of('runTask').every((r) => r.script.length === big.length)).toBe(true);
+  });
+});

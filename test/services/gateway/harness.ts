@@ -1,0 +1,131 @@
+/**
+ * Test harness for the agent gateway: a fake AgentPort that records calls and returns canned
+ * tasks, and a gRPC client built from the same .proto, as an agent would build it.
+ */
+import * as grpc from '@grpc/grpc-js';
+import type { AgentInfo, AgentLogLine, AgentPort, AgentTaskResult, RunTaskPayload } from '../../../services/engine/agent-port.ts';
+import { loadAgentProto, METADATA_AGENT_CREDENTIAL, METADATA_MACHINE_ID } from '../../../services/gateway/index.ts';
+import type { AgentServiceClient } from '../../../proto/gen/gantry/agent/v1/AgentService.ts';
+import type { AgentMessage } from '../../../proto/gen/gantry/agent/v1/AgentMessage.ts';
+import type { ServerMessage__Output } from '../../../proto/gen/gantry/agent/v1/ServerMessage.ts';
+import type { RegisterRequest } from '../../../proto/gen/gantry/agent/v1/RegisterRequest.ts';
+import type { RegisterResponse__Output } from '../../../proto/gen/gantry/agent/v1/RegisterResponse.ts';
+
+export type PortCall =
+  | { method: 'heartbeat'; machineId: string; info: AgentInfo }
+  | { method: 'tasksFor'; machineId: string }
+  | { method: 'cancellationsFor'; machineId: string }
+  | { method: 'recordLogs'; machineId: string; taskId: string; lines: AgentLogLine[] }
+  | { method: 'recordResult'; machineId: string; taskId: string; result: AgentTaskResult };
+
+export class FakeAgentPort implements AgentPort {
+  readonly calls: PortCall[] = [];
+  readonly tasks = new Map<string, RunTaskPayload[]>();
+  readonly cancellations = new Map<string, string[]>();
+  /** Makes the next call of this method on this machine throw. */
+  readonly failNext = new Set<string>();
+
+  callsOf<M extends PortCall['method']>(method: M, machineId: string): Array<Extract<PortCall, { method: M }>> {
+    return this.calls.filter((c): c is Extract<PortCall, { method: M }> => c.method === method && c.machineId === machineId);
+  }
+
+  #maybeFail(method: string, machineId: string): void {
+    if (this.failNext.delete(`${method}:${machineId}`)) throw new Error(`fake ${method} failure`);
+  }
+
+  async heartbeat(machineId: string, info: AgentInfo): Promise<void> {
+    this.calls.push({ method: 'heartbeat', machineId, info });
+    this.#maybeFail('heartbeat', machineId);
+  }
+
+  async tasksFor(machineId: string): Promise<RunTaskPayload[]> {
+    this.calls.push({ method: 'tasksFor', machineId });
+    this.#maybeFail('tasksFor', machineId);
+    return this.tasks.get(machineId) ?? [];
+  }
+
+  async cancellationsFor(machineId: string): Promise<string[]> {
+    this.calls.push({ method: 'cancellationsFor', machineId });
+    return this.cancellations.get(machineId) ?? [];
+  }
+
+  async recordLogs(machineId: string, taskId: string, lines: AgentLogLine[]): Promise<number> {
+    this.calls.push({ method: 'recordLogs', machineId, taskId, lines });
+    this.#maybeFail('recordLogs', machineId);
+    const seqs = this.callsOf('recordLogs', machineId).filter((c) => c.taskId === taskId).flatMap((c) => c.lines.map((l) => l.seq));
+    return Math.max(0, ...seqs);
+  }
+
+  async recordResult(machineId: string, taskId: string, result: AgentTaskResult): Promise<void> {
+    this.calls.push({ method: 'recordResult', machineId, taskId, result });
+    this.#maybeFail('recordResult', machineId);
+  }
+}
+
+export function task(taskId: string, extra: Partial<RunTaskPayload> = {}): RunTaskPayload {
+  return {
+    taskId,
+    deploymentId: 'deployment-1',
+    stepName: 'Step 1',
+    script: 'echo hello',
+    scriptLanguage: 'bash',
+    env: { Greeting: 'hi' },
+    sensitiveValues: [],
+    packages: [],
+    redownloadPackages: false,
+    timeoutSeconds: 0,
+    ...extra,
+  };
+}
+
+export function agentClient(port: number): AgentServiceClient {
+  const AgentService = loadAgentProto().gantry.agent.v1.AgentService;
+  return new AgentService(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
+}
+
+export function agentMetadata(machineId: string, credential: string): grpc.Metadata {
+  const metadata = new grpc.Metadata();
+  metadata.set(METADATA_MACHINE_ID, machineId);
+  metadata.set(METADATA_AGENT_CREDENTIAL, credential);
+  return metadata;
+}
+
+export function register(client: AgentServiceClient, request: RegisterRequest): Promise<RegisterResponse__Output> {
+  return new Promise((resolve, reject) => client.Register(request, (error, response) => (error || !response ? reject(error) : resolve(response))));
+}
+
+/** An open Connect call that records everything the server sends and how the call ended. */
+export interface AgentStream {
+  received: ServerMessage__Output[];
+  status: grpc.StatusObject | null;
+  send(message: AgentMessage): void;
+  /** Messages of one kind, e.g. of('runTask'). */
+  of<K extends NonNullable<ServerMessage__Output['payload']>>(kind: K): Array<NonNullable<ServerMessage__Output[K]>>;
+  close(): void;
+}
+
+export function openStream(client: AgentServiceClient, metadata: grpc.Metadata): AgentStream {
+  const call = client.Connect(metadata);
+  const stream: AgentStream = {
+    received: [],
+    status: null,
+    send: (message) => void call.write(message),
+    of: (kind) => stream.received.filter((m) => m.payload === kind).map((m) => m[kind]!),
+    close: () => call.cancel(),
+  };
+  call.on('data', (message: ServerMessage__Output) => stream.received.push(message));
+  call.on('status', (status: grpc.StatusObject) => (stream.status = status));
+  // The 'status' event carries the outcome; an 'error' without a listener would crash the test.
+  call.on('error', () => {});
+  return stream;
+}
+
+/** Calls to the unary/streaming RPCs reject with a ServiceError; this extracts its code. */
+export async function codeOf(promise: Promise<unknown>): Promise<grpc.status | 'ok'> {
+  try {
+    await promise;
+    return 'ok';
+  } catch (error) {
+    return (error as grpc.ServiceError).code;
+  }
+}
