@@ -127,6 +127,14 @@ export function deploymentLogsStore(db: Db) {
         });
       return rows.map(toEntry);
     },
+    /** The highest agent line number stored for a task (0: none): what AckLogs reports. */
+    async maxAgentSeq(taskId: string): Promise<number> {
+      const [row] = await db('deployment_logs').where({ task_id: taskId }).max({ m: 'agent_seq' });
+      return Number(row?.m ?? 0);
+    },
+    async exists(id: string): Promise<boolean> {
+      return (await db('deployment_logs').where({ id }).first('id')) !== undefined;
+    },
     /** Entries with tick > afterTick, in tick order. */
     async read(deploymentId: string, afterTick: bigint | null, limit: number): Promise<LogEntry[]> {
       const query = db<LogRow>('deployment_logs').where({ deployment_id: deploymentId });

@@ -256,6 +256,49 @@ export function deploymentsStore(db: Db) {
       const row = await db('deployments').where({ id }).first('plan');
       return row?.plan ?? null;
     },
+    /** The limits of the organization owning a workspace (contract §2 settings). */
+    async organizationLimits(workspaceId: string): Promise<{ organizationId: string; maxParallelMachines: number; maxConcurrentDeployments: number; maxQueuedDeployments: number }> {
+      const row = await db('workspaces as w').join('organizations as o', 'o.id', 'w.organization_id').where('w.id', workspaceId).first('o.*');
+      if (!row) throw new Error(`Workspace ${workspaceId} has no organization`);
+      return {
+        organizationId: row.id,
+        maxParallelMachines: row.max_parallel_machines,
+        maxConcurrentDeployments: row.max_concurrent_deployments,
+        maxQueuedDeployments: row.max_queued_deployments,
+      };
+    },
+    /**
+     * AwaitingSlot → Running when no other deployment of the same project runs in the same
+     * environment and the organization is under maxConcurrentDeployments. The organization-wide
+     * transaction lock makes the check and the change one step across replicas.
+     */
+    async tryStart(deployment: Pick<Deployment, 'id' | 'projectId' | 'environmentId' | 'workspaceId'>, now: Date): Promise<boolean> {
+      return db.transaction(async (trx) => {
+        const org = await trx('workspaces as w').join('organizations as o', 'o.id', 'w.organization_id').where('w.id', deployment.workspaceId).first('o.id', 'o.max_concurrent_deployments');
+        if (!org) return false;
+        await trx.raw('select pg_advisory_xact_lock(hashtext(?))', [`gantry.start.${org.id}`]);
+        const sibling = await trx('deployments')
+          .where({ project_id: deployment.projectId, environment_id: deployment.environmentId, status: 'Running' })
+          .whereNot({ id: deployment.id })
+          .first('id');
+        if (sibling) return false;
+        const [running] = await trx('deployments as d')
+          .join('workspaces as w', 'w.id', 'd.workspace_id')
+          .where('w.organization_id', org.id)
+          .where('d.status', 'Running')
+          .count({ n: '*' });
+        if (Number(running?.n ?? 0) >= org.max_concurrent_deployments) return false;
+        const count = await trx('deployments')
+          .where({ id: deployment.id, status: 'AwaitingSlot' })
+          .update({ status: 'Running', started_at: now, last_attempt_at: now, last_update_at: now, change_tick: trx.raw(NEXT_CHANGE) });
+        return count > 0;
+      });
+    },
+    /** Deployments waiting for a slot, oldest first (woken when a slot frees up). */
+    async listAwaitingSlot(limit: number): Promise<string[]> {
+      const rows = await db('deployments').where({ status: 'AwaitingSlot' }).orderBy('created_at').limit(limit).select('id');
+      return rows.map((r) => r.id as string);
+    },
     /** Marks cancellation requested on an active deployment; false when it is already final. */
     async requestCancellation(id: string, now: Date): Promise<boolean> {
       const count = await db('deployments')

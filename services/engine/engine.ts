@@ -1,0 +1,211 @@
+/**
+ * The deployment engine of one control-plane replica: consumes "advance" wake-ups, sweeps for
+ * deployments nobody drives (scheduled ones that fell due, leases of a dead replica), and
+ * serves the agent gateway through the AgentPort.
+ */
+import type { Clock, Logger, SecretBox } from '../core/index.ts';
+import { newId, toError } from '../core/index.ts';
+import { WorkQueue, type Bus, type Subscription } from '../bus/index.ts';
+import { automaticEnvironmentsDue, computeProgression } from '../domain/lifecycle-progression.ts';
+import type { Deployment, NewLogEntry, Store } from '../store/index.ts';
+import type { AgentInfo, AgentLogLine, AgentPort, AgentTaskResult, RunTaskPayload } from './agent-port.ts';
+import { DEFAULT_TIMING, Orchestrator, type OrchestratorTiming } from './orchestrator.ts';
+import { buildRunTask } from './task-payload.ts';
+
+export interface EngineOptions {
+  store: Store;
+  clock: Clock;
+  bus: Bus;
+  secrets: SecretBox;
+  logger: Logger;
+  /** Identifies this replica in deployment leases. */
+  replicaId?: string;
+  timing?: Partial<OrchestratorTiming>;
+  /** How often this replica looks for deployments nobody drives. */
+  sweepIntervalMs?: number;
+}
+
+export interface Engine {
+  start(): Promise<void>;
+  stop(): Promise<void>;
+  /** Asks some replica to advance these deployments now. */
+  wake(deploymentIds: readonly string[]): Promise<void>;
+  /** Creates the automatic deployments a release has become due for (contract §5). */
+  triggerAutomaticDeployments(releaseId: string): Promise<string[]>;
+  agentPort: AgentPort;
+  orchestrator: Orchestrator;
+}
+
+const LEVEL_BY_STREAM = { STDOUT: 'Information', STDERR: 'Warning', SYSTEM: 'Information' } as const;
+const STATUS_BY_OUTCOME = { SUCCEEDED: 'Succeeded', FAILED: 'Failed', CANCELLED: 'Cancelled' } as const;
+
+export function createEngine(options: EngineOptions): Engine {
+  const { store, clock, bus, secrets } = options;
+  const logger = options.logger.child({ component: 'engine' });
+  const replicaId = options.replicaId ?? newId();
+  const sweepIntervalMs = options.sweepIntervalMs ?? 2_000;
+  let subscription: Subscription | null = null;
+  let sweeper: NodeJS.Timeout | null = null;
+
+  const wake = async (ids: readonly string[]) => {
+    for (const deploymentId of ids) await bus.publishWork(WorkQueue.deployments, { v: 1, type: 'deployment.advance', deploymentId });
+  };
+
+  const triggerAutomaticDeployments = async (releaseId: string): Promise<string[]> => {
+    const release = await store.releases.get(releaseId);
+    if (!release?.snapshot.lifecycle) return [];
+    const environments = (await store.environments.list(release.workspaceId, { skip: 0, take: 500 })).items;
+    const deployments = await store.deployments.listForRelease(releaseId);
+    const progression = computeProgression(
+      release.snapshot.lifecycle,
+      environments.map((e) => ({ environmentId: e.id, name: e.name, enabled: e.enabled })),
+      deployments,
+    );
+    const created: string[] = [];
+    for (const environmentId of automaticEnvironmentsDue(progression, deployments)) {
+      const environment = environments.find((e) => e.id === environmentId)!;
+      const id = newId();
+      const inserted = await store.deployments.insertAutomaticOnce({
+        id,
+        workspaceId: release.workspaceId,
+        projectId: release.projectId,
+        releaseId,
+        environmentId,
+        environmentName: environment.name,
+        automatic: true,
+        excludeStepNames: [],
+        machineMode: 'All',
+        machineIds: [],
+        redownloadPackages: false,
+        scheduledFor: null,
+      });
+      if (inserted) created.push(id);
+    }
+    if (created.length > 0) {
+      logger.info({ releaseId, deploymentIds: created }, 'automatic deployments created');
+      await wake(created);
+    }
+    return created;
+  };
+
+  const onFinished = async (deployment: Deployment) => {
+    await wake(await store.deployments.listAwaitingSlot(50));
+    await triggerAutomaticDeployments(deployment.releaseId);
+  };
+
+  const orchestrator = new Orchestrator({ store, clock, bus, logger, replicaId, timing: { ...DEFAULT_TIMING, ...options.timing }, onFinished });
+
+  const sweep = async () => {
+    const now = clock.now();
+    const bucket = Math.floor(now.getTime() / sweepIntervalMs);
+    for (const deploymentId of await store.deployments.findUnowned(now, 200)) {
+      // Replicas sweeping in the same interval publish the same id: JetStream keeps one.
+      await bus.publishWork(WorkQueue.deployments, { v: 1, type: 'deployment.advance', deploymentId }, { id: `sweep.${deploymentId}.${bucket}` });
+    }
+  };
+
+  const agentPort: AgentPort = {
+    async heartbeat(machineId: string, info: AgentInfo) {
+      await store.machines.recordHeartbeat(machineId, clock.now(), info);
+    },
+
+    async tasksFor(machineId: string): Promise<RunTaskPayload[]> {
+      const payloads: RunTaskPayload[] = [];
+      for (const task of await store.deploymentTasks.listRunningOnMachine(machineId)) {
+        const deployment = await store.deployments.get(task.deploymentId);
+        if (!deployment || deployment.cancellationRequestedUtc) continue;
+        const release = await store.releases.get(deployment.releaseId);
+        const machine = await store.deploymentMachines.get(machineId);
+        if (!release || !machine) continue;
+        try {
+          payloads.push(buildRunTask({ snapshot: release.snapshot, release: { version: release.version, notes: release.notes }, deployment, task, machine, secrets }));
+        } catch (error) {
+          // A variable cycle or similar: the step cannot run; fail it with the reason.
+          await orchestrator.finishTask(task.id, { status: 'Failed', exitCode: null, message: toError(error).message });
+          await wake([deployment.id]);
+        }
+      }
+      return payloads;
+    },
+
+    async cancellationsFor(machineId: string): Promise<string[]> {
+      const ids: string[] = [];
+      for (const task of await store.deploymentTasks.listRunningOnMachine(machineId)) {
+        const deployment = await store.deployments.get(task.deploymentId);
+        if (deployment?.cancellationRequestedUtc) ids.push(task.id);
+      }
+      return ids;
+    },
+
+    async recordLogs(machineId: string, taskId: string, lines: AgentLogLine[]): Promise<number> {
+      const task = await store.deploymentTasks.get(taskId);
+      if (!task || task.machineId !== machineId) return 0;
+      const entries: NewLogEntry[] = lines.map((line) => ({
+        level: LEVEL_BY_STREAM[line.stream],
+        data: line.text,
+        stepId: task.stepId,
+        parentLogId: task.parentLogId,
+        taskId: task.id,
+        agentSeq: line.seq,
+        createdUtc: nanosToDate(line.unixNanos, clock.now()),
+      }));
+      const now = clock.now();
+      await store.transaction((tx) => tx.deploymentLogs.append(task.deploymentId, entries, now));
+      return store.deploymentLogs.maxAgentSeq(taskId);
+    },
+
+    async recordResult(machineId: string, taskId: string, result: AgentTaskResult): Promise<void> {
+      const task = await store.deploymentTasks.get(taskId);
+      if (!task || task.machineId !== machineId) return;
+      const status = STATUS_BY_OUTCOME[result.outcome];
+      const message =
+        status === 'Succeeded'
+          ? 'succeeded'
+          : status === 'Cancelled'
+            ? 'cancelled'
+            : `failed${result.exitCode >= 0 ? ` with exit code ${result.exitCode}` : ''}${result.message ? `: ${result.message}` : ''}`;
+      await orchestrator.finishTask(taskId, { status, exitCode: result.exitCode, message });
+      await wake([task.deploymentId]);
+    },
+  };
+
+  return {
+    async start() {
+      subscription = await bus.consumeWork(
+        WorkQueue.deployments,
+        async (message) => {
+          if (message.type !== 'deployment.advance') return 'ack';
+          const outcome = await orchestrator.advance(message.deploymentId);
+          return outcome === 'busy' ? { retryInMs: 250 } : 'ack';
+        },
+        { maxInFlight: 4 },
+      );
+      sweeper = setInterval(() => {
+        sweep().catch((error: unknown) => logger.error({ err: toError(error) }, 'sweep failed'));
+      }, sweepIntervalMs);
+      logger.info({ replicaId }, 'engine started');
+    },
+    async stop() {
+      if (sweeper) clearInterval(sweeper);
+      sweeper = null;
+      await subscription?.close();
+      subscription = null;
+    },
+    wake,
+    triggerAutomaticDeployments,
+    agentPort,
+    orchestrator,
+  };
+}
+
+/** Agent timestamps are Unix nanoseconds as text; anything unreadable falls back to now. */
+function nanosToDate(unixNanos: string, fallback: Date): Date {
+  try {
+    const ms = Number(BigInt(unixNanos) / 1_000_000n);
+    return ms > 0 && Number.isFinite(ms) ? new Date(ms) : fallback;
+  } catch {
+    return fallback;
+  }
+}
+
+

@@ -1,0 +1,95 @@
+/**
+ * Builds what an agent runs for one task: the step template's script with imported script
+ * modules of its language before it, every `#{…}` reference substituted with the variables
+ * resolved for this exact machine, step and environment, and the packages the step references.
+ */
+import type { ReleaseSnapshot, SecretBox, SnapshotStep } from '../core/index.ts';
+import { VariableSubstitution, resolveVariables, type CandidateValue, type SystemValues } from '../domain/variable-resolution.ts';
+import type { Deployment, DeploymentTask, TargetMachine } from '../store/index.ts';
+import type { RunTaskPayload } from './agent-port.ts';
+
+export interface ReleaseFacts {
+  version: string;
+  notes: string | null;
+}
+
+function candidatesOf(snapshot: ReleaseSnapshot, secrets: SecretBox): CandidateValue[] {
+  return snapshot.variables.flatMap((variable) =>
+    variable.values.map((value) => ({
+      name: variable.name,
+      sensitive: variable.variableType === 'Sensitive',
+      value: value.valueEncrypted !== null ? secrets.decrypt(value.valueEncrypted) : (value.value ?? ''),
+      source: variable.source === 'project' ? ('Project' as const) : ('Workspace' as const),
+      filters: {
+        environmentIds: value.environmentsFilter,
+        machineIds: value.machineFilter,
+        tagFilter: value.tagFilter,
+        stepIds: value.stepFilter,
+        channelIds: value.channelFilter,
+      },
+    })),
+  );
+}
+
+const SCRIPT_REFERENCE = /#SCRIPTREFERENCE\(\s*(?:STEP\.)?([^)\s]+)\s*\)/g;
+
+/** Script modules of the step's language, then the step's own script. */
+function fullScript(snapshot: ReleaseSnapshot, step: SnapshotStep): string {
+  const language = step.template.scriptLanguage;
+  const modules = snapshot.scriptModules.filter((m) => m.scriptLanguage === language).map((m) => m.script);
+  return [...modules, step.template.script].join('\n');
+}
+
+export function buildRunTask(input: {
+  snapshot: ReleaseSnapshot;
+  release: ReleaseFacts;
+  deployment: Deployment;
+  task: DeploymentTask;
+  machine: TargetMachine;
+  secrets: SecretBox;
+}): RunTaskPayload {
+  const { snapshot, deployment, task, machine } = input;
+  const step = snapshot.steps.find((s) => s.stepId === task.stepId);
+  if (!step) throw new Error(`Step ${task.stepId} is not in the release snapshot`);
+  const resolved = resolveVariables(candidatesOf(snapshot, input.secrets), {
+    environmentId: deployment.environmentId,
+    machineId: machine.machineId,
+    machineTagIds: machine.tagIds,
+    stepId: step.stepId,
+    channelId: snapshot.channel?.channelId ?? null,
+  });
+  const system: SystemValues = {
+    ProjectName: snapshot.project.name,
+    ReleaseVersion: input.release.version,
+    ReleaseNotes: input.release.notes,
+    ChannelName: snapshot.channel?.name ?? null,
+    EnvironmentName: deployment.environmentName,
+    MachineName: machine.name,
+    DeploymentId: deployment.id,
+    StepName: step.name,
+  };
+  const substitution = new VariableSubstitution(resolved, system);
+  const properties = Object.fromEntries(Object.entries(step.properties).map(([id, value]) => [id, substitution.substitute(value)]));
+  const script = substitution.substitute(fullScript(snapshot, step)).replace(SCRIPT_REFERENCE, (whole, id: string) => properties[id] ?? whole);
+
+  const env: Record<string, string> = {};
+  for (const variable of substitution.expandAll()) env[variable.name] = variable.value;
+  for (const [name, value] of Object.entries(system)) env[`Gantry_${name}`] = value ?? '';
+  for (const [id, value] of Object.entries(properties)) env[`STEP_${id}`] = value;
+
+  const packages = snapshot.packages
+    .filter((p) => step.packageIds.includes(p.packageId))
+    .map((p) => ({ packageId: p.packageId, version: p.version, sha256: p.sha256, sizeBytes: p.sizeBytes, format: p.type }));
+  return {
+    taskId: task.id,
+    deploymentId: deployment.id,
+    stepName: step.name,
+    script,
+    scriptLanguage: step.template.scriptLanguage,
+    env,
+    sensitiveValues: substitution.sensitiveValues(),
+    packages,
+    redownloadPackages: deployment.redownloadPackages,
+    timeoutSeconds: 0,
+  };
+}

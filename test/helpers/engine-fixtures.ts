@@ -1,0 +1,114 @@
+/**
+ * Builds a deployable world directly in the store for engine tests: machines with live agents,
+ * a release with a hand-made snapshot, and deployments of it. Steps and groups are given as
+ * snapshot fragments so each test states exactly the plan it exercises.
+ */
+import { newId, type ReleaseSnapshot, type SnapshotRollingGroup, type SnapshotStep } from '../../services/core/index.ts';
+import type { TestContext } from './app.ts';
+
+export async function environmentId(t: TestContext, name: string): Promise<string> {
+  const row = await t.db('environments').where({ workspace_id: t.mainWorkspaceId, name }).whereNull('deleted_at').first('id');
+  return row.id;
+}
+
+/** A machine in the environment whose agent counts as connected now. */
+export async function onlineMachine(t: TestContext, name: string, envId: string, tagIds: string[] = []): Promise<string> {
+  const created = await t.admin.post('/api/machine', { workspaceId: t.mainWorkspaceId, name, environmentIds: [envId], tagIds });
+  if (created.status !== 200) throw new Error(created.text);
+  await t.db('machines').where({ id: created.body.machineId }).update({ agent_credential_hash: `cred-${newId()}`, last_seen_at: new Date() });
+  return created.body.machineId;
+}
+
+export function step(name: string, overrides: Partial<SnapshotStep> = {}): SnapshotStep {
+  return {
+    stepId: `step-${name}`,
+    name,
+    sortOrder: 0,
+    errorAction: 'Stop',
+    disabled: false,
+    parallelMachines: null,
+    environmentIds: [],
+    machineIdFilter: [],
+    machineTagFilter: [],
+    rollingGroupId: null,
+    properties: {},
+    template: { stepTemplateId: 'tpl', name: 'Run a script', script: `echo ${name}`, scriptLanguage: 'bash', properties: [] },
+    packageIds: [],
+    ...overrides,
+  };
+}
+
+export function rollingGroup(id: string, memberStepIds: string[], overrides: Partial<SnapshotRollingGroup> = {}): SnapshotRollingGroup {
+  return {
+    rollingGroupId: id,
+    name: id,
+    windowSize: 1,
+    machineOrder: 'MachineName',
+    machineOrderTagIds: [],
+    waitBetweenMachineGroups: false,
+    onMachineFailure: 'StopStep',
+    onMemberFailure: 'SkipRestOnThisMachine',
+    onNoTargets: 'Skip',
+    memberStepIds,
+    ...overrides,
+  };
+}
+
+export async function release(
+  t: TestContext,
+  parts: { steps: SnapshotStep[]; rollingGroups?: SnapshotRollingGroup[]; variables?: ReleaseSnapshot['variables']; lifecycle?: ReleaseSnapshot['lifecycle'] },
+): Promise<{ releaseId: string; projectId: string }> {
+  const project = await t.admin.post('/api/project', { workspaceId: t.mainWorkspaceId, name: `Project ${newId().slice(0, 8)}` });
+  const projectId = project.body.projectId as string;
+  const snapshot: ReleaseSnapshot = {
+    v: 1,
+    project: { projectId, name: 'Engine test', workspaceId: t.mainWorkspaceId },
+    channel: null,
+    lifecycle: parts.lifecycle ?? null,
+    packages: [],
+    steps: parts.steps.map((s, i) => ({ ...s, sortOrder: i + 1 })),
+    rollingGroups: parts.rollingGroups ?? [],
+    variables: parts.variables ?? [],
+    scriptModules: [],
+  };
+  const releaseId = newId();
+  await t.deps.store.releases.insert({
+    id: releaseId,
+    workspaceId: t.mainWorkspaceId,
+    projectId,
+    version: '1.0.0',
+    channelId: null,
+    channelName: null,
+    notes: 'notes',
+    packageVersions: {},
+    snapshot,
+  });
+  return { releaseId, projectId };
+}
+
+export async function deployment(
+  t: TestContext,
+  target: { releaseId: string; projectId: string },
+  envId: string,
+  options: { scheduledFor?: Date; excludeStepNames?: string[] } = {},
+): Promise<string> {
+  const env = await t.db('environments').where({ id: envId }).first('name');
+  const id = newId();
+  await t.deps.store.deployments.insert([
+    {
+      id,
+      workspaceId: t.mainWorkspaceId,
+      projectId: target.projectId,
+      releaseId: target.releaseId,
+      environmentId: envId,
+      environmentName: env.name,
+      automatic: false,
+      excludeStepNames: options.excludeStepNames ?? [],
+      machineMode: 'All',
+      machineIds: [],
+      redownloadPackages: false,
+      scheduledFor: options.scheduledFor ?? null,
+    },
+  ]);
+  return id;
+}

@@ -1,0 +1,208 @@
+/**
+ * The engine against the real PostgreSQL and the in-process bus. Agents are simulated at the
+ * engine's AgentPort (the gateway's side), so these tests pin the orchestration itself; the e2e
+ * suite runs the same flows through gRPC with real agent processes.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createLogger } from '../../../services/core/index.ts';
+import { InProcessBus } from '../../../services/bus/index.ts';
+import { createEngine, type Engine } from '../../../services/engine/engine.ts';
+import type { RunTaskPayload } from '../../../services/engine/agent-port.ts';
+import { testApp, type TestContext } from '../../helpers/app.ts';
+import { waitFor } from '../../helpers/wait-for.ts';
+import { deployment, environmentId, onlineMachine, release, rollingGroup, step } from '../../helpers/engine-fixtures.ts';
+
+let t: TestContext;
+let engine: Engine;
+let bus: InProcessBus;
+let staging: string;
+
+beforeAll(async () => {
+  t = await testApp();
+  const logger = createLogger('silent');
+  bus = new InProcessBus({ logger, retryBaseMs: 50 });
+  engine = createEngine({ store: t.deps.store, clock: t.deps.clock, bus, secrets: t.deps.secrets, logger, sweepIntervalMs: 200, timing: { cancelGraceMs: 2_000 } });
+  await engine.start();
+  staging = await environmentId(t, 'Staging');
+});
+
+afterAll(async () => {
+  await engine.stop();
+  await bus.close();
+});
+
+/** A fake fleet: polls the engine for work like connected agents and finishes tasks on demand. */
+function fleet(machineIds: string[], behaviour: (task: RunTaskPayload, machineId: string) => { outcome: 'SUCCEEDED' | 'FAILED'; lines?: string[] } | null) {
+  const started: Array<{ machineId: string; task: RunTaskPayload; at: number }> = [];
+  const seen = new Set<string>();
+  let stopped = false;
+  const loop = async () => {
+    while (!stopped) {
+      for (const machineId of machineIds) {
+        for (const task of await engine.agentPort.tasksFor(machineId)) {
+          if (seen.has(task.taskId)) continue;
+          seen.add(task.taskId);
+          started.push({ machineId, task, at: Date.now() });
+          const result = behaviour(task, machineId);
+          if (!result) continue; // stays running until cancelled
+          const lines = result.lines ?? [`hello from ${task.stepName}`];
+          await engine.agentPort.recordLogs(machineId, task.taskId, lines.map((text, i) => ({ seq: i + 1, stream: 'STDOUT', text, unixNanos: `${BigInt(Date.now()) * 1_000_000n}` })));
+          await engine.agentPort.recordResult(machineId, task.taskId, { outcome: result.outcome, exitCode: result.outcome === 'SUCCEEDED' ? 0 : 3, message: '', lastLogSeq: lines.length });
+        }
+      }
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+  };
+  const running = loop();
+  return { started, stop: async () => { stopped = true; await running; } };
+}
+
+async function finalStatus(deploymentId: string, timeoutMs = 15_000) {
+  return waitFor(
+    async () => {
+      const d = await t.deps.store.deployments.get(deploymentId);
+      return d && ['Completed', 'Failed', 'Cancelled'].includes(d.status) ? d : null;
+    },
+    { timeoutMs, description: `deployment ${deploymentId} to finish` },
+  );
+}
+
+describe('engine', () => {
+  it('runs every step on every machine in step order and completes, with logs', async () => {
+    const a = await onlineMachine(t, 'web-a', staging);
+    const b = await onlineMachine(t, 'web-b', staging);
+    const target = await release(t, { steps: [step('Build'), step('Deploy')] });
+    const id = await deployment(t, target, staging);
+    const agents = fleet([a, b], () => ({ outcome: 'SUCCEEDED' }));
+    await engine.wake([id]);
+    const done = await finalStatus(id);
+    await agents.stop();
+    expect(done.status).toBe('Completed');
+    expect(agents.started.map((s) => s.task.stepName)).toEqual(['Build', 'Build', 'Deploy', 'Deploy']);
+    const tasks = await t.deps.store.deploymentTasks.listForDeployment(id);
+    expect(tasks.map((x) => x.status)).toEqual(['Succeeded', 'Succeeded', 'Succeeded', 'Succeeded']);
+    const logs = await t.deps.store.deploymentLogs.read(id, null, 1000);
+    expect(logs.map((l) => l.data)).toEqual(expect.arrayContaining(['hello from Build', 'hello from Deploy', 'The deployment completed successfully']));
+    const scriptLine = logs.find((l) => l.data === 'hello from Build')!;
+    const parent = logs.find((l) => l.id === scriptLine.parentLogId)!;
+    expect(parent.data).toMatch(/^Running 'Build' on web-/);
+    expect(logs.find((l) => l.id === parent.parentLogId)!.data).toBe("Step 'Build'");
+    const statusChanges = await t.db('deployment_logs').where({ deployment_id: id }).whereIn('data', ['Validating the deployment', 'Deploying release to \'Staging\'']).orderBy('tick');
+    expect(statusChanges.map((r) => r.data)).toEqual(['Validating the deployment', "Deploying release to 'Staging'"]);
+    await t.db('machine_environments').whereIn('machine_id', [a, b]).delete();
+  });
+
+  it('fails the deployment when a Stop step fails and skips later steps', async () => {
+    const m = await onlineMachine(t, 'fail-a', staging);
+    const target = await release(t, { steps: [step('Breaks'), step('Never')] });
+    const id = await deployment(t, target, staging);
+    const agents = fleet([m], (task) => ({ outcome: task.stepName === 'Breaks' ? 'FAILED' : 'SUCCEEDED' }));
+    await engine.wake([id]);
+    const done = await finalStatus(id);
+    await agents.stop();
+    expect(done.status).toBe('Failed');
+    expect(done.errorCount).toBeGreaterThan(0);
+    expect(agents.started.map((s) => s.task.stepName)).toEqual(['Breaks']);
+    const tasks = await t.deps.store.deploymentTasks.listForDeployment(id);
+    expect(tasks.map((x) => [x.stepName, x.status])).toEqual([['Breaks', 'Failed'], ['Never', 'Skipped']]);
+    await t.db('machine_environments').where({ machine_id: m }).delete();
+  });
+
+  it('completes with errors when a ContinueOnError step fails', async () => {
+    const m = await onlineMachine(t, 'coe-a', staging);
+    const target = await release(t, { steps: [step('Flaky', { errorAction: 'ContinueOnError' }), step('After')] });
+    const id = await deployment(t, target, staging);
+    const agents = fleet([m], (task) => ({ outcome: task.stepName === 'Flaky' ? 'FAILED' : 'SUCCEEDED' }));
+    await engine.wake([id]);
+    const done = await finalStatus(id);
+    await agents.stop();
+    expect(done.status).toBe('Completed');
+    expect(done.errorCount).toBe(1);
+    expect(agents.started.map((s) => s.task.stepName)).toEqual(['Flaky', 'After']);
+    await t.db('machine_environments').where({ machine_id: m }).delete();
+  });
+
+  it('keeps a rolling window of one: each machine runs all members before the next starts', async () => {
+    const machines = [await onlineMachine(t, 'roll-c', staging), await onlineMachine(t, 'roll-a', staging), await onlineMachine(t, 'roll-b', staging)];
+    const target = await release(t, {
+      steps: [step('Stop', { rollingGroupId: 'g' }), step('Start', { rollingGroupId: 'g' })],
+      rollingGroups: [rollingGroup('g', ['step-Stop', 'step-Start'])],
+    });
+    const id = await deployment(t, target, staging);
+    const agents = fleet(machines, () => ({ outcome: 'SUCCEEDED' }));
+    await engine.wake([id]);
+    expect((await finalStatus(id)).status).toBe('Completed');
+    await agents.stop();
+    const names = new Map<string, string>([[machines[0]!, 'roll-c'], [machines[1]!, 'roll-a'], [machines[2]!, 'roll-b']]);
+    expect(agents.started.map((s) => `${names.get(s.machineId)}:${s.task.stepName}`)).toEqual([
+      'roll-a:Stop', 'roll-a:Start', 'roll-b:Stop', 'roll-b:Start', 'roll-c:Stop', 'roll-c:Start',
+    ]);
+    await t.db('machine_environments').whereIn('machine_id', machines).delete();
+  });
+
+  it('fails the part of an offline machine at once instead of waiting', async () => {
+    const m = await onlineMachine(t, 'gone', staging);
+    await t.db('machines').where({ id: m }).update({ last_seen_at: new Date(Date.now() - 3_600_000) });
+    const target = await release(t, { steps: [step('Deploy')] });
+    const id = await deployment(t, target, staging);
+    await engine.wake([id]);
+    const done = await finalStatus(id);
+    expect(done.status).toBe('Failed');
+    const logs = await t.deps.store.deploymentLogs.read(id, null, 100);
+    expect(logs.some((l) => l.level === 'Error' && l.data.includes("Machine 'gone' is offline"))).toBe(true);
+    await t.db('machine_environments').where({ machine_id: m }).delete();
+  });
+
+  it('waits for the scheduled time before starting', async () => {
+    const m = await onlineMachine(t, 'sched', staging);
+    const target = await release(t, { steps: [step('Later')] });
+    const when = new Date(Date.now() + 1_500);
+    const id = await deployment(t, target, staging, { scheduledFor: when });
+    const agents = fleet([m], () => ({ outcome: 'SUCCEEDED' }));
+    await engine.wake([id]);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect((await t.deps.store.deployments.get(id))!.status).toBe('Queued');
+    const done = await finalStatus(id);
+    await agents.stop();
+    expect(done.status).toBe('Completed');
+    expect(agents.started[0]!.at).toBeGreaterThanOrEqual(when.getTime());
+    await t.db('machine_environments').where({ machine_id: m }).delete();
+  });
+
+  it('cancels a running deployment: the agent is told, pending steps never start', async () => {
+    const m = await onlineMachine(t, 'cancel-me', staging);
+    const target = await release(t, { steps: [step('Sleep'), step('Never')] });
+    const id = await deployment(t, target, staging);
+    const agents = fleet([m], () => null);
+    await engine.wake([id]);
+    await waitFor(() => agents.started.length === 1, { timeoutMs: 10_000 });
+    expect(await engine.agentPort.cancellationsFor(m)).toEqual([]);
+    await t.deps.store.deployments.requestCancellation(id, new Date());
+    await engine.wake([id]);
+    await waitFor(async () => (await engine.agentPort.cancellationsFor(m)).length === 1, { timeoutMs: 5_000 });
+    await engine.agentPort.recordResult(m, agents.started[0]!.task.taskId, { outcome: 'CANCELLED', exitCode: -1, message: 'killed', lastLogSeq: 0 });
+    const done = await finalStatus(id);
+    await agents.stop();
+    expect(done.status).toBe('Cancelled');
+    expect(done.cancellationRequestedUtc).not.toBeNull();
+    const tasks = await t.deps.store.deploymentTasks.listForDeployment(id);
+    expect(tasks.map((x) => x.status)).toEqual(['Cancelled', 'Cancelled']);
+    await t.db('machine_environments').where({ machine_id: m }).delete();
+  });
+
+  it('stores a result once even when the agent sends it twice', async () => {
+    const m = await onlineMachine(t, 'twice', staging);
+    const target = await release(t, { steps: [step('Once')] });
+    const id = await deployment(t, target, staging);
+    const agents = fleet([m], () => null);
+    await engine.wake([id]);
+    await waitFor(() => agents.started.length === 1, { timeoutMs: 10_000 });
+    const taskId = agents.started[0]!.task.taskId;
+    await engine.agentPort.recordResult(m, taskId, { outcome: 'SUCCEEDED', exitCode: 0, message: '', lastLogSeq: 0 });
+    await engine.agentPort.recordResult(m, taskId, { outcome: 'FAILED', exitCode: 1, message: 'late duplicate', lastLogSeq: 0 });
+    expect((await finalStatus(id)).status).toBe('Completed');
+    await agents.stop();
+    expect((await t.deps.store.deploymentTasks.get(taskId))!.status).toBe('Succeeded');
+    await t.db('machine_environments').where({ machine_id: m }).delete();
+  });
+});
