@@ -26,6 +26,7 @@ import { deploymentsStore } from './deployments.ts';
 import { deploymentTasksStore } from './deployment-tasks.ts';
 import { deploymentLogsStore } from './deployment-logs.ts';
 import { deploymentMachinesStore } from './deployment-machines.ts';
+import { packagesStore } from './packages.ts';
 
 function bind(db: Db) {
   return {
@@ -50,6 +51,7 @@ function bind(db: Db) {
     deploymentTasks: deploymentTasksStore(db),
     deploymentLogs: deploymentLogsStore(db),
     deploymentMachines: deploymentMachinesStore(db),
+    packages: packagesStore(db),
   };
 }
 
