@@ -6,4 +6,9 @@ export interface DomainDeps {
   store: Store;
   clock: Clock;
   secrets: SecretBox;
+  /**
+   * Asks the deployment engine to act on these deployments now (created, cancelled). The engine
+   * implements it; without one (tests of the topology alone) deployments simply wait.
+   */
+  wakeDeployments?: (deploymentIds: readonly string[]) => Promise<void>;
 }
