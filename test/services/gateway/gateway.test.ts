@@ -147,6 +147,18 @@ describe('Connect', () => {
     expect(gateway.connectedMachineIds()).toContain(machine.machineId);
   });
 
+  it('accepts a disabled machine and leaves the choice of work to the engine', async () => {
+    const machine = await registeredMachine();
+    const updated = await t.admin.put('/api/machine', { machineId: machine.machineId, enabled: false });
+    expect(updated.status).toBe(200);
+    port.tasks.set(machine.machineId, []);
+    const stream = connect(machine.machineId, machine.credential);
+    stream.send({ hello: {} });
+    await waitFor(() => port.callsOf('tasksFor', machine.machineId).length === 1, { description: 'tasks asked' });
+    expect(stream.status).toBeNull();
+    expect(stream.of('runTask')).toEqual([]);
+  });
+
   it('ends the call with INVALID_ARGUMENT when the first message is not Hello', async () => {
     const machine = await registeredMachine();
     const stream = connect(machine.machineId, machine.credential);

@@ -1,0 +1,79 @@
+/**
+ * The real agent process against the gateway: registration, session and SIGTERM. Runs as soon as
+ * agent/main.ts exists (it is written in parallel with the gateway); until then it is skipped.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createBus, type Bus } from '../../../services/bus/index.ts';
+import { createLogger } from '../../../services/core/index.ts';
+import { createGateway, type Gateway } from '../../../services/gateway/index.ts';
+import { testApp, type TestContext } from '../../helpers/app.ts';
+import { waitFor } from '../../helpers/wait-for.ts';
+import { FakeAgentPort } from './harness.ts';
+
+const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
+const hasAgent = existsSync(path.join(repoRoot, 'agent/main.ts'));
+
+let t: TestContext;
+let bus: Bus;
+let gateway: Gateway;
+let gatewayPort: number;
+let home: string;
+let child: ChildProcess | null = null;
+const port = new FakeAgentPort();
+
+beforeAll(async () => {
+  if (!hasAgent) return;
+  t = await testApp();
+  bus = await createBus({ natsUrl: null, logger: createLogger('silent') });
+  gateway = createGateway({ store: t.deps.store, clock: t.deps.clock, bus, agentPort: port, logger: createLogger('silent'), heartbeatIntervalMs: 500 });
+  gatewayPort = await gateway.start(0, '127.0.0.1');
+  home = await fs.mkdtemp(path.join(os.tmpdir(), 'gantry-agent-home-'));
+});
+
+afterAll(async () => {
+  if (child && child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  await gateway?.stop();
+  await bus?.close();
+  if (home) await fs.rm(home, { recursive: true, force: true });
+});
+
+describe('the real agent', () => {
+  it.skipIf(!hasAgent)('registers, connects, sends heartbeats and exits on SIGTERM when started with a token', async () => {
+    const created = await t.admin.post('/api/machine', { workspaceId: t.mainWorkspaceId, name: 'real-agent' });
+    const machineId = created.body.machineId as string;
+    let output = '';
+    // node --import tsx (not npx): one process, so SIGTERM reaches the agent itself.
+    child = spawn(process.execPath, ['--import', 'tsx', 'agent/main.ts'], {
+      cwd: repoRoot,
+      env: { ...process.env, GANTRY_SERVER: `127.0.0.1:${gatewayPort}`, GANTRY_AGENT_TOKEN: created.body.registrationToken, GANTRY_AGENT_HOME: home },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child?.on('exit', (code, signal) => resolve({ code, signal })));
+
+    // The agent's output explains most failures here, so it goes into the error message.
+    const withOutput = (error: unknown): never => {
+      throw new Error(`${(error as Error).message}\nagent output:\n${output}`);
+    };
+    const registered = await waitFor(async () => (await t.db('machines').where({ id: machineId }).first())?.agent_credential_hash, {
+      timeoutMs: 20_000,
+      description: 'registration',
+    }).catch(withOutput);
+    expect(registered).toMatch(/^[0-9a-f]{64}$/);
+    await waitFor(() => port.callsOf('heartbeat', machineId).length >= 2, { timeoutMs: 20_000, description: 'Hello and a Heartbeat' }).catch(withOutput);
+    expect(gateway.connectedMachineIds()).toContain(machineId);
+
+    child.kill('SIGTERM');
+    const exit = await Promise.race([exited, new Promise<null>((resolve) => setTimeout(() => resolve(null), 10_000))]);
+    expect(exit, `agent did not exit on SIGTERM:\n${output}`).not.toBeNull();
+    expect(output).not.toContain(created.body.registrationToken);
+    await waitFor(() => !gateway.connectedMachineIds().includes(machineId), { description: 'session ended' });
+  });
+});
