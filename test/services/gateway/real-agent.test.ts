@@ -1,6 +1,7 @@
 /**
- * The real agent process against the gateway: registration, session and SIGTERM. Runs as soon as
- * agent/main.ts exists (it is written in parallel with the gateway); until then it is skipped.
+ * The real agent process against the gateway: registration, a session running a real script, and
+ * SIGTERM. Runs whenever
+ * agent/main.ts exists (it was written in parallel with the gateway); skipped otherwise.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -9,12 +10,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createBus, type Bus } from '../../../services/bus/index.ts';
+import { createBus, EventSubject, type Bus } from '../../../services/bus/index.ts';
 import { createLogger } from '../../../services/core/index.ts';
 import { createGateway, type Gateway } from '../../../services/gateway/index.ts';
 import { testApp, type TestContext } from '../../helpers/app.ts';
 import { waitFor } from '../../helpers/wait-for.ts';
-import { FakeAgentPort } from './harness.ts';
+import { FakeAgentPort, task } from './harness.ts';
 
 const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
 const hasAgent = existsSync(path.join(repoRoot, 'agent/main.ts'));
@@ -44,7 +45,7 @@ afterAll(async () => {
 });
 
 describe('the real agent', () => {
-  it.skipIf(!hasAgent)('registers, connects, sends heartbeats and exits on SIGTERM when started with a token', async () => {
+  it.skipIf(!hasAgent)('registers, connects, runs a task with its logs and result, and exits 0 on SIGTERM when started with a token', async () => {
     const created = await t.admin.post('/api/machine', { workspaceId: t.mainWorkspaceId, name: 'real-agent' });
     const machineId = created.body.machineId as string;
     let output = '';
@@ -70,9 +71,20 @@ describe('the real agent', () => {
     await waitFor(() => port.callsOf('heartbeat', machineId).length >= 2, { timeoutMs: 20_000, description: 'Hello and a Heartbeat' }).catch(withOutput);
     expect(gateway.connectedMachineIds()).toContain(machineId);
 
+    // A real script through the whole session: RunTask → log lines → result, each acked.
+    port.tasks.set(machineId, [task('e2e-task-1', { script: 'echo "hello from $Greeting"; echo oops >&2' })]);
+    await bus.publishEvent(EventSubject.machineWorkAvailable(machineId), { v: 1, type: 'machine.work-available', machineId });
+    const [result] = await waitFor(() => port.callsOf('recordResult', machineId).length > 0 && port.callsOf('recordResult', machineId), {
+      timeoutMs: 20_000,
+      description: 'task result',
+    }).catch(withOutput);
+    expect(result?.result).toMatchObject({ outcome: 'SUCCEEDED', exitCode: 0 });
+    const lines = port.callsOf('recordLogs', machineId).flatMap((c) => c.lines);
+    expect(lines).toEqual(expect.arrayContaining([expect.objectContaining({ stream: 'STDOUT', text: 'hello from hi' }), expect.objectContaining({ stream: 'STDERR', text: 'oops' })]));
+
     child.kill('SIGTERM');
     const exit = await Promise.race([exited, new Promise<null>((resolve) => setTimeout(() => resolve(null), 10_000))]);
-    expect(exit, `agent did not exit on SIGTERM:\n${output}`).not.toBeNull();
+    expect(exit, `agent did not exit on SIGTERM:\n${output}`).toEqual({ code: 0, signal: null });
     expect(output).not.toContain(created.body.registrationToken);
     await waitFor(() => !gateway.connectedMachineIds().includes(machineId), { description: 'session ended' });
   });
