@@ -27,7 +27,9 @@ function walkZip(file: string): Promise<number> {
 
 async function listTar(file: string): Promise<number> {
   let entries = 0;
-  await tar.t({ file, strict: true, onReadEntry: () => void entries++ });
+  // node-tar reads files in 16 MiB chunks by default; with 1 GiB packages that alone added
+  // ~120 MiB of RSS (measured by bench/upload). 1 MiB chunks keep it flat and are faster.
+  await tar.t({ file, strict: true, maxReadSize: 1024 * 1024, onReadEntry: () => void entries++ });
   return entries;
 }
 
