@@ -1,7 +1,6 @@
 /**
  * The real agent process against the gateway: registration, a session running a real script, and
- * SIGTERM. Runs whenever
- * agent/main.ts exists (it was written in parallel with the gateway); skipped otherwise.
+ * SIGTERM. Runs whenever agent/main.ts exists (it was written in parallel); skipped otherwise.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -74,7 +73,7 @@ describe('the real agent', () => {
     // A real script through the whole session: RunTask → log lines → result, each acked.
     port.tasks.set(machineId, [task('e2e-task-1', { script: 'echo "hello from $Greeting"; echo oops >&2' })]);
     await bus.publishEvent(EventSubject.machineWorkAvailable(machineId), { v: 1, type: 'machine.work-available', machineId });
-    const [result] = await waitFor(() => port.callsOf('recordResult', machineId).length > 0 && port.callsOf('recordResult', machineId), {
+    const result = await waitFor(() => port.callsOf('recordResult', machineId)[0], {
       timeoutMs: 20_000,
       description: 'task result',
     }).catch(withOutput);
