@@ -1,0 +1,197 @@
+// The agent's long-lived Connect session: opens it (Hello first), heartbeats, hands server messages
+// to the SessionHandler, and when the call ends for any reason reconnects with full-jitter
+// backoff, rotating among the control-plane addresses. Nothing else re-opens a failed gRPC call.
+import { Readable } from 'node:stream';
+import type * as grpc from '@grpc/grpc-js';
+import type { Logger } from 'pino';
+import { backoffDelayMs, DEFAULT_BACKOFF, type BackoffOptions } from './backoff.ts';
+import { authMetadata, createAgentClient, waitForChannel } from './client.ts';
+import type { AgentIdentity } from './identity.ts';
+import { InterruptibleSleep } from './interruptible-sleep.ts';
+import type { AgentMessage, AgentServiceClient, ServerMessage } from './proto.ts';
+import type { AgentInfo } from './register.ts';
+import type { AgentLink, SessionHandler } from './session-handler.ts';
+
+export interface AgentConnectionOptions {
+  readonly servers: readonly string[];
+  readonly credentials: grpc.ChannelCredentials;
+  readonly identity: AgentIdentity;
+  readonly info: AgentInfo;
+  readonly handler: SessionHandler;
+  readonly logger: Logger;
+  readonly backoff?: BackoffOptions;
+  /** A session that lasted this long resets the backoff (default 10 s). */
+  readonly healthyAfterMs?: number;
+  /** Give up on an address whose channel is not READY within this (default 5 s). */
+  readonly connectTimeoutMs?: number;
+  /** Give up on a session that is not welcomed within this (default 10 s). */
+  readonly welcomeTimeoutMs?: number;
+}
+
+interface SessionEnd {
+  readonly welcomed: boolean;
+  readonly healthyMs: number;
+  readonly reason: string;
+}
+
+type ConnectCall = grpc.ClientDuplexStream<AgentMessage, ServerMessage>;
+
+const DEFAULT_HEARTBEAT_MS = 15_000;
+
+export class AgentConnection implements AgentLink {
+  readonly #options: AgentConnectionOptions;
+  readonly #clients = new Map<string, AgentServiceClient>();
+  readonly #sleep = new InterruptibleSleep();
+  #server: string;
+  #call: ConnectCall | undefined;
+  #welcomed = false;
+  #congested = false;
+  #stopped = false;
+  #loop: Promise<void> | undefined;
+
+  constructor(options: AgentConnectionOptions) {
+    if (options.servers.length === 0) throw new Error('AgentConnection needs at least one server address');
+    this.#options = options;
+    this.#server = options.servers[0] ?? '';
+  }
+
+  /** True while a welcomed session is open. */
+  get isConnected(): boolean {
+    return this.#call !== undefined && this.#welcomed;
+  }
+
+  start(): void {
+    this.#loop ??= this.#run();
+  }
+
+  /** Ends the session (pending writes are flushed first) and stops reconnecting. */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    this.#sleep.wake();
+    const call = this.#call;
+    if (call) {
+      call.end();
+      setTimeout(() => call.cancel(), 1000).unref();
+    }
+    await this.#loop;
+    for (const client of this.#clients.values()) client.close();
+    this.#clients.clear();
+  }
+
+  trySend(message: AgentMessage): boolean {
+    const call = this.#call;
+    if (!call || !this.#welcomed || this.#congested) return false;
+    if (!call.write(message)) {
+      // Accepted but over the high-water mark: hold further messages until 'drain'.
+      this.#congested = true;
+      call.once('drain', () => {
+        if (this.#call !== call) return;
+        this.#congested = false;
+        this.#options.handler.onWritable();
+      });
+    }
+    return true;
+  }
+
+  /** Streams a package's bytes from the server of the current (or last) session. */
+  downloadPackage(packageId: string, version: string, signal: AbortSignal): Readable {
+    const call = this.#client(this.#server).DownloadPackage({ packageId, version }, authMetadata(this.#options.identity));
+    const onAbort = (): void => call.cancel();
+    signal.addEventListener('abort', onAbort, { once: true });
+    return Readable.from(
+      (async function* chunks() {
+        try {
+          for await (const chunk of call as AsyncIterable<{ data: Buffer }>) yield chunk.data;
+        } finally {
+          signal.removeEventListener('abort', onAbort);
+        }
+      })(),
+    );
+  }
+
+  async #run(): Promise<void> {
+    const { servers, logger } = this.#options;
+    const backoff = this.#options.backoff ?? DEFAULT_BACKOFF;
+    let attempt = 0;
+    let index = 0;
+    while (!this.#stopped) {
+      const server = servers[index % servers.length] ?? '';
+      const end = await this.#session(server);
+      if (this.#stopped) break;
+      if (end.healthyMs >= (this.#options.healthyAfterMs ?? 10_000)) attempt = 0;
+      if (!end.welcomed) index++; // this address did not take us: try the next one
+      const delayMs = backoffDelayMs(attempt++, backoff);
+      logger.warn({ server, reason: end.reason, delayMs }, 'control-plane session ended; reconnecting');
+      await this.#sleep.sleep(delayMs);
+    }
+  }
+
+  async #session(server: string): Promise<SessionEnd> {
+    const client = this.#client(server);
+    try {
+      await waitForChannel(client, this.#options.connectTimeoutMs ?? 5000);
+    } catch {
+      return { welcomed: false, healthyMs: 0, reason: `${server} is unreachable` };
+    }
+    if (this.#stopped) return { welcomed: false, healthyMs: 0, reason: 'stopping' };
+    this.#server = server;
+    const call = client.Connect(authMetadata(this.#options.identity));
+    this.#call = call;
+    const { handler, logger, info } = this.#options;
+
+    return new Promise<SessionEnd>((resolve) => {
+      let welcomedAt = 0;
+      let heartbeat: NodeJS.Timeout | undefined;
+      let ended = false;
+      const welcomeTimer = setTimeout(() => call.cancel(), this.#options.welcomeTimeoutMs ?? 10_000);
+      const finish = (reason: string): void => {
+        if (ended) return;
+        ended = true;
+        clearTimeout(welcomeTimer);
+        clearInterval(heartbeat);
+        this.#call = undefined;
+        this.#welcomed = false;
+        this.#congested = false;
+        call.cancel();
+        handler.onDisconnected();
+        resolve({ welcomed: welcomedAt > 0, healthyMs: welcomedAt > 0 ? Date.now() - welcomedAt : 0, reason });
+      };
+
+      call.on('data', (message: ServerMessage) => {
+        if (ended) return;
+        if (message.welcome) {
+          clearTimeout(welcomeTimer);
+          welcomedAt = Date.now();
+          this.#welcomed = true;
+          const intervalMs = message.welcome.heartbeatIntervalMs > 0 ? message.welcome.heartbeatIntervalMs : DEFAULT_HEARTBEAT_MS;
+          heartbeat = setInterval(() => this.trySend({ heartbeat: { sentUnixMs: String(Date.now()) } }), intervalMs);
+          logger.info({ server }, 'connected to the control plane');
+          handler.onWritable();
+          return;
+        }
+        try {
+          handler.onMessage(message);
+        } catch (error) {
+          logger.error({ err: error, payload: message.payload }, 'failed to handle a control-plane message');
+        }
+      });
+      call.on('error', (error: grpc.ServiceError) => finish(`${error.code}: ${error.details}`));
+      call.on('status', (status: grpc.StatusObject) => finish(`${status.code}: ${status.details}`));
+      call.on('end', () => finish('the control plane ended the session'));
+
+      const state = handler.hello();
+      call.write({
+        hello: { ...info, runningTaskIds: state.runningTaskIds, unacknowledgedResults: state.unacknowledgedResults },
+      });
+    });
+  }
+
+  #client(server: string): AgentServiceClient {
+    let client = this.#clients.get(server);
+    if (!client) {
+      client = createAgentClient(server, this.#options.credentials);
+      this.#clients.set(server, client);
+    }
+    return client;
+  }
+}

@@ -1,0 +1,43 @@
+// gRPC channel setup shared by registration, the session and package downloads.
+import { readFileSync } from 'node:fs';
+import * as grpc from '@grpc/grpc-js';
+import type { AgentIdentity } from './identity.ts';
+import { loadAgentProto, METADATA_AGENT_CREDENTIAL, METADATA_MACHINE_ID, type AgentServiceClient } from './proto.ts';
+
+/** TLS when a CA file is given, otherwise plaintext (loopback, tests, TLS-terminating proxies). */
+export function createChannelCredentials(caFile: string | undefined): grpc.ChannelCredentials {
+  return caFile ? grpc.credentials.createSsl(readFileSync(caFile)) : grpc.credentials.createInsecure();
+}
+
+const CHANNEL_OPTIONS: grpc.ChannelOptions = {
+  // Notice a dead connection within ~40 s even when nothing is being sent (stack-notes §4.2).
+  'grpc.keepalive_time_ms': 30_000,
+  'grpc.keepalive_timeout_ms': 10_000,
+  'grpc.keepalive_permit_without_calls': 1,
+  // Keep the channel's own transport retries short; the session loop does the real backoff.
+  'grpc.initial_reconnect_backoff_ms': 500,
+  'grpc.max_reconnect_backoff_ms': 5_000,
+};
+
+export function createAgentClient(address: string, credentials: grpc.ChannelCredentials): AgentServiceClient {
+  const { AgentService } = loadAgentProto().gantry.agent.v1;
+  return new AgentService(address, credentials, CHANNEL_OPTIONS);
+}
+
+/**
+ * Call metadata with the agent's identity. waitForReady (a metadata option in grpc-js): the call
+ * waits for a connecting channel instead of failing at once.
+ */
+export function authMetadata(identity: AgentIdentity): grpc.Metadata {
+  const metadata = new grpc.Metadata({ waitForReady: true });
+  metadata.set(METADATA_MACHINE_ID, identity.machineId);
+  metadata.set(METADATA_AGENT_CREDENTIAL, identity.credential);
+  return metadata;
+}
+
+/** Resolves when the channel is READY, rejects after timeoutMs (a dead address fails fast). */
+export function waitForChannel(client: grpc.Client, timeoutMs: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    client.waitForReady(Date.now() + timeoutMs, (error) => (error ? reject(error) : resolve()));
+  });
+}
