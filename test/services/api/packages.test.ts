@@ -191,6 +191,25 @@ describe('package size limit', () => {
     await expectNothingStored(small, small.mainWorkspaceId, 'Big.App', []);
   });
 
+  it('answers 400 over a real socket while the client is still sending, and leaves nothing', async () => {
+    const address = await small.app.listen({ port: 0, host: '127.0.0.1' });
+    const { payload, headers } = multipartBody([
+      { name: 'workspaceId', value: small.mainWorkspaceId },
+      { name: 'PackageFile', file: { fileName: 'Socket.App.1.0.0.zip', data: Buffer.alloc(LIMIT * 256, 1) } },
+    ]);
+    const response = await fetch(`${address}/api/packagestore/package`, {
+      method: 'POST',
+      headers: { ...headers, authorization: `Basic ${Buffer.from('test-admin:test-admin-key-0123456789').toString('base64')}` },
+      body: new Uint8Array(payload),
+    }).catch((error: unknown) => error);
+    // The server may answer before it has read the body; a client can then see a reset instead.
+    if (response instanceof Response) {
+      expect(response.status).toBe(400);
+      expect(((await response.json()) as { error: string }).error).toContain('larger than');
+    }
+    await expectNothingStored(small, small.mainWorkspaceId, 'Socket.App', []);
+  });
+
   it('accepts a package of exactly the limit', async () => {
     const overhead = makeZip([{ name: 'big.bin', data: '' }]).length;
     const data = makeZip([{ name: 'big.bin', data: Buffer.alloc(LIMIT - overhead, 7) }]);
