@@ -11,4 +11,6 @@ export interface DomainDeps {
    * implements it; without one (tests of the topology alone) deployments simply wait.
    */
   wakeDeployments?: (deploymentIds: readonly string[]) => Promise<void>;
+  /** Called after a release is committed: the engine starts its Automatic environments (contract §5). */
+  onReleaseCreated?: (releaseId: string) => Promise<void>;
 }

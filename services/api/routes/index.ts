@@ -16,6 +16,7 @@ import { scriptModuleRoutes } from './script-modules/index.ts';
 import { feedRoutes } from './feeds/index.ts';
 import { cloudAccountRoutes } from './cloud-accounts/index.ts';
 import { packageRoutes } from './packages/index.ts';
+import { releaseRoutes } from './releases/index.ts';
 
 const all: Routes[] = [
   accountRoutes,
@@ -34,6 +35,7 @@ const all: Routes[] = [
   feedRoutes,
   cloudAccountRoutes,
   packageRoutes,
+  releaseRoutes,
 ];
 
 export const registerRoutes: Routes = async (app) => {

@@ -1,0 +1,217 @@
+/**
+ * Releases (spec §2.1, §4.1, §9; contract §4): an immutable snapshot of a project — package
+ * versions, steps, variables and lifecycle — taken in one transaction at creation. Reads find a
+ * release by ID or by SemVer-equivalent version and report its lifecycle progression.
+ */
+import {
+  authorize,
+  Capability,
+  InvalidParameterError,
+  newId,
+  toPage,
+  unknownId,
+  type PageRequest,
+  type Paged,
+  type Principal,
+  type ReleaseSnapshot,
+  type SnapshotStepTemplate,
+} from '../core/index.ts';
+import { expandQuery, isValidSemVer, semverEqual, semverEquivalent, sortSemVerDescending } from '../core/semver.ts';
+import type { Environment, Release, Store } from '../store/index.ts';
+import type { Channel } from '../store/channels.ts';
+import type { Project } from '../store/projects.ts';
+import { versionSatisfiesChannel } from './channel-rules.ts';
+import type { DomainDeps } from './deps.ts';
+import { computeProgression, type Progression } from './lifecycle-progression.ts';
+import { lifecycleWithPhases } from './lifecycles.ts';
+import { visibleProject } from './projects.ts';
+import { choosePackageVersions, type ProjectPackage } from './release-packages.ts';
+import {
+  lifecycleSnapshot,
+  packageReferences,
+  rollingGroupSnapshots,
+  stepProperties,
+  stepSnapshot,
+  templateSnapshot,
+  variableSnapshots,
+} from './release-snapshot-builder.ts';
+import { visibleResource } from './scope.ts';
+
+export interface CreateReleaseInput {
+  projectId: string;
+  version: string;
+  channelName?: string | null | undefined;
+  ignoreDefaultChannel?: boolean | null | undefined;
+  notes?: string | null | undefined;
+  packageVersions?: Record<string, string> | null | undefined;
+}
+
+function invalid(property: string, message: string): InvalidParameterError {
+  return new InvalidParameterError(message, [{ property, messages: [message] }]);
+}
+
+/**
+ * Spec §4.1 rules 1–2: a named channel (unknown → 400); else the default channel unless
+ * ignoreDefaultChannel; else none. A project with channels but no default gets no channel.
+ */
+async function resolveChannel(store: Store, projectId: string, input: CreateReleaseInput): Promise<Channel | null> {
+  const name = input.channelName?.trim();
+  if (name) {
+    const channel = await store.channels.findByName(projectId, name);
+    if (!channel) throw invalid('channelName', `Channel '${name}' is not a channel of the project`);
+    return channel;
+  }
+  if (input.ignoreDefaultChannel === true) return null;
+  return store.channels.getDefault(projectId);
+}
+
+/** Refuses a version already used, exactly or by SemVer precedence (`1.0.0+a` vs `1.0.0+b`), so lookups stay unambiguous. */
+async function checkVersionUnused(store: Store, projectId: string, version: string): Promise<void> {
+  const clash = (await store.releases.listVersions(projectId)).find((r) => r.version === version || (isValidSemVer(r.version) && semverEqual(r.version, version)));
+  if (clash) throw invalid('version', `Release version '${version}' already exists in the project${clash.version === version ? '' : ` as '${clash.version}'`}`);
+}
+
+async function takeSnapshot(store: Store, project: Project, channel: Channel | null, requested: Record<string, string>): Promise<ReleaseSnapshot> {
+  const steps = await store.projectSteps.listByProject(project.id);
+  const templates = new Map<string, SnapshotStepTemplate>();
+  for (const templateId of new Set(steps.map((s) => s.stepTemplateId))) {
+    // A share lock keeps the template from being deleted before the release commits.
+    const template = await store.stepTemplates.get(templateId, 'share');
+    if (!template) throw new InvalidParameterError(`A step of the project uses a step template that no longer exists (${templateId})`);
+    templates.set(templateId, templateSnapshot(template));
+  }
+  const templateOf = (templateId: string): SnapshotStepTemplate => templates.get(templateId)!;
+
+  // The project's packages (contract §3), first spelling wins; required when an enabled step uses it.
+  const packages = new Map<string, ProjectPackage>();
+  for (const step of steps) {
+    const template = templateOf(step.stepTemplateId);
+    for (const packageId of packageReferences(template, stepProperties(template, step.propertiesJson))) {
+      const known = packages.get(packageId.toLowerCase());
+      if (known) known.required ||= !step.disabled;
+      else packages.set(packageId.toLowerCase(), { packageId, required: !step.disabled });
+    }
+  }
+  const canonical = (packageId: string) => packages.get(packageId.toLowerCase())?.packageId ?? packageId;
+
+  const lifecycleId = channel?.lifecycleId ?? project.lifecycleId;
+  const lifecycle = lifecycleId ? await lifecycleWithPhases({ store }, lifecycleId) : null;
+  return {
+    v: 1,
+    project: { projectId: project.id, name: project.name, workspaceId: project.workspaceId },
+    channel: channel ? { channelId: channel.id, name: channel.name } : null,
+    lifecycle: lifecycleSnapshot(lifecycle),
+    packages: await choosePackageVersions({ packages: store.packages, workspaceId: project.workspaceId, projectPackages: [...packages.values()], requested, channel }),
+    steps: steps.map((s) => stepSnapshot(s, templateOf(s.stepTemplateId), canonical)),
+    rollingGroups: rollingGroupSnapshots(await store.rollingGroups.listByProject(project.id), steps),
+    variables: variableSnapshots(await store.variables.candidates(project.id)),
+    scriptModules: (await store.scriptModules.importsOf(project.id)).map((m) => ({
+      scriptModuleId: m.id,
+      name: m.name,
+      script: m.script,
+      scriptLanguage: m.scriptLanguage,
+    })),
+  };
+}
+
+export async function createRelease(deps: DomainDeps, principal: Principal, input: CreateReleaseInput): Promise<{ releaseId: string }> {
+  const project = await visibleProject(deps, principal, input.projectId);
+  authorize(principal, Capability.CreateRelease, { projectId: project.id });
+  // Validity is decided on the raw string: `v1.2.3` or ` 1.2.3` are refused, never coerced.
+  if (!isValidSemVer(input.version)) throw invalid('version', `Release version '${input.version}' is not a valid SemVer 2.0.0 version`);
+
+  const releaseId = newId();
+  await deps.store.transaction(async (tx) => {
+    // Serializes releases of the project (version uniqueness by precedence) and step-list edits (a consistent snapshot).
+    if (!(await tx.projectSteps.lockProject(project.id))) throw unknownId('projectId');
+    await checkVersionUnused(tx, project.id, input.version);
+    const channel = await resolveChannel(tx, project.id, input);
+    if (channel && !versionSatisfiesChannel(input.version, channel)) {
+      const rules = [channel.versionRange ? `range '${channel.versionRange}'` : null, channel.preReleaseTag ? `pre-release tag '${channel.preReleaseTag}'` : null];
+      throw invalid('version', `Release version '${input.version}' does not satisfy the ${rules.filter((r) => r !== null).join(' and ')} of channel '${channel.name}'`);
+    }
+    const snapshot = await takeSnapshot(tx, project, channel, input.packageVersions ?? {});
+    await tx.releases.insert({
+      id: releaseId,
+      workspaceId: project.workspaceId,
+      projectId: project.id,
+      version: input.version,
+      channelId: channel?.id ?? null,
+      channelName: channel?.name ?? null,
+      notes: input.notes ?? null,
+      packageVersions: Object.fromEntries(snapshot.packages.map((p) => [p.packageId, p.version])),
+      snapshot,
+    });
+  });
+
+  if (deps.onReleaseCreated) {
+    // The release exists whatever happens next: a failure to start automatic deployments must not
+    // turn a committed release into an error answer (a retry would then hit "version exists").
+    // The hook is expected to log its own failures.
+    await deps.onReleaseCreated(releaseId).catch(() => undefined);
+  }
+  return { releaseId };
+}
+
+export async function listReleases(deps: DomainDeps, principal: Principal, query: { projectId: string } & PageRequest): Promise<Paged<Release>> {
+  const project = await visibleProject(deps, principal, query.projectId);
+  authorize(principal, Capability.View, { projectId: project.id });
+  return deps.store.releases.list(project.id, toPage(query));
+}
+
+export interface ReleaseDetails {
+  release: Release;
+  progression: Progression;
+}
+
+/** Spec §9: `6.1` finds `6.1.0`; an exact spelling wins; among equivalents the highest. */
+async function findByEquivalentVersion(deps: DomainDeps, projectId: string, version: string): Promise<Release | null> {
+  const exact = await deps.store.releases.findByVersion(projectId, version);
+  if (exact) return exact;
+  if (expandQuery(version) === null) throw invalid('version', `'${version}' is not a SemVer 2.0.0 version`);
+  const matches = (await deps.store.releases.listVersions(projectId)).filter((r) => semverEquivalent(version, r.version));
+  const best = sortSemVerDescending(matches.map((m) => m.version))[0];
+  const id = matches.find((m) => m.version === best)?.id;
+  return id ? deps.store.releases.get(id) : null;
+}
+
+async function workspaceEnvironments(deps: DomainDeps, workspaceId: string): Promise<Environment[]> {
+  const all: Environment[] = [];
+  for (let skip = 0; ; skip += 500) {
+    const page = await deps.store.environments.list(workspaceId, { skip, take: 500 });
+    all.push(...page.items);
+    if (page.items.length < 500) return all;
+  }
+}
+
+export async function getReleaseDetails(
+  deps: DomainDeps,
+  principal: Principal,
+  query: { releaseId?: string | undefined; projectId?: string | undefined; version?: string | undefined },
+): Promise<ReleaseDetails> {
+  let release: Release;
+  if (query.releaseId !== undefined) {
+    release = await visibleResource(deps, principal, deps.store.releases.get(query.releaseId), 'releaseId');
+    if (query.projectId !== undefined && query.projectId !== release.projectId) throw unknownId('releaseId');
+  } else if (query.projectId !== undefined && query.version !== undefined) {
+    const project = await visibleProject(deps, principal, query.projectId);
+    authorize(principal, Capability.View, { projectId: project.id });
+    const found = await findByEquivalentVersion(deps, project.id, query.version);
+    if (!found) throw invalid('version', `Release version '${query.version}' not found in the project`);
+    release = found;
+  } else {
+    throw new InvalidParameterError('Give releaseId, or projectId and version', [
+      { property: query.projectId === undefined ? 'releaseId' : 'version', messages: ['required'] },
+    ]);
+  }
+  authorize(principal, Capability.View, { projectId: release.projectId });
+
+  const environments = await workspaceEnvironments(deps, release.workspaceId);
+  const deployments = await deps.store.deployments.listForRelease(release.id);
+  const progression = computeProgression(
+    release.snapshot.lifecycle,
+    environments.map((e) => ({ environmentId: e.id, name: e.name, enabled: e.enabled })),
+    deployments.map((d) => ({ environmentId: d.environmentId, status: d.status, errorCount: d.errorCount, warningCount: d.warningCount })),
+  );
+  return { release, progression };
+}
