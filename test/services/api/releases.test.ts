@@ -191,6 +191,12 @@ describe('POST /api/release: version', () => {
     expect(await t.db('releases').where({ project_id: projectId })).toHaveLength(1);
     await ok(create({ projectId: (await project([])).projectId, version: '1.0.0+a' }));
   });
+  it('accepts exactly one of two concurrent releases of SemVer-equal versions', async () => {
+    const { projectId } = await project([]);
+    const responses = await Promise.all(['5.0.0+a', '5.0.0+b', '5.0.0'].map((version) => create({ projectId, version })));
+    expect(responses.map((r) => r.status).sort()).toEqual([200, 400, 400]);
+    expect(await t.db('releases').where({ project_id: projectId })).toHaveLength(1);
+  });
 });
 
 describe('POST /api/release: channels', () => {
@@ -244,10 +250,13 @@ describe('POST /api/release: channels', () => {
     expectRefused(await create({ projectId, version: '1.0.0', packageVersions: { [web]: '2.0.0' } }), `packageVersions.${web}`, "channel 'Stable'");
   });
 
-  it('creates a release without a channel when the project has no channels', async () => {
+  it('creates a release without a channel when the project has no channels, or none is default and none is named', async () => {
     const { projectId } = await project([]);
     const { releaseId } = await ok(create({ projectId, version: '1.0.0' }));
     expect((await row(releaseId)).channel_id).toBeNull();
+    await ok(t.admin.post('/api/project/channel', { projectId, name: 'Optional' }));
+    const blankName = await ok(create({ projectId, version: '1.0.1', channelName: '' }));
+    expect((await row(blankName.releaseId)).channel_id).toBeNull();
   });
 });
 
