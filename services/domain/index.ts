@@ -26,3 +26,137 @@ export {
 } from './service-accounts.ts';
 export { listEnvironments, getEnvironment, createEnvironment, updateEnvironment, deleteEnvironment } from './environments.ts';
 export { visibleProject, listProjects, getProject, createProject, updateProject, deleteProject } from './projects.ts';
+export { cloneProject } from './project-clone.ts';
+export { listTags, createTag, updateTag, deleteTag, requireTags } from './tags.ts';
+export {
+  MachineStatus,
+  machineStatus,
+  REGISTRATION_TOKEN_TTL_MS,
+  HEARTBEAT_WINDOW_MS,
+  listMachines,
+  getMachine,
+  createMachine,
+  updateMachine,
+  deleteMachine,
+  renewRegistrationToken,
+  getMachineEnvironments,
+  setMachineEnvironments,
+  addMachineEnvironment,
+  removeMachineEnvironment,
+} from './machines.ts';
+export type { MachineView } from './machines.ts';
+export {
+  HowToTrigger,
+  ProgressRequirement,
+  ProgressRequirementErrorMode,
+  lifecycleWithPhases,
+  visibleLifecycle,
+  listLifecycles,
+  getLifecycle,
+  createLifecycle,
+  updateLifecycle,
+  deleteLifecycle,
+} from './lifecycles.ts';
+export type { LifecycleReadModel, PhaseReadModel, PhaseInput, PhaseEnvironmentInput } from './lifecycles.ts';
+export { addPhase, updatePhase, deletePhase, setPhaseEnvironment, removePhaseEnvironment } from './lifecycle-phases.ts';
+export type { PhaseUpdate } from './lifecycle-phases.ts';
+export { computeProgression, automaticEnvironmentsDue } from './lifecycle-progression.ts';
+export type { Progression, PhaseProgress, EnvironmentAvailability, ProgressionDeployment, ProgressionEnvironment } from './lifecycle-progression.ts';
+export { listChannels, createChannel, updateChannel, deleteChannel } from './channels.ts';
+export type { ChannelInput, PackageRuleInput } from './channels.ts';
+export { MAX_PRE_RELEASE_TAG_LENGTH, MAX_VERSION_RANGE_LENGTH, isValidVersionRange, compilePreReleaseTag, versionSatisfiesChannel } from './channel-rules.ts';
+export type { VersionRule } from './channel-rules.ts';
+export {
+  ScriptLanguage,
+  DEFAULT_RUN_MODES,
+  PACKAGE_SELECTOR,
+  parseTemplateProperties,
+  listStepTemplates,
+  getStepTemplate,
+  createStepTemplate,
+  updateStepTemplate,
+  deleteStepTemplate,
+} from './step-templates.ts';
+export type { TemplateProperty, StepTemplateInput } from './step-templates.ts';
+export {
+  ErrorAction,
+  visibleStep,
+  listProjectSteps,
+  createProjectStep,
+  updateProjectStep,
+  deleteProjectStep,
+  reorderProjectSteps,
+  cloneProjectStep,
+} from './project-steps.ts';
+export type { ProjectStepUpdate } from './project-steps.ts';
+export { listRollingGroups, createRollingGroup, updateRollingGroup, deleteRollingGroup, moveStepToRollingGroup } from './rolling-groups.ts';
+export type { RollingGroup } from './rolling-groups.ts';
+export {
+  VariableKind,
+  toVariableView,
+  listProjectVariables,
+  createProjectVariable,
+  updateProjectVariable,
+  deleteProjectVariable,
+  createProjectVariableValue,
+  updateProjectVariableValue,
+  deleteProjectVariableValue,
+  loadVariableCandidates,
+} from './variables.ts';
+export type { FilterInput, VariableInput, VariableView, VariableValueView } from './variables.ts';
+export {
+  listWorkspaceVariables,
+  createWorkspaceVariable,
+  updateWorkspaceVariable,
+  deleteWorkspaceVariable,
+  createWorkspaceVariableValue,
+  updateWorkspaceVariableValue,
+  deleteWorkspaceVariableValue,
+  listImportedWorkspaceVariables,
+  setImportedWorkspaceVariables,
+  importWorkspaceVariable,
+  removeWorkspaceVariableImport,
+} from './workspace-variables.ts';
+export type { ImportedVariable } from './workspace-variables.ts';
+export {
+  VariableSource,
+  VariableSubstitution,
+  VariableCycleError,
+  VariableExpansionTooLargeError,
+  SYSTEM_VALUE_NAMES,
+  MAX_EXPANDED_LENGTH,
+  MAX_NESTING_DEPTH,
+  MASK,
+  resolveVariables,
+  substituteVariables,
+  maskSecrets,
+} from './variable-resolution.ts';
+export type { CandidateValue, ValueFilters, ResolutionTarget, ResolvedVariable, ResolvedVariables, SystemValueName, SystemValues } from './variable-resolution.ts';
+export {
+  listScriptModules,
+  getScriptModule,
+  createScriptModule,
+  updateScriptModule,
+  deleteScriptModule,
+  listProjectScriptModules,
+  setProjectScriptModules,
+  addProjectScriptModule,
+  removeProjectScriptModule,
+} from './script-modules.ts';
+export type { ScriptModuleInput } from './script-modules.ts';
+export { BUILTIN_FEED_NAME, BUILTIN_FEED_TYPE, FeedType, ensureBuiltinFeed, listFeeds, getFeed, createFeed, updateFeed, deleteFeed } from './feeds.ts';
+export type { FeedView, FeedInput } from './feeds.ts';
+export {
+  CloudAccountType,
+  MAX_CONFIG_BYTES,
+  isSecretKey,
+  maskConfig,
+  mergeConfig,
+  listCloudAccounts,
+  getCloudAccount,
+  readCloudAccountConfig,
+  createCloudAccount,
+  updateCloudAccount,
+  deleteCloudAccount,
+} from './cloud-accounts.ts';
+export type { CloudConfig, CloudAccountView } from './cloud-accounts.ts';

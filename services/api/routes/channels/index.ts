@@ -1,7 +1,7 @@
 /** /api/project/channel(s) (spec §4.12, contract §3). */
 import { Capability } from '../../../core/index.ts';
-import { createChannel, deleteChannel, listChannels, updateChannel } from '../../../domain/channels.ts';
-import type { Channel } from '../../../store/channels.ts';
+import { createChannel, deleteChannel, listChannels, updateChannel } from '../../../domain/index.ts';
+import type { Channel } from '../../../store/index.ts';
 import { errorResponses } from '../../schemas.ts';
 import type { Routes } from '../route-types.ts';
 import { ChannelIdBody, ChannelList, CreateChannelBody, CreatedChannel, ProjectIdQuery, UpdateChannelBody } from './schemas.ts';

@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { MAX_PRE_RELEASE_TAG_LENGTH, MAX_VERSION_RANGE_LENGTH } from '../../../domain/channel-rules.ts';
+import { MAX_PRE_RELEASE_TAG_LENGTH, MAX_VERSION_RANGE_LENGTH } from '../../../domain/index.ts';
 import { Description, Id, Name, Nullable } from '../../schemas.ts';
 
 const VersionRange = Nullable(Type.String({ maxLength: MAX_VERSION_RANGE_LENGTH }));

@@ -7,7 +7,7 @@ import {
   listCloudAccounts,
   updateCloudAccount,
   type CloudAccountView,
-} from '../../../domain/cloud-accounts.ts';
+} from '../../../domain/index.ts';
 import { errorResponses } from '../../schemas.ts';
 import type { Routes } from '../route-types.ts';
 import {

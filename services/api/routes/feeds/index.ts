@@ -1,6 +1,6 @@
 /** /api/feed (contract §3, §6). */
 import { Capability } from '../../../core/index.ts';
-import { createFeed, deleteFeed, getFeed, listFeeds, updateFeed, type FeedView } from '../../../domain/feeds.ts';
+import { createFeed, deleteFeed, getFeed, listFeeds, updateFeed, type FeedView } from '../../../domain/index.ts';
 import { errorResponses } from '../../schemas.ts';
 import type { Routes } from '../route-types.ts';
 import { CreatedFeed, CreateFeedBody, FeedIdBody, FeedIdQuery, FeedList, FeedSchema, ListFeedsQuery, UpdateFeedBody } from './schemas.ts';

@@ -1,7 +1,17 @@
 /** /api/lifecycle and its phase endpoints (spec §2.4, §4.8, §4.9, §4.12; contract §3). */
 import { Capability } from '../../../core/index.ts';
-import { addPhase, deletePhase, removePhaseEnvironment, setPhaseEnvironment, updatePhase } from '../../../domain/lifecycle-phases.ts';
-import { createLifecycle, deleteLifecycle, getLifecycle, listLifecycles, updateLifecycle } from '../../../domain/lifecycles.ts';
+import {
+  addPhase,
+  createLifecycle,
+  deleteLifecycle,
+  deletePhase,
+  getLifecycle,
+  listLifecycles,
+  removePhaseEnvironment,
+  setPhaseEnvironment,
+  updateLifecycle,
+  updatePhase,
+} from '../../../domain/index.ts';
 import { errorResponses } from '../../schemas.ts';
 import type { Routes } from '../route-types.ts';
 import {

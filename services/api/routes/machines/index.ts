@@ -12,8 +12,8 @@ import {
   setMachineEnvironments,
   updateMachine,
   type MachineView,
-} from '../../../domain/machines.ts';
-import type { MachineEnvironment } from '../../../store/machines.ts';
+} from '../../../domain/index.ts';
+import type { MachineEnvironment } from '../../../store/index.ts';
 import { errorResponses } from '../../schemas.ts';
 import type { Routes } from '../route-types.ts';
 import {

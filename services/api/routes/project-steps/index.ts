@@ -7,8 +7,8 @@ import {
   listProjectSteps,
   reorderProjectSteps,
   updateProjectStep,
-} from '../../../domain/project-steps.ts';
-import type { ProjectStep } from '../../../store/project-steps.ts';
+} from '../../../domain/index.ts';
+import type { ProjectStep } from '../../../store/index.ts';
 import { errorResponses } from '../../schemas.ts';
 import type { Routes } from '../route-types.ts';
 import {

@@ -1,8 +1,7 @@
 /** /api/project (spec §4.12, contract §3), including clone. */
 import { Type } from '@sinclair/typebox';
 import { Capability } from '../../../core/index.ts';
-import { createProject, deleteProject, getProject, listProjects, updateProject } from '../../../domain/index.ts';
-import { cloneProject } from '../../../domain/project-clone.ts';
+import { cloneProject, createProject, deleteProject, getProject, listProjects, updateProject } from '../../../domain/index.ts';
 import type { Project } from '../../../store/index.ts';
 import { Description, errorResponses, Id, Name, Nullable, PageQuery } from '../../schemas.ts';
 import type { Routes } from '../route-types.ts';

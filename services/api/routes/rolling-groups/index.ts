@@ -7,7 +7,7 @@ import {
   moveStepToRollingGroup,
   updateRollingGroup,
   type RollingGroup,
-} from '../../../domain/rolling-groups.ts';
+} from '../../../domain/index.ts';
 import { errorResponses } from '../../schemas.ts';
 import type { Routes } from '../route-types.ts';
 import {

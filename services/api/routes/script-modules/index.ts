@@ -13,8 +13,8 @@ import {
   removeProjectScriptModule,
   setProjectScriptModules,
   updateScriptModule,
-} from '../../../domain/script-modules.ts';
-import type { ScriptModule } from '../../../store/script-modules.ts';
+} from '../../../domain/index.ts';
+import type { ScriptModule } from '../../../store/index.ts';
 import { errorResponses } from '../../schemas.ts';
 import type { Routes } from '../route-types.ts';
 import {

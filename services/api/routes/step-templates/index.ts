@@ -6,8 +6,8 @@ import {
   getStepTemplate,
   listStepTemplates,
   updateStepTemplate,
-} from '../../../domain/step-templates.ts';
-import type { StepTemplate } from '../../../store/step-templates.ts';
+} from '../../../domain/index.ts';
+import type { StepTemplate } from '../../../store/index.ts';
 import { errorResponses } from '../../schemas.ts';
 import type { Routes } from '../route-types.ts';
 import {

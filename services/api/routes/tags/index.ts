@@ -1,7 +1,7 @@
 /** /api/tag (contract §3). */
 import { Type } from '@sinclair/typebox';
 import { Capability } from '../../../core/index.ts';
-import { createTag, deleteTag, listTags, updateTag } from '../../../domain/tags.ts';
+import { createTag, deleteTag, listTags, updateTag } from '../../../domain/index.ts';
 import { errorResponses, Id, Name, Nullable, PageQuery } from '../../schemas.ts';
 import type { Routes } from '../route-types.ts';
 

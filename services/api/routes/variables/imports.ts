@@ -5,7 +5,7 @@ import {
   listImportedWorkspaceVariables,
   removeWorkspaceVariableImport,
   setImportedWorkspaceVariables,
-} from '../../../domain/workspace-variables.ts';
+} from '../../../domain/index.ts';
 import { errorResponses } from '../../schemas.ts';
 import type { Routes } from '../route-types.ts';
 import { ImportBody, ImportedVariableList, ProjectIdQuery, SetImportsBody } from './schemas.ts';

@@ -8,7 +8,7 @@ import {
   listProjectVariables,
   updateProjectVariable,
   updateProjectVariableValue,
-} from '../../../domain/variables.ts';
+} from '../../../domain/index.ts';
 import { errorResponses } from '../../schemas.ts';
 import type { Routes } from '../route-types.ts';
 import {

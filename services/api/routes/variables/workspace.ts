@@ -8,7 +8,7 @@ import {
   listWorkspaceVariables,
   updateWorkspaceVariable,
   updateWorkspaceVariableValue,
-} from '../../../domain/workspace-variables.ts';
+} from '../../../domain/index.ts';
 import { errorResponses } from '../../schemas.ts';
 import type { Routes } from '../route-types.ts';
 import {
