@@ -160,3 +160,5 @@ export {
   deleteCloudAccount,
 } from './cloud-accounts.ts';
 export type { CloudConfig, CloudAccountView } from './cloud-accounts.ts';
+export { createRelease, listReleases, getReleaseDetails } from './releases.ts';
+export type { CreateReleaseInput, ReleaseDetails } from './releases.ts';
