@@ -6,13 +6,8 @@ import { arch, hostname, platform } from 'node:os';
 import path from 'node:path';
 import pino from 'pino';
 import { AgentConfigError, parseAgentConfig, scriptBaseEnv } from './config.ts';
-import { AgentConnection } from './connection/agent-connection.ts';
-import { DEFAULT_BACKOFF } from './connection/backoff.ts';
-import { createChannelCredentials } from './connection/client.ts';
-import { ensureIdentity, RegistrationError } from './connection/register.ts';
-import { PackageCache } from './steps/package-cache.ts';
-import { TaskJournal } from './steps/task-journal.ts';
-import { TaskManager } from './steps/task-manager.ts';
+import { AgentConnection, createChannelCredentials, DEFAULT_BACKOFF, ensureIdentity, RegistrationError } from './connection/index.ts';
+import { PackageCache, TaskJournal, TaskManager } from './steps/index.ts';
 import { AGENT_VERSION } from './version.ts';
 
 async function main(): Promise<void> {

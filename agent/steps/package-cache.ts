@@ -6,7 +6,7 @@ import { mkdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import type { PackageRef } from '../connection/proto.ts';
+import type { PackageRef } from '../connection/index.ts';
 import { isSafePathSegment } from './safe-name.ts';
 
 /** Where package bytes come from (the control plane's DownloadPackage stream). */

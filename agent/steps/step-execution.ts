@@ -3,7 +3,7 @@
 import { mkdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { extractArchive, isArchiveFormat } from '../archive/index.ts';
-import type { RunTask } from '../connection/proto.ts';
+import type { RunTask } from '../connection/index.ts';
 import type { PackageCache } from './package-cache.ts';
 import { startScript, type RunningScript } from './run-script.ts';
 

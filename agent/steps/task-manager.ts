@@ -2,8 +2,8 @@
 // and batching, acknowledgements, re-sending after reconnect, and recovery after a restart.
 // Rule everywhere here: persist to the journal FIRST, then send.
 import type { Logger } from 'pino';
-import type { CancelTask, RunTask, ServerMessage } from '../connection/proto.ts';
-import type { AgentLink, HelloState, SessionHandler } from '../connection/session-handler.ts';
+import type { CancelTask, RunTask, ServerMessage } from '../connection/index.ts';
+import type { AgentLink, HelloState, SessionHandler } from '../connection/index.ts';
 import { createMasker, type Masker } from './mask.ts';
 import type { PackageCache } from './package-cache.ts';
 import { killOrphanGroup } from './process-group.ts';

@@ -1,5 +1,5 @@
 // Maps the journal's stored shapes to proto messages.
-import type { LogLine, TaskResult } from '../connection/proto.ts';
+import type { LogLine, TaskResult } from '../connection/index.ts';
 import type { StoredLogLine, StoredResult } from './task-journal.ts';
 
 export function toWireLine(line: StoredLogLine): LogLine {

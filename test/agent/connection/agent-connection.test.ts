@@ -147,6 +147,21 @@ describe('agent connection', () => {
     await waitFor(() => agent.journal.get(task.taskId)?.forgotten);
   });
 
+  it('keeps a script running across a control-plane restart and delivers every line to the new replica', async () => {
+    const plane = await startPlane();
+    await startAgent([plane.address]);
+    await waitFor(() => plane.received.find((m) => m.hello));
+    const task = runTask({ script: 'echo before\nsleep 1\necho during\nsleep 1\necho after' });
+    plane.send({ runTask: task });
+    await waitFor(() => linesOf(plane, task.taskId).includes('1:before'));
+    plane.stop();
+    const restarted = await startPlane(plane.port, plane);
+    const hello = await waitFor(() => restarted.received.find((m) => m.hello)?.hello, 10_000);
+    expect(hello?.runningTaskIds).toEqual([task.taskId]);
+    expect(await waitFor(() => resultsOf(restarted, task.taskId)[0], 10_000)).toMatchObject({ outcome: 'SUCCEEDED', lastLogSeq: '3' });
+    expect(linesOf(restarted, task.taskId)).toEqual(['2:during', '3:after']);
+  });
+
   it('runs a duplicated RunTask only once', async () => {
     const plane = await startPlane();
     const agent = await startAgent([plane.address]);

@@ -1,0 +1,36 @@
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { AgentConfigError, parseAgentConfig, scriptBaseEnv } from '../../agent/config.ts';
+
+describe('parseAgentConfig', () => {
+  it('reads several comma-separated servers, the token, the home and the CA file', () => {
+    const config = parseAgentConfig({
+      GANTRY_SERVER: 'cp-1.local:8081, 10.0.0.2:9000',
+      GANTRY_AGENT_TOKEN: 'tok',
+      GANTRY_AGENT_HOME: 'rel/home',
+      GANTRY_AGENT_CA_FILE: '/etc/gantry/ca.pem',
+    });
+    expect(config).toMatchObject({
+      servers: ['cp-1.local:8081', '10.0.0.2:9000'],
+      registrationToken: 'tok',
+      homeDir: path.resolve('rel/home'),
+      caFile: '/etc/gantry/ca.pem',
+      shutdownGraceMs: 5000,
+    });
+  });
+
+  it('defaults to the local control plane with plaintext when nothing is set', () => {
+    expect(parseAgentConfig({})).toMatchObject({ servers: ['127.0.0.1:8081'], registrationToken: undefined, caFile: undefined });
+  });
+
+  it('refuses a server that is not host:port', () => {
+    expect(() => parseAgentConfig({ GANTRY_SERVER: 'http://cp:8081' })).toThrow(AgentConfigError);
+    expect(() => parseAgentConfig({ GANTRY_SERVER: 'cp:99999' })).toThrow(/is not host:port/);
+  });
+});
+
+describe('scriptBaseEnv', () => {
+  it('drops the agent own GANTRY_* settings so scripts never see the token', () => {
+    expect(scriptBaseEnv({ PATH: '/bin', GANTRY_AGENT_TOKEN: 'secret', GANTRY_SERVER: 'x:1', HOME: '/root' })).toEqual({ PATH: '/bin', HOME: '/root' });
+  });
+});
