@@ -1,6 +1,7 @@
 /**
  * Starts and stops one control-plane process: config → database (embedded or DATABASE_URL) →
- * migrations → store → bootstrap → HTTP API. main.ts calls it; so do tests of the embedded default.
+ * migrations → store → bootstrap → bus → engine → packages → gateway → HTTP API. main.ts calls
+ * it; so do the tests of the embedded default and the end-to-end tests.
  */
 import fs from 'node:fs/promises';
 import path from 'node:path';
@@ -11,6 +12,9 @@ import type { Config } from './config.ts';
 import { createLogger, createSecretBox, loadMasterKey, systemClock, type Logger } from './core/index.ts';
 import { bootstrap, type DomainDeps } from './domain/index.ts';
 import { createDb, createStore, migrateToLatest, startEmbeddedPostgres, type EmbeddedDatabase } from './store/index.ts';
+import { createBus } from './bus/index.ts';
+import { createEngine } from './engine/engine.ts';
+import { createGateway, type PackageSource } from './gateway/index.ts';
 import { createAzureBlobStore, createFilesystemBlobStore, createPackageService, loadUploadKey, stagingDirOf, type BlobStore } from './packages/index.ts';
 
 export interface RunningServer {
@@ -18,6 +22,8 @@ export interface RunningServer {
   db: Knex;
   /** The HTTP address the API listens on. */
   url: string;
+  /** The port agents connect to over gRPC. */
+  grpcPort: number;
   stop(): Promise<void>;
 }
 
@@ -56,15 +62,37 @@ export async function startServer(config: Config, logger: Logger = createLogger(
       ? await createAzureBlobStore({ connectionString: config.azureStorageConnectionString, container: config.azureStorageContainer })
       : createFilesystemBlobStore({ root: path.join(config.dataDir, 'packages'), publicUrl: config.publicUrl, hmacKey: await loadUploadKey(config.dataDir) });
     const packages = createPackageService({ deps, db, clock: deps.clock, blobs, stagingDir: stagingDirOf(config.dataDir) });
+
+    const bus = await createBus({ natsUrl: config.natsUrl, logger });
+    const engine = createEngine({ store: deps.store, clock: deps.clock, bus, secrets: deps.secrets, logger });
+    deps.wakeDeployments = engine.wake;
+    deps.onReleaseCreated = async (releaseId) => {
+      await engine.triggerAutomaticDeployments(releaseId);
+    };
+    const packageSource: PackageSource = {
+      async openPackage(workspaceId, packageId, version) {
+        const found = await deps.store.packages.findByPrecedence(workspaceId, packageId, version);
+        const stream = found ? await blobs.openRead(found.blobKey) : null;
+        return stream ? { stream } : null;
+      },
+    };
+    const gateway = createGateway({ store: deps.store, clock: deps.clock, bus, agentPort: engine.agentPort, packages: packageSource, logger, heartbeatIntervalMs: 15_000 });
+    await engine.start();
+    const grpcPort = await gateway.start(config.grpcPort, config.httpHost);
     const app = await buildApp({ ...deps, packages }, { logger });
     const address = await app.listen({ port: config.httpPort, host: config.httpHost });
-    logger.info({ address, embedded: embedded !== null }, 'Gantry control plane listening');
+    logger.info({ address, grpcPort, embedded: embedded !== null, nats: config.natsUrl !== null }, 'Gantry control plane listening');
     return {
       app,
       db,
       url: address.replace('0.0.0.0', '127.0.0.1').replace('[::]', '127.0.0.1'),
+      grpcPort,
       async stop() {
+        // Reverse order: stop taking requests and agents first, then the engine, then storage.
         await app.close();
+        await gateway.stop();
+        await engine.stop();
+        await bus.close();
         await db.destroy();
         await embedded?.stop();
       },

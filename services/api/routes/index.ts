@@ -15,6 +15,7 @@ import { variableRoutes } from './variables/index.ts';
 import { scriptModuleRoutes } from './script-modules/index.ts';
 import { feedRoutes } from './feeds/index.ts';
 import { cloudAccountRoutes } from './cloud-accounts/index.ts';
+import { deploymentRoutes } from './deployments/index.ts';
 import { packageRoutes } from './packages/index.ts';
 import { releaseRoutes } from './releases/index.ts';
 
@@ -34,6 +35,7 @@ const all: Routes[] = [
   scriptModuleRoutes,
   feedRoutes,
   cloudAccountRoutes,
+  deploymentRoutes,
   packageRoutes,
   releaseRoutes,
 ];

@@ -5,9 +5,10 @@
 import type { Knex } from 'knex';
 import * as createTopology from './202611221200_create_topology.ts';
 import * as alterLifecycles from './202611221210_alter_lifecycles.ts';
-import * as alterMachines from './202611221230_alter_machines.ts';
 import * as alterSteps from './202611221220_alter_steps.ts';
+import * as alterMachines from './202611221230_alter_machines.ts';
 import * as createPackages from './202611221250_create_packages.ts';
+import * as createReleasesDeployments from './202611221300_create_releases_deployments.ts';
 
 export interface Migration {
   up(knex: Knex): Promise<void>;
@@ -17,7 +18,8 @@ export interface Migration {
 export const migrations: ReadonlyArray<readonly [string, Migration]> = [
   ['202611221200_create_topology', createTopology],
   ['202611221210_alter_lifecycles', alterLifecycles],
-  ['202611221230_alter_machines', alterMachines],
   ['202611221220_alter_steps', alterSteps],
+  ['202611221230_alter_machines', alterMachines],
   ['202611221250_create_packages', createPackages],
+  ['202611221300_create_releases_deployments', createReleasesDeployments],
 ];

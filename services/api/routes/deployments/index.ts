@@ -1,0 +1,143 @@
+/** /api/release/deploy, /api/release/promote, /api/deployment… (spec §4.2–4.5, contract §5). */
+import { Type } from '@sinclair/typebox';
+import { Capability, ticksToDate } from '../../../core/index.ts';
+import { deployRelease, promoteRelease } from '../../../domain/deployment-requests.ts';
+import { cancelDeployment, getDeployment, getDeploymentTargets, listDeployments } from '../../../domain/deployments.ts';
+import type { Deployment, LogEntry } from '../../../store/index.ts';
+import { errorResponses, Id } from '../../schemas.ts';
+import type { Routes } from '../route-types.ts';
+import {
+  DeployBody,
+  DeploymentQuery,
+  DeploymentResponse,
+  DeployResponse,
+  ListQuery,
+  ListResponse,
+  PromoteBody,
+  PromoteResponse,
+  TargetsResponse,
+} from './schemas.ts';
+
+const tags = ['deployments'];
+const iso = (d: Date | null) => (d ? d.toISOString() : null);
+/** "ISO 8601 timestamp with UTC offset" (spec §2.2): explicit +00:00 rather than Z. */
+const isoOffset = (d: Date) => d.toISOString().replace('Z', '+00:00');
+
+function toStatus(d: Deployment) {
+  return {
+    Status: d.status,
+    ErrorCount: d.errorCount,
+    WarningCount: d.warningCount,
+    LastLogDate: d.lastLogTick > 0n ? isoOffset(ticksToDate(d.lastLogTick)) : null,
+    LastLogDateTick: d.lastLogTick > 0n ? d.lastLogTick : null,
+    LastUpdate: d.lastUpdateUtc.toISOString(),
+    CancellationRequestedDate: iso(d.cancellationRequestedUtc),
+    LastAttemptDate: iso(d.lastAttemptUtc),
+    CompleteDate: iso(d.completedUtc),
+  };
+}
+
+function toLog(l: LogEntry) {
+  return {
+    CreatedLocalTime: null,
+    CreatedUtc: l.createdUtc.toISOString(),
+    CreatedUtcTick: l.tick,
+    Data: l.data,
+    DeploymentId: l.deploymentId,
+    DeploymentMonitorId: null,
+    ErrorCount: l.level === 'Error' || l.level === 'Critical' ? 1 : 0,
+    WarningCount: l.level === 'Warning' ? 1 : 0,
+    ExceptionData: l.exceptionData,
+    Id: l.id,
+    LogLevel: l.level,
+    ParentLogId: l.parentLogId,
+    StepId: l.stepId,
+  };
+}
+
+export const deploymentRoutes: Routes = async (app) => {
+  const { deps } = app;
+
+  app.post(
+    '/api/release/deploy',
+    { schema: { tags, summary: 'Deploys an existing release to environments or a lifecycle phase', body: DeployBody, response: { 200: DeployResponse, ...errorResponses, 409: Type.Ref('ErrorBody') } }, config: { capability: Capability.Deploy } },
+    async (request) => deployRelease(deps, request.principal, request.body),
+  );
+
+  app.post(
+    '/api/release/promote',
+    { schema: { tags, summary: 'Deploys a release identified by project and version', body: PromoteBody, response: { 200: PromoteResponse, ...errorResponses, 409: Type.Ref('ErrorBody') } }, config: { capability: Capability.Deploy } },
+    async (request) => promoteRelease(deps, request.principal, request.body),
+  );
+
+  app.get(
+    '/api/deployment',
+    { schema: { tags, summary: 'Status and logs of a deployment', querystring: DeploymentQuery, response: { 200: DeploymentResponse, ...errorResponses } }, config: { capability: [Capability.View, Capability.Deploy] } },
+    async (request) => {
+      const view = await getDeployment(deps, request.principal, request.query);
+      return { status: toStatus(view.deployment), logs: (view.logs ?? []).map(toLog) };
+    },
+  );
+
+  app.post(
+    '/api/deployment/cancel',
+    { schema: { tags, summary: 'Cancels a pending (queued or running) deployment', body: Type.Object({ deploymentId: Id }), response: errorResponses }, config: { capability: Capability.Deploy } },
+    async (request, reply) => {
+      await cancelDeployment(deps, request.principal, request.body.deploymentId);
+      return reply.send();
+    },
+  );
+
+  app.get(
+    '/api/deployment/list',
+    { schema: { tags, summary: 'Pages through deployments of a workspace, project or release; polls for changes', querystring: ListQuery, response: { 200: ListResponse, ...errorResponses } }, config: { capability: [Capability.View, Capability.Deploy] } },
+    async (request) => {
+      const page = await listDeployments(deps, request.principal, request.query);
+      const versions = new Map<string, string>();
+      for (const d of page.items) {
+        if (!versions.has(d.releaseId)) versions.set(d.releaseId, (await deps.store.releases.get(d.releaseId))?.version ?? '');
+      }
+      return {
+        deployments: page.items.map((d) => ({
+          deploymentId: d.id,
+          releaseId: d.releaseId,
+          projectId: d.projectId,
+          version: versions.get(d.releaseId) ?? '',
+          environmentId: d.environmentId,
+          environmentName: d.environmentName,
+          status: d.status,
+          automatic: d.automatic,
+          scheduledUtc: iso(d.scheduledFor),
+          createdUtc: d.createdUtc.toISOString(),
+          completedUtc: iso(d.completedUtc),
+          lastChangeTick: d.changeTick,
+        })),
+        totalCount: page.totalCount,
+        lastChangeTick: page.lastChangeTick,
+      };
+    },
+  );
+
+  app.get(
+    '/api/deployment/targets',
+    { schema: { tags, summary: 'Which machines each step matched and which ran it', querystring: Type.Object({ deploymentId: Id }), response: { 200: TargetsResponse, ...errorResponses } }, config: { capability: [Capability.View, Capability.Deploy] } },
+    async (request) => {
+      const view = await getDeploymentTargets(deps, request.principal, request.query.deploymentId);
+      return {
+        deploymentId: view.deployment.id,
+        steps: view.steps.map((s) => ({
+          projectStepId: s.stepId,
+          name: s.name,
+          targets: s.tasks.map((t) => ({
+            machineId: t.machineId,
+            machineName: t.machineName,
+            status: t.status,
+            startedUtc: iso(t.startedUtc),
+            finishedUtc: iso(t.finishedUtc),
+            exitCode: t.exitCode,
+          })),
+        })),
+      };
+    },
+  );
+};

@@ -1,0 +1,179 @@
+/**
+ * Deploy and promote (spec §4.2–4.3, §7.3; contract §5): resolve the requested environments,
+ * check permission per environment, lifecycle availability and the queue limit, then create one
+ * deployment per environment and wake the engine.
+ */
+import {
+  authorize,
+  Capability,
+  InvalidParameterError,
+  LimitExceededError,
+  newId,
+  unknownId,
+  type Principal,
+} from '../core/index.ts';
+import { maxSemVer } from '../core/semver.ts';
+import type { Environment, Release } from '../store/index.ts';
+import type { DomainDeps } from './deps.ts';
+import { computeProgression } from './lifecycle-progression.ts';
+import { visibleProject } from './projects.ts';
+import { visibleResource } from './scope.ts';
+
+export type EnvironmentRequest = string | { environmentName: string; machineMode?: 'All' | 'Include' | 'Exclude' | undefined; machineIds?: string[] | undefined };
+
+export interface TargetRequest {
+  phaseName?: string | undefined;
+  /** Obsolete single environment; still honoured (real clients send it). */
+  environmentName?: string | undefined;
+  environments?: EnvironmentRequest[] | undefined;
+  redownloadPackages?: boolean | undefined;
+  deploymentDateUnixMillis?: number | undefined;
+  excludeStepNames?: string[] | undefined;
+}
+
+interface ResolvedTarget {
+  environment: Environment;
+  machineMode: 'All' | 'Include' | 'Exclude';
+  machineIds: string[];
+}
+
+/** The newest representable date plus a margin: anything later is a client error, not a schedule. */
+const MAX_SCHEDULE_MS = Date.UTC(9999, 0, 1);
+
+async function resolveTargets(deps: DomainDeps, release: Release, request: TargetRequest): Promise<ResolvedTarget[]> {
+  const workspaceEnvironments = (await deps.store.environments.list(release.workspaceId, { skip: 0, take: 500 })).items;
+  const byName = new Map(workspaceEnvironments.map((e) => [e.name.toLowerCase(), e]));
+  const wanted: Array<{ name: string; machineMode: ResolvedTarget['machineMode']; machineIds: string[] }> = [];
+  for (const item of request.environments ?? []) {
+    if (typeof item === 'string') wanted.push({ name: item, machineMode: 'All', machineIds: [] });
+    else wanted.push({ name: item.environmentName, machineMode: item.machineMode ?? 'All', machineIds: item.machineIds ?? [] });
+  }
+  if (request.environmentName) wanted.push({ name: request.environmentName, machineMode: 'All', machineIds: [] });
+  if (request.phaseName) {
+    const phase = release.snapshot.lifecycle?.phases.find((p) => p.name.toLowerCase() === request.phaseName!.toLowerCase());
+    if (!phase) {
+      throw new InvalidParameterError(`Phase '${request.phaseName}' is not in the release's lifecycle`, [{ property: 'phaseName', messages: ['unknown phase'] }]);
+    }
+    for (const e of phase.environments) wanted.push({ name: e.environmentName, machineMode: 'All', machineIds: [] });
+  }
+  if (wanted.length === 0) {
+    throw new InvalidParameterError('Name the target: environments, environmentName or phaseName', [
+      { property: 'environments', messages: ['required when phaseName is absent'] },
+    ]);
+  }
+  const unknown = wanted.filter((w) => !byName.has(w.name.toLowerCase())).map((w) => w.name);
+  if (unknown.length > 0) {
+    throw new InvalidParameterError(`No matching environments: ${unknown.join(', ')}`, [{ property: 'environments', messages: unknown.map((n) => `unknown environment '${n}'`) }]);
+  }
+  const targets = new Map<string, ResolvedTarget>();
+  for (const w of wanted) {
+    const environment = byName.get(w.name.toLowerCase())!;
+    if (!targets.has(environment.id)) targets.set(environment.id, { environment, machineMode: w.machineMode, machineIds: [...new Set(w.machineIds)] });
+  }
+  return [...targets.values()];
+}
+
+async function checkAvailability(deps: DomainDeps, release: Release, targets: ResolvedTarget[]): Promise<void> {
+  const environments = (await deps.store.environments.list(release.workspaceId, { skip: 0, take: 500 })).items;
+  const deployments = await deps.store.deployments.listForRelease(release.id);
+  const progression = computeProgression(
+    release.snapshot.lifecycle,
+    environments.map((e) => ({ environmentId: e.id, name: e.name, enabled: e.enabled })),
+    deployments,
+  );
+  const refused = targets
+    .map((t) => progression.environments.find((e) => e.environmentId === t.environment.id))
+    .filter((e) => e !== undefined && !e.available);
+  if (refused.length > 0) {
+    throw new InvalidParameterError(
+      `Unavailable environments: ${refused.map((e) => `${e!.environmentName} (${e!.reason})`).join('; ')}`,
+      refused.map((e) => ({ property: 'environments', messages: [`${e!.environmentName}: ${e!.reason}`] })),
+    );
+  }
+}
+
+async function checkMachines(deps: DomainDeps, workspaceId: string, targets: ResolvedTarget[]): Promise<void> {
+  for (const target of targets) {
+    if (target.machineMode === 'All') continue;
+    for (const machineId of target.machineIds) {
+      const machine = await deps.store.deploymentMachines.get(machineId);
+      if (!machine || machine.workspaceId !== workspaceId) throw unknownId('machineIds');
+    }
+  }
+}
+
+function checkExcludedSteps(release: Release, names: string[]): void {
+  const known = new Set(release.snapshot.steps.map((s) => s.name.toLowerCase()));
+  const unknown = names.filter((n) => !known.has(n.toLowerCase()));
+  if (unknown.length > 0) {
+    throw new InvalidParameterError(`excludeStepNames names steps the release does not have: ${unknown.join(', ')}`, [
+      { property: 'excludeStepNames', messages: unknown.map((n) => `unknown step '${n}'`) },
+    ]);
+  }
+}
+
+function scheduleOf(millis: number | undefined): Date | null {
+  if (millis === undefined) return null;
+  if (!Number.isFinite(millis) || millis < 0 || millis > MAX_SCHEDULE_MS) {
+    throw new InvalidParameterError('deploymentDateUnixMillis must be Unix epoch milliseconds', [{ property: 'deploymentDateUnixMillis', messages: ['out of range'] }]);
+  }
+  return new Date(millis);
+}
+
+async function createDeployments(deps: DomainDeps, principal: Principal, release: Release, request: TargetRequest): Promise<string[]> {
+  const scheduledFor = scheduleOf(request.deploymentDateUnixMillis);
+  const targets = await resolveTargets(deps, release, request);
+  authorize(principal, Capability.Deploy, { projectId: release.projectId, environmentIds: targets.map((t) => t.environment.id) });
+  await checkAvailability(deps, release, targets);
+  await checkMachines(deps, release.workspaceId, targets);
+  checkExcludedSteps(release, request.excludeStepNames ?? []);
+
+  const limits = await deps.store.deployments.organizationLimits(release.workspaceId);
+  const active = await deps.store.deployments.countActiveInOrganization(limits.organizationId);
+  if (active + targets.length > limits.maxQueuedDeployments) {
+    throw new LimitExceededError(`Too many queued deployments: ${active} of ${limits.maxQueuedDeployments} are in use`, [
+      { resource: 'queuedDeployments', limit: limits.maxQueuedDeployments, current: active },
+    ]);
+  }
+  const rows = targets.map((t) => ({
+    id: newId(),
+    workspaceId: release.workspaceId,
+    projectId: release.projectId,
+    releaseId: release.id,
+    environmentId: t.environment.id,
+    environmentName: t.environment.name,
+    automatic: false,
+    excludeStepNames: request.excludeStepNames ?? [],
+    machineMode: t.machineMode,
+    machineIds: t.machineIds,
+    redownloadPackages: request.redownloadPackages ?? false,
+    scheduledFor,
+  }));
+  await deps.store.deployments.insert(rows);
+  const ids = rows.map((r) => r.id);
+  await deps.wakeDeployments?.(ids);
+  return ids;
+}
+
+export async function deployRelease(deps: DomainDeps, principal: Principal, input: { releaseId: string } & TargetRequest): Promise<{ deploymentIds: string[] }> {
+  const release = await visibleResource(deps, principal, deps.store.releases.get(input.releaseId), 'releaseId');
+  return { deploymentIds: await createDeployments(deps, principal, release, input) };
+}
+
+export async function promoteRelease(
+  deps: DomainDeps,
+  principal: Principal,
+  input: { projectId: string; version?: string | undefined } & TargetRequest,
+): Promise<{ deploymentId: string; deploymentIds: string[] }> {
+  const project = await visibleProject(deps, principal, input.projectId);
+  // Exact match only (spec §9: `6.1` does not find `6.1.0`); without a version, the highest SemVer.
+  let version = input.version;
+  if (version === undefined || version === '') {
+    version = maxSemVer((await deps.store.releases.listVersions(project.id)).map((r) => r.version)) ?? undefined;
+    if (!version) throw new InvalidParameterError('The project has no release to promote', [{ property: 'projectId', messages: ['no release found'] }]);
+  }
+  const found = await deps.store.releases.findByVersion(project.id, version);
+  if (!found) throw new InvalidParameterError(`No release '${version}' found in the project`, [{ property: 'version', messages: ['no release found'] }]);
+  const ids = await createDeployments(deps, principal, found, input);
+  return { deploymentId: ids[0]!, deploymentIds: ids };
+}

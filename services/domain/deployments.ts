@@ -1,0 +1,130 @@
+/**
+ * Deployment reads and cancel (spec §4.4–4.5; contract §5): status with logs paged by .NET tick,
+ * the list with change polling, the targets view, and cancellation from any non-final state.
+ */
+import {
+  authorize,
+  Capability,
+  InvalidParameterError,
+  toPage,
+  unknownId,
+  type PageRequest,
+  type Paged,
+  type Principal,
+} from '../core/index.ts';
+import { semverEquivalent } from '../core/semver.ts';
+import type { Deployment, DeploymentStatus, DeploymentTask, LogEntry } from '../store/index.ts';
+import type { DomainDeps } from './deps.ts';
+import { visibleProject } from './projects.ts';
+import { visibleResource, visibleWorkspace } from './scope.ts';
+
+/** Reading a deployment is part of deploying it: CI accounts with Deploy may poll without View. */
+const READ = [Capability.View, Capability.Deploy] as const;
+
+/** At most this many log lines per read; clients page on with getLogsAfter. */
+export const MAX_LOGS_PER_READ = 5_000;
+
+async function visibleDeployment(deps: DomainDeps, principal: Principal, deploymentId: string): Promise<Deployment> {
+  return visibleResource(deps, principal, deps.store.deployments.get(deploymentId), 'deploymentId');
+}
+
+function parseTick(raw: string | undefined): bigint | null {
+  if (raw === undefined || raw === '') return null;
+  if (!/^\d{1,20}$/.test(raw)) {
+    throw new InvalidParameterError('getLogsAfter must be a .NET ticks value (a non-negative integer)', [{ property: 'getLogsAfter', messages: ['not an integer'] }]);
+  }
+  return BigInt(raw);
+}
+
+export interface DeploymentView {
+  deployment: Deployment;
+  logs: LogEntry[] | null;
+}
+
+export async function getDeployment(
+  deps: DomainDeps,
+  principal: Principal,
+  query: { deploymentId: string; skipLogs?: boolean | undefined; getLogsAfter?: string | undefined },
+): Promise<DeploymentView> {
+  const deployment = await visibleDeployment(deps, principal, query.deploymentId);
+  authorize(principal, READ, { projectId: deployment.projectId, environmentIds: [deployment.environmentId] });
+  const after = parseTick(query.getLogsAfter);
+  const logs = query.skipLogs ? null : await deps.store.deploymentLogs.read(deployment.id, after, MAX_LOGS_PER_READ);
+  return { deployment, logs };
+}
+
+export async function cancelDeployment(deps: DomainDeps, principal: Principal, deploymentId: string): Promise<void> {
+  const deployment = await visibleDeployment(deps, principal, deploymentId);
+  authorize(principal, Capability.Deploy, { projectId: deployment.projectId, environmentIds: [deployment.environmentId] });
+  const requested = await deps.store.deployments.requestCancellation(deployment.id, deps.clock.now());
+  if (!requested) {
+    throw new InvalidParameterError(`The deployment is already ${deployment.status} and cannot be cancelled`, [
+      { property: 'deploymentId', messages: ['deployment is finished'] },
+    ]);
+  }
+  await deps.wakeDeployments?.([deployment.id]);
+}
+
+export interface DeploymentListQuery extends PageRequest {
+  workspaceId?: string | undefined;
+  projectId?: string | undefined;
+  releaseId?: string | undefined;
+  /** With projectId: a SemVer-equivalent release version (`6.1` finds `6.1.0`, spec §9). */
+  version?: string | undefined;
+  status?: DeploymentStatus | undefined;
+  changedAfterTick?: string | undefined;
+}
+
+export async function listDeployments(
+  deps: DomainDeps,
+  principal: Principal,
+  query: DeploymentListQuery,
+): Promise<Paged<Deployment> & { lastChangeTick: bigint }> {
+  const changedAfterTick = query.changedAfterTick ? parseChangeTick(query.changedAfterTick) : undefined;
+  let workspaceId: string | undefined;
+  let projectId: string | undefined;
+  let releaseId: string | undefined;
+  if (query.releaseId) {
+    const release = await visibleResource(deps, principal, deps.store.releases.get(query.releaseId), 'releaseId');
+    releaseId = release.id;
+    projectId = release.projectId;
+  } else if (query.projectId) {
+    const project = await visibleProject(deps, principal, query.projectId);
+    projectId = project.id;
+    if (query.version) {
+      const matches = (await deps.store.releases.listVersions(project.id)).filter((r) => semverEquivalent(query.version!, r.version));
+      if (matches.length === 0) throw new InvalidParameterError(`No release '${query.version}' in the project`, [{ property: 'version', messages: ['no release found'] }]);
+      releaseId = matches[0]!.id;
+    }
+  } else if (query.workspaceId) {
+    workspaceId = (await visibleWorkspace(deps, principal, query.workspaceId)).id;
+  } else {
+    throw new InvalidParameterError('Give workspaceId, projectId or releaseId', [{ property: 'workspaceId', messages: ['one of workspaceId, projectId, releaseId is required'] }]);
+  }
+  authorize(principal, READ, projectId ? { projectId } : {});
+  const filter = { workspaceId, projectId, releaseId };
+  const page = await deps.store.deployments.list({ ...filter, status: query.status, changedAfterTick }, toPage(query));
+  return { ...page, lastChangeTick: await deps.store.deployments.maxChangeTick(filter) };
+}
+
+function parseChangeTick(raw: string): bigint {
+  if (!/^\d{1,20}$/.test(raw)) throw new InvalidParameterError('changedAfterTick must be a non-negative integer', [{ property: 'changedAfterTick', messages: ['not an integer'] }]);
+  return BigInt(raw);
+}
+
+export interface TargetsView {
+  deployment: Deployment;
+  steps: Array<{ stepId: string; name: string; tasks: DeploymentTask[] }>;
+}
+
+export async function getDeploymentTargets(deps: DomainDeps, principal: Principal, deploymentId: string): Promise<TargetsView> {
+  const deployment = await visibleDeployment(deps, principal, deploymentId);
+  authorize(principal, READ, { projectId: deployment.projectId, environmentIds: [deployment.environmentId] });
+  const release = await deps.store.releases.get(deployment.releaseId);
+  if (!release) throw unknownId('deploymentId');
+  const tasks = await deps.store.deploymentTasks.listForDeployment(deployment.id);
+  const steps = [...release.snapshot.steps]
+    .sort((a, b) => a.sortOrder - b.sortOrder)
+    .map((s) => ({ stepId: s.stepId, name: s.name, tasks: tasks.filter((t) => t.stepId === s.stepId) }));
+  return { deployment, steps };
+}
