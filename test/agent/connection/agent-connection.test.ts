@@ -162,6 +162,21 @@ describe('agent connection', () => {
     expect(linesOf(restarted, task.taskId)).toEqual(['2:during', '3:after']);
   });
 
+  it('delivers a large output completely, in order and in bounded batches', async () => {
+    const plane = await startPlane();
+    await startAgent([plane.address]);
+    await waitFor(() => plane.received.find((m) => m.hello));
+    const task = runTask({ script: 'seq 1 100000' });
+    plane.send({ runTask: task });
+    await waitFor(() => resultsOf(plane, task.taskId)[0], 20_000);
+    const batches = plane.received.filter((m) => m.logBatch?.taskId === task.taskId).map((m) => m.logBatch?.lines ?? []);
+    const lines = batches.flat();
+    expect(lines.length).toBe(100_000);
+    expect(lines.every((line, index) => line.seq === String(index + 1) && line.text === String(index + 1))).toBe(true);
+    expect(Math.max(...batches.map((batch) => batch.reduce((bytes, line) => bytes + line.text.length, 0)))).toBeLessThanOrEqual(64 * 1024);
+    expect(lines.every((line, index) => index === 0 || BigInt(line.unixNanos) > BigInt(lines[index - 1]?.unixNanos ?? '0'))).toBe(true);
+  });
+
   it('runs a duplicated RunTask only once', async () => {
     const plane = await startPlane();
     const agent = await startAgent([plane.address]);
