@@ -18,6 +18,8 @@ export interface Config {
   embeddedPgPort: number;
   /** NATS with JetStream (NATS_URL); null uses the in-process bus. */
   natsUrl: string | null;
+  /** Stream and subject prefix on NATS (GANTRY_NATS_PREFIX): installations sharing a NATS server need distinct ones. */
+  natsPrefix: string;
   /** Address agents and clients use to reach this server (GANTRY_PUBLIC_URL). */
   publicUrl: string;
   /** Bootstrap Admin credentials (GANTRY_BOOTSTRAP_ACCOUNT_ID / GANTRY_BOOTSTRAP_API_KEY); generated when unset. */
@@ -65,6 +67,7 @@ export function loadConfig(env: Env = process.env): Config {
     databaseUrl: optional(env, 'DATABASE_URL'),
     embeddedPgPort: intVar(env, 'GANTRY_EMBEDDED_PG_PORT', 0),
     natsUrl: optional(env, 'NATS_URL'),
+    natsPrefix: optional(env, 'GANTRY_NATS_PREFIX') ?? 'gantry',
     publicUrl: optional(env, 'GANTRY_PUBLIC_URL') ?? `http://127.0.0.1:${httpPort}`,
     bootstrapAccountId: accountId,
     bootstrapApiKey: apiKey,

@@ -63,7 +63,7 @@ export async function startServer(config: Config, logger: Logger = createLogger(
       : createFilesystemBlobStore({ root: path.join(config.dataDir, 'packages'), publicUrl: config.publicUrl, hmacKey: await loadUploadKey(config.dataDir) });
     const packages = createPackageService({ deps, db, clock: deps.clock, blobs, stagingDir: stagingDirOf(config.dataDir) });
 
-    const bus = await createBus({ natsUrl: config.natsUrl, logger });
+    const bus = await createBus({ natsUrl: config.natsUrl, prefix: config.natsPrefix, logger });
     const engine = createEngine({ store: deps.store, clock: deps.clock, bus, secrets: deps.secrets, logger });
     deps.wakeDeployments = engine.wake;
     deps.onReleaseCreated = async (releaseId) => {

@@ -29,7 +29,7 @@ function toStatus(d: Deployment) {
     ErrorCount: d.errorCount,
     WarningCount: d.warningCount,
     LastLogDate: d.lastLogTick > 0n ? isoOffset(ticksToDate(d.lastLogTick)) : null,
-    LastLogDateTick: d.lastLogTick > 0n ? d.lastLogTick : null,
+    LastLogDateTick: d.lastLogTick,
     LastUpdate: d.lastUpdateUtc.toISOString(),
     CancellationRequestedDate: iso(d.cancellationRequestedUtc),
     LastAttemptDate: iso(d.lastAttemptUtc),

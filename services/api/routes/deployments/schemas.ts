@@ -40,7 +40,8 @@ export const StatusSchema = Type.Object({
   ErrorCount: Type.Integer(),
   WarningCount: Type.Integer(),
   LastLogDate: Nullable(Type.String()),
-  LastLogDateTick: Nullable(Int64),
+  // 0 until the first log line: a plain integer keeps typed clients (Gson long) and BigInt serialization simple.
+  LastLogDateTick: Int64,
   LastUpdate: Type.String(),
   CancellationRequestedDate: Nullable(Type.String()),
   LastAttemptDate: Nullable(Type.String()),

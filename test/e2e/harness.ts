@@ -1,0 +1,154 @@
+/**
+ * End-to-end harness: control planes and agents as real processes on loopback, driven over the
+ * public HTTP API — exactly what an operator and a CI pipeline do.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, chmodSync } from 'node:fs';
+import net from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { waitFor } from '../helpers/wait-for.ts';
+
+const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
+export const ADMIN = { id: 'e2e-admin', key: 'e2e-admin-key-0123456789abcdef' };
+
+const processes: ChildProcess[] = [];
+const folders: string[] = [];
+
+/** Kills every process and removes every folder the harness made. Call from afterAll. */
+export async function cleanup(): Promise<void> {
+  for (const child of processes.splice(0)) {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  }
+  for (const folder of folders.splice(0)) rmSync(folder, { recursive: true, force: true });
+}
+
+export function tempDir(prefix: string): string {
+  const dir = mkdtempSync(path.join(tmpdir(), prefix));
+  // The embedded PostgreSQL runs as another user and must traverse into the data folder.
+  chmodSync(dir, 0o755);
+  folders.push(dir);
+  return dir;
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+function spawnNode(script: string, env: Record<string, string>): { child: ChildProcess; output: () => string } {
+  let output = '';
+  const child = spawn(process.execPath, ['--import', 'tsx', script], {
+    cwd: repoRoot,
+    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/tmp', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const append = (chunk: Buffer) => {
+    output += chunk.toString();
+    if (output.length > 200_000) output = output.slice(-100_000);
+  };
+  child.stdout?.on('data', append);
+  child.stderr?.on('data', append);
+  processes.push(child);
+  return { child, output: () => output };
+}
+
+export interface ControlPlane {
+  url: string;
+  grpcAddress: string;
+  child: ChildProcess;
+  output: () => string;
+}
+
+export async function startControlPlane(options: { databaseUrl?: string; natsUrl?: string; natsPrefix?: string; dataDir?: string } = {}): Promise<ControlPlane> {
+  const httpPort = await freePort();
+  const grpcPort = await freePort();
+  const env: Record<string, string> = {
+    GANTRY_PORT: String(httpPort),
+    GANTRY_GRPC_PORT: String(grpcPort),
+    GANTRY_HOST: '127.0.0.1',
+    GANTRY_DATA_DIR: options.dataDir ?? tempDir('gantry-e2e-data-'),
+    GANTRY_BOOTSTRAP_ACCOUNT_ID: ADMIN.id,
+    GANTRY_BOOTSTRAP_API_KEY: ADMIN.key,
+    GANTRY_MASTER_KEY: Buffer.alloc(32, 3).toString('base64'),
+    GANTRY_LOG_LEVEL: 'warn',
+  };
+  if (options.databaseUrl) env.DATABASE_URL = options.databaseUrl;
+  if (options.natsUrl) env.NATS_URL = options.natsUrl;
+  if (options.natsPrefix) env.GANTRY_NATS_PREFIX = options.natsPrefix;
+  const { child, output } = spawnNode('services/main.ts', env);
+  const url = `http://127.0.0.1:${httpPort}`;
+  await waitFor(
+    async () => {
+      if (child.exitCode !== null) throw new Error(`control plane exited early:\n${output()}`);
+      const response = await fetch(`${url}/api/openapi.json`).catch(() => null);
+      return response?.ok === true;
+    },
+    { timeoutMs: 60_000, intervalMs: 200, description: 'control plane to listen' },
+  ).catch((error: unknown) => {
+    throw new Error(`${String(error)}\n${output()}`);
+  });
+  return { url, grpcAddress: `127.0.0.1:${grpcPort}`, child, output };
+}
+
+export interface Agent {
+  home: string;
+  child: ChildProcess;
+  output: () => string;
+}
+
+export function startAgent(servers: string[], token: string): Agent {
+  const home = tempDir('gantry-e2e-agent-');
+  const { child, output } = spawnNode('agent/main.ts', {
+    GANTRY_SERVER: servers.join(','),
+    GANTRY_AGENT_TOKEN: token,
+    GANTRY_AGENT_HOME: home,
+    GANTRY_AGENT_LOG_LEVEL: 'warn',
+    GANTRY_AGENT_SHUTDOWN_GRACE_MS: '2000',
+  });
+  return { home, child, output };
+}
+
+/** A minimal HTTP client of the public API, as a pipeline would use it. */
+export function api(baseUrl: string, credentials = ADMIN) {
+  const authorization = `Basic ${Buffer.from(`${credentials.id}:${credentials.key}`).toString('base64')}`;
+  const call = async (method: string, route: string, body?: unknown, query?: Record<string, string>) => {
+    const url = new URL(`${baseUrl}${route}`);
+    for (const [k, v] of Object.entries(query ?? {})) url.searchParams.set(k, v);
+    const response = await fetch(url, {
+      method,
+      headers: { authorization, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await response.text();
+    // Ticks exceed 2^53: keep them exact by reading integer literals of 16+ digits as strings.
+    const json = text ? JSON.parse(text.replace(/:(\d{16,})([,}\]])/g, ':"$1"$2')) : null;
+    return { status: response.status, body: json, text };
+  };
+  return {
+    get: (route: string, query?: Record<string, string>) => call('GET', route, undefined, query),
+    post: (route: string, body?: unknown) => call('POST', route, body ?? {}),
+    put: (route: string, body?: unknown) => call('PUT', route, body ?? {}),
+    delete: (route: string, body?: unknown) => call('DELETE', route, body ?? {}),
+  };
+}
+
+export type Api = ReturnType<typeof api>;
+
+export async function waitForDeployment(client: Api, deploymentId: string, timeoutMs = 60_000) {
+  return waitFor(
+    async () => {
+      const response = await client.get('/api/deployment', { deploymentId, skipLogs: 'True' });
+      if (response.status !== 200) throw new Error(`GET /api/deployment answered ${response.status}: ${response.text}`);
+      return ['Completed', 'Failed', 'Cancelled'].includes(response.body?.status?.Status) ? response.body.status : null;
+    },
+    { timeoutMs, intervalMs: 200, description: `deployment ${deploymentId} to finish` },
+  );
+}
