@@ -1,8 +1,10 @@
 import { createHash } from 'node:crypto';
 import fs from 'node:fs/promises';
+import net from 'node:net';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { testApp, type Client, type TestContext } from '../../helpers/app.ts';
+import { waitFor } from '../../helpers/wait-for.ts';
 import { parsePackageFileName } from '../../../services/packages/index.ts';
 import { archiveFor, makeZip, multipartBody, type FormPart } from '../packages/archives.ts';
 
@@ -208,6 +210,34 @@ describe('package size limit', () => {
       expect(((await response.json()) as { error: string }).error).toContain('larger than');
     }
     await expectNothingStored(small, small.mainWorkspaceId, 'Socket.App', []);
+  });
+
+  it('leaves nothing behind when the client drops the connection in the middle of the file', async () => {
+    // The previous test may already have the app listening; reuse its port then.
+    if (!small.app.server.listening) await small.app.listen({ port: 0, host: '127.0.0.1' });
+    const address = { port: (small.app.server.address() as net.AddressInfo).port };
+    const { payload, headers } = multipartBody([
+      { name: 'workspaceId', value: small.mainWorkspaceId },
+      { name: 'PackageFile', file: { fileName: 'Aborted.App.1.0.0.zip', data: makeZip([{ name: 'a.bin', data: Buffer.alloc(LIMIT / 2, 3) }]) } },
+    ]);
+    const socket = net.connect(Number(address.port), '127.0.0.1');
+    await new Promise((resolve) => socket.once('connect', resolve));
+    const head = [
+      'POST /api/packagestore/package HTTP/1.1',
+      `Host: 127.0.0.1:${address.port}`,
+      `Authorization: Basic ${Buffer.from('test-admin:test-admin-key-0123456789').toString('base64')}`,
+      `Content-Type: ${headers['content-type']}`,
+      `Content-Length: ${payload.length}`,
+      '',
+      '',
+    ].join('\r\n');
+    socket.write(head);
+    // Half of the body, then the client vanishes.
+    socket.write(payload.subarray(0, Math.floor(payload.length / 2)));
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    socket.destroy();
+    await waitFor(async () => (await filesUnder(path.join(small.dataDir, 'packages', '.staging'))).length === 0, { timeoutMs: 5_000 });
+    await expectNothingStored(small, small.mainWorkspaceId, 'Aborted.App', []);
   });
 
   it('accepts a package of exactly the limit', async () => {
