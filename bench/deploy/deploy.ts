@@ -1,0 +1,276 @@
+/**
+ * bench/deploy: a no-op step (`echo ready`) on N real agent processes, promoted K times. Reports
+ * promote-request → first-script-line latency (as a client sees it through GET /api/deployment)
+ * and the orchestration overhead per step × machine against running the same script directly
+ * with bash in the same run. See bench/README.md for the definitions.
+ *
+ *   npx tsx bench/deploy/deploy.ts                 (N = 1, 10, 50; embedded PostgreSQL, in-process bus)
+ *   npx tsx bench/deploy/deploy.ts --quick         (N = 1, 10; few iterations)
+ *   npx tsx bench/deploy/deploy.ts --postgres      (a fresh database on GANTRY_BENCH_PG_URL or 127.0.0.1:5432)
+ *   npx tsx bench/deploy/deploy.ts --postgres --nats   (… and NATS JetStream at 127.0.0.1:4222)
+ *   npx tsx bench/deploy/deploy.ts --n 10 --k 20   (one N, K iterations)
+ */
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
+import pg from 'pg';
+import { waitFor } from '../../test/helpers/wait-for.ts';
+import { api, cleanup, startAgent, startControlPlane, type Api, type ControlPlane } from '../../test/e2e/harness.ts';
+import { median, ms, percentile, table } from './stats.ts';
+
+const SCRIPT = 'echo ready';
+const TARGET_FIRST_LINE_P95_MS = 250;
+const TARGET_OVERHEAD_MS = 30;
+const POLL_MS = 10;
+const PG_ADMIN_URL = process.env.GANTRY_BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+
+const args = process.argv.slice(2);
+const flag = (name: string) => args.includes(name);
+const option = (name: string) => {
+  const at = args.indexOf(name);
+  return at >= 0 ? args[at + 1] : undefined;
+};
+const quick = flag('--quick');
+const usePostgres = flag('--postgres') || flag('--nats');
+const useNats = flag('--nats');
+const sizes = option('--n')?.split(',').map(Number) ?? (quick ? [1, 10] : [1, 10, 50]);
+const iterationsFor = (n: number) => Number(option('--k') ?? (quick ? (n === 1 ? 5 : 3) : n === 1 ? 20 : n <= 10 ? 10 : 5));
+
+interface LogView {
+  Data: string;
+  CreatedUtc: string;
+  CreatedUtcTick: string;
+}
+
+/** One promote, as offsets in ms from the moment the request was sent. */
+interface Iteration {
+  response: number;
+  validating: number;
+  running: number;
+  dispatched: number;
+  firstRead: number;
+  firstVisible: number;
+  lastRead: number;
+  completed: number;
+}
+
+interface Result {
+  n: number;
+  k: number;
+  iterations: Iteration[];
+  bashParallel: number[];
+  bashSequential: number[];
+}
+
+async function adminQuery(sql: string): Promise<void> {
+  const client = new pg.Client({ connectionString: PG_ADMIN_URL });
+  await client.connect();
+  try {
+    await client.query(sql);
+  } finally {
+    await client.end();
+  }
+}
+
+/** Runs `bash -c SCRIPT` `count` times, all at once or one after another; ms until every output is read. */
+async function directBash(count: number, parallel: boolean): Promise<number> {
+  const once = () =>
+    new Promise<void>((resolve, reject) => {
+      const child = spawn('bash', ['-c', SCRIPT], { stdio: ['ignore', 'pipe', 'pipe'] });
+      let out = '';
+      child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+      child.on('error', reject);
+      child.on('close', (code) => (code === 0 && out === 'ready\n' ? resolve() : reject(new Error(`bash exited ${code}: ${out}`))));
+    });
+  const start = performance.now();
+  if (parallel) await Promise.all(Array.from({ length: count }, once));
+  else for (let i = 0; i < count; i++) await once();
+  return performance.now() - start;
+}
+
+async function setUp(n: number): Promise<{ plane: ControlPlane; client: Api; projectId: string; dropDatabase: () => Promise<void> }> {
+  let databaseUrl: string | undefined;
+  let dropDatabase = async () => {};
+  if (usePostgres) {
+    const name = `gantry_bench_deploy_${Date.now()}_${randomBytes(3).toString('hex')}`;
+    await adminQuery(`create database "${name}"`);
+    const url = new URL(PG_ADMIN_URL);
+    url.pathname = `/${name}`;
+    databaseUrl = url.toString();
+    dropDatabase = () => adminQuery(`drop database if exists "${name}" with (force)`);
+  }
+  const plane = await startControlPlane({
+    ...(databaseUrl ? { databaseUrl } : {}),
+    ...(useNats ? { natsUrl: process.env.NATS_URL || 'nats://127.0.0.1:4222', natsPrefix: `bench_${randomBytes(4).toString('hex')}` } : {}),
+  });
+  const client = api(plane.url);
+  const must = async (response: Promise<{ status: number; body: any; text: string }>, what: string) => {
+    const r = await response;
+    if (r.status !== 200) throw new Error(`${what} answered ${r.status}: ${r.text}`);
+    return r.body;
+  };
+  // Every machine of the step runs at once (the organization's default cap is 8).
+  await must(client.put('/api/organization/settings', { maxParallelMachines: Math.max(8, n) }), 'organization settings');
+  const workspaceId = (await must(client.get('/api/workspace'), 'workspaces')).workspaces[0].workspaceId as string;
+  const environments = (await must(client.get('/api/environment', { workspaceId }), 'environments')).environments as Array<{ environmentId: string; name: string }>;
+  const staging = environments.find((e) => e.name === 'Staging')!;
+  const lifecycleId = (await must(client.get('/api/lifecycle', { workspaceId }), 'lifecycles')).lifecycles.find((l: { name: string }) => l.name === 'Default Lifecycle').lifecycleId;
+
+  const tokens: string[] = [];
+  for (let i = 0; i < n; i++) {
+    const machine = await must(client.post('/api/machine', { workspaceId, name: `bench-${String(i).padStart(2, '0')}`, environmentIds: [staging.environmentId] }), 'machine');
+    tokens.push(machine.registrationToken);
+  }
+  const started = performance.now();
+  for (const token of tokens) startAgent([plane.grpcAddress], token);
+  await waitFor(
+    async () => {
+      const list = await client.get('/api/machine', { workspaceId });
+      return list.body.machines.filter((m: { status: string }) => m.status === 'Online').length === n;
+    },
+    { timeoutMs: 60_000 + n * 3_000, intervalMs: 250, description: `${n} agents online` },
+  );
+  console.log(`  ${n} agent(s) online after ${ms(performance.now() - started)}`);
+
+  const projectId = (await must(client.post('/api/project', { workspaceId, name: `Bench ${n} ${randomBytes(3).toString('hex')}`, lifecycleId }), 'project')).projectId as string;
+  const template = await must(client.post('/api/step-template', { workspaceId, name: `bench-noop-${randomBytes(3).toString('hex')}`, script: SCRIPT, scriptLanguage: 'bash' }), 'step template');
+  const step = await must(client.post('/api/project/step', { projectId, name: 'Noop', stepTemplateId: template.stepTemplateId }), 'step');
+  await must(client.put('/api/project/step', { projectStepId: step.projectStepId, parallelMachines: n }), 'step parallelMachines');
+  await must(client.post('/api/release', { projectid: projectId, version: '1.0.0' }), 'release');
+  return { plane, client, projectId, dropDatabase };
+}
+
+/** One promote to Staging, polled every POLL_MS until the deployment is final. */
+async function promoteOnce(client: Api, projectId: string, n: number): Promise<Iteration> {
+  const sentWall = Date.now();
+  const sent = performance.now();
+  const promoted = await client.post('/api/release/promote', { projectId, environments: ['Staging'] });
+  if (promoted.status !== 200) throw new Error(`promote answered ${promoted.status}: ${promoted.text}`);
+  const response = performance.now() - sent;
+  const deploymentId = promoted.body.deploymentId as string;
+  let after = '';
+  let firstVisible = Number.NaN;
+  let completeDate: string | null = null;
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    const view = await client.get('/api/deployment', { deploymentId, getLogsAfter: after });
+    const logs = (view.body.logs ?? []) as LogView[];
+    if (Number.isNaN(firstVisible) && logs.some((l) => l.Data === 'ready')) firstVisible = performance.now() - sent;
+    if (logs.length > 0) after = logs.at(-1)!.CreatedUtcTick;
+    const status = view.body.status;
+    if (['Completed', 'Failed', 'Cancelled'].includes(status.Status)) {
+      if (status.Status !== 'Completed') throw new Error(`deployment ${deploymentId} ended ${status.Status}`);
+      completeDate = status.CompleteDate as string;
+      break;
+    }
+    if (Date.now() > deadline) throw new Error(`deployment ${deploymentId} did not finish in 60 s`);
+    await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+  }
+  const all = (await client.get('/api/deployment', { deploymentId, skipLogs: 'False' })).body.logs as LogView[];
+  const at = (predicate: (l: LogView) => boolean, pick: 'first' | 'last' = 'first') => {
+    const times = all.filter(predicate).map((l) => Date.parse(l.CreatedUtc) - sentWall);
+    return times.length === 0 ? Number.NaN : pick === 'first' ? Math.min(...times) : Math.max(...times);
+  };
+  const ready = all.filter((l) => l.Data === 'ready').length;
+  if (ready !== n) throw new Error(`deployment ${deploymentId} logged 'ready' ${ready} times, expected ${n}`);
+  return {
+    response,
+    validating: at((l) => l.Data === 'Validating the deployment'),
+    running: at((l) => l.Data.startsWith('Deploying release to')),
+    dispatched: at((l) => l.Data.startsWith("Running 'Noop'")),
+    firstRead: at((l) => l.Data === 'ready'),
+    firstVisible,
+    lastRead: at((l) => l.Data === 'ready', 'last'),
+    completed: Date.parse(completeDate!) - sentWall,
+  };
+}
+
+async function stopPlane(plane: ControlPlane): Promise<void> {
+  // SIGTERM so the embedded PostgreSQL is stopped by its owner; cleanup() SIGKILLs the rest.
+  if (plane.child.exitCode === null) {
+    plane.child.kill('SIGTERM');
+    await waitFor(() => plane.child.exitCode !== null || plane.child.signalCode !== null, { timeoutMs: 20_000, intervalMs: 100 }).catch(() => undefined);
+  }
+}
+
+async function run(n: number): Promise<Result> {
+  const k = iterationsFor(n);
+  console.log(`N = ${n}: setting up`);
+  const { plane, client, projectId, dropDatabase } = await setUp(n);
+  try {
+    await promoteOnce(client, projectId, n); // warm-up: JIT, connection pools, agents' first task
+    const iterations: Iteration[] = [];
+    const bashParallel: number[] = [];
+    const bashSequential: number[] = [];
+    for (let i = 0; i < k; i++) {
+      // Interleaved so both see the same background load (idle agents, the control plane's timers).
+      iterations.push(await promoteOnce(client, projectId, n));
+      bashParallel.push(await directBash(n, true));
+      bashSequential.push(await directBash(n, false));
+      const last = iterations.at(-1)!;
+      console.log(`  #${i + 1}: first line visible ${ms(last.firstVisible)}, completed ${ms(last.completed)}`);
+    }
+    return { n, k, iterations, bashParallel, bashSequential };
+  } finally {
+    await stopPlane(plane);
+    await cleanup();
+    await dropDatabase().catch((error: unknown) => console.warn(`could not drop the bench database: ${String(error)}`));
+  }
+}
+
+function report(results: Result[]): void {
+  const mode = useNats ? 'PostgreSQL 127.0.0.1:5432 + NATS JetStream' : usePostgres ? 'PostgreSQL 127.0.0.1:5432, in-process bus' : 'embedded PostgreSQL, in-process bus';
+  console.log(`\nbench/deploy — one '${SCRIPT}' step, ${mode}, Node ${process.version}\n`);
+  const rows = results.map((r) => {
+    const first = r.iterations.map((i) => i.firstVisible);
+    const wall = median(r.iterations.map((i) => i.completed));
+    const parallel = median(r.bashParallel);
+    const sequential = median(r.bashSequential);
+    const overhead = (wall - parallel) / r.n;
+    const p95 = percentile(first, 95);
+    return [
+      String(r.n),
+      String(r.k),
+      ms(median(first)),
+      `${ms(p95)} ${p95 <= TARGET_FIRST_LINE_P95_MS ? '✓' : '✗'}`,
+      ms(wall),
+      ms(parallel),
+      ms(sequential),
+      `${ms(overhead)} ${overhead <= TARGET_OVERHEAD_MS ? '✓' : '✗'}`,
+      ms((wall - sequential) / r.n),
+    ];
+  });
+  console.log(
+    table(
+      ['N', 'K', 'first line p50', `first line p95 (≤ ${TARGET_FIRST_LINE_P95_MS})`, 'deployment wall (p50)', 'bash ∥ (p50)', 'bash seq (p50)', `overhead / step×machine vs ∥ (≤ ${TARGET_OVERHEAD_MS})`, 'vs seq'],
+      rows,
+    ),
+  );
+  console.log('\nWhere the time goes (p50 of each milestone, ms after the promote request was sent):\n');
+  const milestones: Array<[string, keyof Iteration]> = [
+    ['promote answered', 'response'],
+    ['Validating (engine picked it up)', 'validating'],
+    ['Running (slot acquired)', 'running'],
+    ['first task dispatched', 'dispatched'],
+    ['first line read by an agent', 'firstRead'],
+    ['first line visible to the client', 'firstVisible'],
+    ['last line read by an agent', 'lastRead'],
+    ['deployment completed', 'completed'],
+  ];
+  console.log(table(['milestone', ...results.map((r) => `N = ${r.n}`)], milestones.map(([label, key]) => [label, ...results.map((r) => ms(median(r.iterations.map((i) => i[key]))))])));
+}
+
+async function main(): Promise<void> {
+  const results: Result[] = [];
+  for (const n of sizes) results.push(await run(n));
+  report(results);
+}
+
+main().then(
+  () => process.exit(0),
+  async (error: unknown) => {
+    console.error(error);
+    await cleanup();
+    process.exit(1);
+  },
+);
