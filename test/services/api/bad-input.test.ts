@@ -5,51 +5,12 @@
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import { testApp, type TestContext } from '../../helpers/app.ts';
-
-interface Schema {
-  type?: string | string[];
-  properties?: Record<string, Schema>;
-  required?: string[];
-  items?: Schema;
-  anyOf?: Schema[];
-  const?: unknown;
-  enum?: unknown[];
-  minLength?: number;
-  minimum?: number;
-  minItems?: number;
-}
+import { sample, typesOf, type Schema } from '../../helpers/schema-samples.ts';
 
 let t: TestContext;
 beforeAll(async () => {
   t = await testApp();
 });
-
-function typesOf(schema: Schema): string[] {
-  const own = schema.type === undefined ? [] : [schema.type].flat();
-  return [...own, ...(schema.anyOf ?? []).flatMap(typesOf), ...(schema.const !== undefined ? [typeof schema.const] : [])];
-}
-
-/** A value the schema accepts (so the only error in a body is the one a test plants). */
-function sample(schema: Schema): unknown {
-  if (schema.const !== undefined) return schema.const;
-  if (schema.enum) return schema.enum[0];
-  if (schema.anyOf) return sample(schema.anyOf.find((b) => b.type !== 'null') ?? schema.anyOf[0]!);
-  switch ([schema.type].flat()[0]) {
-    case 'string':
-      return 'x'.repeat(Math.max(1, schema.minLength ?? 1));
-    case 'integer':
-    case 'number':
-      return schema.minimum ?? 1;
-    case 'boolean':
-      return true;
-    case 'array':
-      return (schema.minItems ?? 0) > 0 && schema.items ? [sample(schema.items)] : [];
-    case 'object':
-      return Object.fromEntries((schema.required ?? []).map((name) => [name, sample(schema.properties![name]!)]));
-    default:
-      return 'x';
-  }
-}
 
 /** A value of a JSON type the schema does not accept. */
 function wrongValue(schema: Schema): unknown {

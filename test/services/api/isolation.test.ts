@@ -8,19 +8,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { CAPABILITIES, Capability } from '../../../services/core/index.ts';
 import type { RouteEntry } from '../../../services/api/app.ts';
 import { testApp, type Client, type Response, type TestContext } from '../../helpers/app.ts';
-
-interface Schema {
-  type?: string | string[];
-  properties?: Record<string, Schema>;
-  required?: string[];
-  items?: Schema;
-  anyOf?: Schema[];
-  const?: unknown;
-  enum?: unknown[];
-  minLength?: number;
-  minimum?: number;
-  minItems?: number;
-}
+import { sample, type Schema } from '../../helpers/schema-samples.ts';
 
 const KEYS = [
   'workspace', 'environment', 'tag', 'machine', 'lifecycle', 'phase', 'project', 'channel', 'stepTemplate', 'step', 'rollingGroup',
@@ -101,25 +89,6 @@ function holdsReference(schema: Schema, path: string, url: string): boolean {
   if (schema.items) return holdsReference(schema.items, path, url);
   if (schema.anyOf) return schema.anyOf.some((s) => holdsReference(s, path, url));
   return Object.entries(schema.properties ?? {}).some(([name, s]) => holdsReference(s, path ? `${path}.${name}` : name, url));
-}
-
-function sample(schema: Schema): unknown {
-  if (schema.const !== undefined) return schema.const;
-  if (schema.enum) return schema.enum[0];
-  if (schema.anyOf) return sample(schema.anyOf.find((b) => b.type !== 'null') ?? schema.anyOf[0]!);
-  switch ([schema.type].flat()[0]) {
-    case 'string':
-      return 'x'.repeat(Math.max(1, schema.minLength ?? 1));
-    case 'integer':
-    case 'number':
-      return schema.minimum ?? 1;
-    case 'boolean':
-      return true;
-    case 'array':
-      return (schema.minItems ?? 0) > 0 && schema.items ? [sample(schema.items)] : [];
-    default:
-      return {};
-  }
 }
 
 /**
