@@ -98,3 +98,14 @@ describe('wire conventions', () => {
     expect(response.body.paths['/api/environment'].post.requestBody).toBeDefined();
   });
 });
+
+describe('unexpected failures', () => {
+  it('answer 500/1001 with a generic message and no stack trace when the database is gone', async () => {
+    const broken = await testApp();
+    await broken.db.destroy();
+    const response = await broken.admin.get('/api/environment', { workspaceId: broken.mainWorkspaceId });
+    expect(response.status).toBe(500);
+    expect(response.body).toEqual({ error: 'Internal server error', errorcode: 1001, requestid: expect.any(String) });
+    expect(response.text).not.toMatch(/at .*\.(ts|js):\d+/);
+  });
+});
