@@ -162,3 +162,7 @@ export {
 export type { CloudConfig, CloudAccountView } from './cloud-accounts.ts';
 export { createRelease, listReleases, getReleaseDetails } from './releases.ts';
 export type { CreateReleaseInput, ReleaseDetails } from './releases.ts';
+export { deployRelease, promoteRelease } from './deployment-requests.ts';
+export type { EnvironmentRequest, TargetRequest } from './deployment-requests.ts';
+export { getDeployment, cancelDeployment, listDeployments, getDeploymentTargets, MAX_LOGS_PER_READ } from './deployments.ts';
+export type { DeploymentView, DeploymentListQuery, TargetsView } from './deployments.ts';

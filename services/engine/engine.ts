@@ -6,7 +6,7 @@
 import type { Clock, Logger, SecretBox } from '../core/index.ts';
 import { newId, toError } from '../core/index.ts';
 import { WorkQueue, type Bus, type Subscription } from '../bus/index.ts';
-import { automaticEnvironmentsDue, computeProgression } from '../domain/lifecycle-progression.ts';
+import { automaticEnvironmentsDue, computeProgression } from '../domain/index.ts';
 import type { Deployment, NewLogEntry, Store } from '../store/index.ts';
 import type { AgentInfo, AgentLogLine, AgentPort, AgentTaskResult, RunTaskPayload } from './agent-port.ts';
 import { DEFAULT_TIMING, Orchestrator, type OrchestratorTiming } from './orchestrator.ts';

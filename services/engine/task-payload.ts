@@ -4,7 +4,7 @@
  * resolved for this exact machine, step and environment, and the packages the step references.
  */
 import type { ReleaseSnapshot, SecretBox, SnapshotStep } from '../core/index.ts';
-import { VariableSubstitution, resolveVariables, type CandidateValue, type SystemValues } from '../domain/variable-resolution.ts';
+import { VariableSubstitution, resolveVariables, type CandidateValue, type SystemValues } from '../domain/index.ts';
 import type { Deployment, DeploymentTask, TargetMachine } from '../store/index.ts';
 import type { RunTaskPayload } from './agent-port.ts';
 

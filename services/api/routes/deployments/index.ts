@@ -1,8 +1,7 @@
 /** /api/release/deploy, /api/release/promote, /api/deployment… (spec §4.2–4.5, contract §5). */
 import { Type } from '@sinclair/typebox';
 import { Capability, ticksToDate } from '../../../core/index.ts';
-import { deployRelease, promoteRelease } from '../../../domain/deployment-requests.ts';
-import { cancelDeployment, getDeployment, getDeploymentTargets, listDeployments } from '../../../domain/deployments.ts';
+import { cancelDeployment, deployRelease, getDeployment, getDeploymentTargets, listDeployments, promoteRelease } from '../../../domain/index.ts';
 import type { Deployment, LogEntry } from '../../../store/index.ts';
 import { errorResponses, Id } from '../../schemas.ts';
 import type { Routes } from '../route-types.ts';

@@ -1,8 +1,8 @@
 /** /api/release (spec §4.1, §4.12; contract §4): create, list, details with the lifecycle progression. */
 import { Capability } from '../../../core/index.ts';
 import type { ReleaseSnapshot } from '../../../core/index.ts';
-import { createRelease, getReleaseDetails, listReleases } from '../../../domain/releases.ts';
-import type { Progression } from '../../../domain/lifecycle-progression.ts';
+import { createRelease, getReleaseDetails, listReleases } from '../../../domain/index.ts';
+import type { Progression } from '../../../domain/index.ts';
 import type { Release } from '../../../store/releases.ts';
 import { errorResponses } from '../../schemas.ts';
 import type { Routes } from '../route-types.ts';
