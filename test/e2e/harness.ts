@@ -152,3 +152,136 @@ export async function waitForDeployment(client: Api, deploymentId: string, timeo
     { timeoutMs, intervalMs: 200, description: `deployment ${deploymentId} to finish` },
   );
 }
+
+/** The first workspace's ID and the IDs of its environments by name. */
+export async function workspaceOf(client: Api): Promise<{ workspaceId: string; environments: Record<string, string> }> {
+  const workspaceId = (await client.get('/api/workspace')).body.workspaces[0].workspaceId as string;
+  const list = (await client.get('/api/environment', { workspaceId })).body.environments as Array<{ environmentId: string; name: string }>;
+  return { workspaceId, environments: Object.fromEntries(list.map((e) => [e.name, e.environmentId])) };
+}
+
+/** The agents startMachines started, by machine name (their output helps when a test fails). */
+export const startedAgents = new Map<string, Agent>();
+
+/** Creates the machines, starts one real agent per machine and waits until all are Online. Returns name → machineId. */
+export async function startMachines(
+  plane: ControlPlane,
+  client: Api,
+  workspaceId: string,
+  machines: Array<{ name: string; environmentIds: string[]; tagIds?: string[] }>,
+): Promise<Record<string, string>> {
+  const ids: Record<string, string> = {};
+  for (const m of machines) {
+    const created = await client.post('/api/machine', { workspaceId, name: m.name, environmentIds: m.environmentIds, tagIds: m.tagIds ?? [] });
+    if (created.status !== 200) throw new Error(`POST /api/machine answered ${created.status}: ${created.text}`);
+    ids[m.name] = created.body.machineId;
+    startedAgents.set(m.name, startAgent([plane.grpcAddress], created.body.registrationToken));
+  }
+  await waitFor(
+    async () => {
+      const list = (await client.get('/api/machine', { workspaceId, take: '100' })).body.machines as Array<{ machineId: string; status: string }>;
+      return Object.values(ids).every((id) => list.some((m) => m.machineId === id && m.status === 'Online'));
+    },
+    { timeoutMs: 60_000, intervalMs: 250, description: `${machines.length} agents online` },
+  );
+  return ids;
+}
+
+export interface E2eStep {
+  name: string;
+  script: string;
+  /** Step-template properties (JSON text), e.g. a PackageSelector. */
+  propertiesRaw?: string;
+  /** Fields for PUT /api/project/step (errorAction, machineTagFilter, propertiesJson …). */
+  settings?: Record<string, unknown>;
+}
+
+let projectCounter = 0;
+
+/** A project whose steps each run one bash script from a template of its own. Returns the project and its step IDs by name. */
+export async function bashProject(
+  client: Api,
+  workspaceId: string,
+  lifecycleId: string,
+  steps: E2eStep[],
+): Promise<{ projectId: string; stepIds: Record<string, string> }> {
+  const suffix = `${process.pid}-${++projectCounter}-${Math.random().toString(16).slice(2, 8)}`;
+  const project = await client.post('/api/project', { workspaceId, name: `E2E ${suffix}`, lifecycleId });
+  if (project.status !== 200) throw new Error(`POST /api/project answered ${project.status}: ${project.text}`);
+  const projectId = project.body.projectId as string;
+  const stepIds: Record<string, string> = {};
+  for (const s of steps) {
+    const template = await client.post('/api/step-template', {
+      workspaceId,
+      name: `tpl ${suffix} ${s.name}`,
+      script: s.script,
+      scriptLanguage: 'bash',
+      ...(s.propertiesRaw === undefined ? {} : { propertiesRaw: s.propertiesRaw }),
+    });
+    if (template.status !== 200) throw new Error(`POST /api/step-template answered ${template.status}: ${template.text}`);
+    const step = await client.post('/api/project/step', { projectId, name: s.name, stepTemplateId: template.body.stepTemplateId });
+    if (step.status !== 200) throw new Error(`POST /api/project/step answered ${step.status}: ${step.text}`);
+    stepIds[s.name] = step.body.projectStepId;
+    if (s.settings) {
+      const updated = await client.put('/api/project/step', { projectStepId: step.body.projectStepId, ...s.settings });
+      if (updated.status !== 200) throw new Error(`PUT /api/project/step answered ${updated.status}: ${updated.text}`);
+    }
+  }
+  return { projectId, stepIds };
+}
+
+/** Creates a release of the project and deploys it to the environments; returns the deployment IDs. */
+export async function releaseAndDeploy(client: Api, projectId: string, environments: string[], version = '1.0.0'): Promise<string[]> {
+  const release = await client.post('/api/release', { projectId, version });
+  if (release.status !== 200) throw new Error(`POST /api/release answered ${release.status}: ${release.text}`);
+  const deployed = await client.post('/api/release/deploy', { releaseId: release.body.releaseId, environments });
+  if (deployed.status !== 200) throw new Error(`POST /api/release/deploy answered ${deployed.status}: ${deployed.text}`);
+  return deployed.body.deploymentIds as string[];
+}
+
+export interface E2eLog {
+  Data: string;
+  LogLevel: string;
+  CreatedUtcTick: string;
+  ParentLogId: string | null;
+  StepId: string | null;
+}
+
+export async function logsOf(client: Api, deploymentId: string): Promise<E2eLog[]> {
+  return (await client.get('/api/deployment', { deploymentId, skipLogs: 'False' })).body.logs;
+}
+
+/** `step name → machine name → target status` from GET /api/deployment/targets. */
+export async function targetStatuses(client: Api, deploymentId: string): Promise<Record<string, Record<string, string>>> {
+  const response = await client.get('/api/deployment/targets', { deploymentId });
+  if (response.status !== 200) throw new Error(`GET /api/deployment/targets answered ${response.status}: ${response.text}`);
+  const out: Record<string, Record<string, string>> = {};
+  for (const step of response.body.steps as Array<{ name: string; targets: Array<{ machineName: string | null; status: string }> }>) {
+    out[step.name] = Object.fromEntries(step.targets.map((t) => [t.machineName ?? '', t.status]));
+  }
+  return out;
+}
+
+/**
+ * The engine's replica ID (the value it writes to deployments.lease_owner), read from its
+ * 'engine started' log line: start the control plane with env GANTRY_LOG_LEVEL=info.
+ */
+export function replicaIdOf(plane: ControlPlane): string {
+  const match = /"replicaId":"([^"]+)"[^\n]*"msg":"engine started"/.exec(plane.output());
+  if (!match?.[1]) throw new Error(`no 'engine started' line in the control plane output:\n${plane.output().slice(0, 2000)}`);
+  return match[1];
+}
+
+/** Uploads a package file with a real multipart/form-data request, as a CI pipeline does (spec §4.6). */
+export async function uploadPackage(baseUrl: string, workspaceId: string, fileName: string, data: Buffer, credentials = ADMIN) {
+  const form = new FormData();
+  form.append('workspaceId', workspaceId);
+  form.append('PackageFile', new Blob([new Uint8Array(data)]), fileName);
+  const response = await fetch(`${baseUrl}/api/packagestore/package`, {
+    method: 'POST',
+    headers: { authorization: `Basic ${Buffer.from(`${credentials.id}:${credentials.key}`).toString('base64')}` },
+    body: form,
+  });
+  const text = await response.text();
+  return { status: response.status, text, body: text ? JSON.parse(text) : null };
+}
