@@ -67,7 +67,9 @@ export interface ControlPlane {
   output: () => string;
 }
 
-export async function startControlPlane(options: { databaseUrl?: string; natsUrl?: string; natsPrefix?: string; dataDir?: string } = {}): Promise<ControlPlane> {
+export async function startControlPlane(
+  options: { databaseUrl?: string; natsUrl?: string; natsPrefix?: string; dataDir?: string; env?: Record<string, string> } = {},
+): Promise<ControlPlane> {
   const httpPort = await freePort();
   const grpcPort = await freePort();
   const env: Record<string, string> = {
@@ -83,6 +85,7 @@ export async function startControlPlane(options: { databaseUrl?: string; natsUrl
   if (options.databaseUrl) env.DATABASE_URL = options.databaseUrl;
   if (options.natsUrl) env.NATS_URL = options.natsUrl;
   if (options.natsPrefix) env.GANTRY_NATS_PREFIX = options.natsPrefix;
+  Object.assign(env, options.env);
   const { child, output } = spawnNode('services/main.ts', env);
   const url = `http://127.0.0.1:${httpPort}`;
   await waitFor(
