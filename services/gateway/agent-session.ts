@@ -183,6 +183,9 @@ export class AgentSession {
         return;
       case 'heartbeat':
         await this.#port.heartbeat(this.machineId, {});
+        // Wake-ups are best-effort (core NATS), and a replica can die between starting a task and
+        // publishing its wake-up: re-checking here bounds a lost one to one heartbeat interval.
+        this.requestTaskSync();
         return;
       case 'taskAccepted':
         this.#logger.debug({ taskId: message.taskAccepted?.taskId }, 'task accepted');

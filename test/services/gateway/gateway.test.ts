@@ -193,6 +193,21 @@ describe('Connect', () => {
     expect(stream.of('runTask').map((r) => r.taskId)).toEqual(['t1', 't2', 't3']);
   });
 
+  it('sends a task whose wake-up was lost at the agent\'s next Heartbeat', async () => {
+    // A replica can die between starting a task and publishing its wake-up, and core NATS events
+    // are best-effort: the heartbeat re-checks the machine's tasks so none waits forever.
+    const { machineId, stream } = await helloedAgent();
+    port.tasks.set(machineId, [task('lost-1')]);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(stream.of('runTask')).toEqual([]);
+    stream.send({ heartbeat: { sentUnixMs: Date.now() } });
+    await waitFor(() => stream.of('runTask').length === 1, { description: 'the task after a heartbeat' });
+    stream.send({ heartbeat: { sentUnixMs: Date.now() } });
+    await waitFor(() => port.callsOf('heartbeat', machineId).length === 3, { description: 'third heartbeat' });
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(stream.of('runTask').map((r) => r.taskId)).toEqual(['lost-1']);
+  });
+
   it('sends CancelTask when a task.cancel event names a connected machine', async () => {
     const { machineId, stream } = await helloedAgent();
     await bus.publishEvent(EventSubject.taskCancel('task-c'), { v: 1, type: 'task.cancel', taskId: 'task-c', deploymentId: 'd-1', machineId });
