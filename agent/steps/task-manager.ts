@@ -271,7 +271,9 @@ export class TaskManager implements SessionHandler {
     task.lastNanos = nanos > task.lastNanos ? nanos : task.lastNanos + 1n;
     task.pending.push({ seq: ++task.lastSeq, stream, text: masked, unixNanos: task.lastNanos.toString() });
     task.pendingBytes += masked.length + 32;
-    if (task.pendingBytes >= this.#maxBatchBytes) this.#flush(task);
+    // The task's first line goes out at once: it is what a user watching the deployment waits for
+    // (promote → first line); later lines are batched.
+    if (task.pendingBytes >= this.#maxBatchBytes || task.appendedSeq === 0) this.#flush(task);
     else task.flushTimer ??= setTimeout(() => this.#flush(task), this.#flushIntervalMs);
   }
 

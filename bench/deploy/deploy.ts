@@ -9,16 +9,19 @@
  *   npx tsx bench/deploy/deploy.ts --postgres      (a fresh database on GANTRY_BENCH_PG_URL or 127.0.0.1:5432)
  *   npx tsx bench/deploy/deploy.ts --postgres --nats   (… and NATS JetStream at 127.0.0.1:4222)
  *   npx tsx bench/deploy/deploy.ts --n 10 --k 20   (one N, K iterations)
+ *   npx tsx bench/deploy/deploy.ts --script 'echo ready; sleep 0.5'   (a step that runs on after its first line)
  */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import pg from 'pg';
 import { waitFor } from '../../test/helpers/wait-for.ts';
 import { api, cleanup, startAgent, startControlPlane, type Api, type ControlPlane } from '../../test/e2e/harness.ts';
 import { median, ms, percentile, table } from './stats.ts';
 
-const SCRIPT = 'echo ready';
 const TARGET_FIRST_LINE_P95_MS = 250;
 const TARGET_OVERHEAD_MS = 30;
 const POLL_MS = 10;
@@ -30,6 +33,8 @@ const option = (name: string) => {
   const at = args.indexOf(name);
   return at >= 0 ? args[at + 1] : undefined;
 };
+// The script's first output line must be `ready`; --script lets it run on after that line.
+const SCRIPT = option('--script') ?? 'echo ready';
 const quick = flag('--quick');
 const usePostgres = flag('--postgres') || flag('--nats');
 const useNats = flag('--nats');
@@ -80,7 +85,7 @@ async function directBash(count: number, parallel: boolean): Promise<number> {
       let out = '';
       child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
       child.on('error', reject);
-      child.on('close', (code) => (code === 0 && out === 'ready\n' ? resolve() : reject(new Error(`bash exited ${code}: ${out}`))));
+      child.on('close', (code) => (code === 0 && out.startsWith('ready\n') ? resolve() : reject(new Error(`bash exited ${code}: ${out}`))));
     });
   const start = performance.now();
   if (parallel) await Promise.all(Array.from({ length: count }, once));
@@ -100,6 +105,7 @@ async function setUp(n: number): Promise<{ plane: ControlPlane; client: Api; pro
     dropDatabase = () => adminQuery(`drop database if exists "${name}" with (force)`);
   }
   const plane = await startControlPlane({
+    ...(process.env.GANTRY_BENCH_LOG_LEVEL ? { env: { GANTRY_LOG_LEVEL: process.env.GANTRY_BENCH_LOG_LEVEL } } : {}),
     ...(databaseUrl ? { databaseUrl } : {}),
     ...(useNats ? { natsUrl: process.env.NATS_URL || 'nats://127.0.0.1:4222', natsPrefix: `bench_${randomBytes(4).toString('hex')}` } : {}),
   });
@@ -125,7 +131,7 @@ async function setUp(n: number): Promise<{ plane: ControlPlane; client: Api; pro
   for (const token of tokens) startAgent([plane.grpcAddress], token);
   await waitFor(
     async () => {
-      const list = await client.get('/api/machine', { workspaceId });
+      const list = await client.get('/api/machine', { workspaceId, take: '100' });
       return list.body.machines.filter((m: { status: string }) => m.status === 'Online').length === n;
     },
     { timeoutMs: 60_000 + n * 3_000, intervalMs: 250, description: `${n} agents online` },
@@ -163,7 +169,10 @@ async function promoteOnce(client: Api, projectId: string, n: number): Promise<I
       completeDate = status.CompleteDate as string;
       break;
     }
-    if (Date.now() > deadline) throw new Error(`deployment ${deploymentId} did not finish in 60 s`);
+    if (Date.now() > deadline) {
+      const targets = await client.get('/api/deployment/targets', { deploymentId });
+      throw new Error(`deployment ${deploymentId} did not finish in 60 s: ${status.Status}, targets ${targets.text}`);
+    }
     await new Promise((resolve) => setTimeout(resolve, POLL_MS));
   }
   const all = (await client.get('/api/deployment', { deploymentId, skipLogs: 'False' })).body.logs as LogView[];
@@ -198,7 +207,11 @@ async function run(n: number): Promise<Result> {
   console.log(`N = ${n}: setting up`);
   const { plane, client, projectId, dropDatabase } = await setUp(n);
   try {
-    await promoteOnce(client, projectId, n); // warm-up: JIT, connection pools, agents' first task
+    await promoteOnce(client, projectId, n).catch((error: unknown) => {
+      const file = path.join(os.tmpdir(), `gantry-bench-deploy-${n}.log`);
+      writeFileSync(file, plane.output());
+      throw new Error(`${String(error)}\n(control plane output in ${file})`);
+    }); // warm-up: JIT, connection pools, agents' first task
     const iterations: Iteration[] = [];
     const bashParallel: number[] = [];
     const bashSequential: number[] = [];
@@ -209,6 +222,11 @@ async function run(n: number): Promise<Result> {
       bashSequential.push(await directBash(n, false));
       const last = iterations.at(-1)!;
       console.log(`  #${i + 1}: first line visible ${ms(last.firstVisible)}, completed ${ms(last.completed)}`);
+    }
+    if (process.env.GANTRY_BENCH_LOG_LEVEL) {
+      const file = path.join(os.tmpdir(), `gantry-bench-deploy-${n}.log`);
+      writeFileSync(file, plane.output());
+      console.log(`  control plane output in ${file}`);
     }
     return { n, k, iterations, bashParallel, bashSequential };
   } finally {

@@ -9,7 +9,7 @@ import { WorkQueue, type Bus, type Subscription } from '../bus/index.ts';
 import { automaticEnvironmentsDue, computeProgression } from '../domain/index.ts';
 import type { Deployment, NewLogEntry, Store } from '../store/index.ts';
 import type { AgentInfo, AgentLogLine, AgentPort, AgentTaskResult, RunTaskPayload } from './agent-port.ts';
-import { DEFAULT_TIMING, Orchestrator, type OrchestratorTiming } from './orchestrator.ts';
+import { DEFAULT_TIMING, Orchestrator, type AdvanceResult, type OrchestratorTiming } from './orchestrator.ts';
 import { buildRunTask } from './task-payload.ts';
 
 export interface EngineOptions {
@@ -46,6 +46,8 @@ export function createEngine(options: EngineOptions): Engine {
   const sweepIntervalMs = options.sweepIntervalMs ?? 2_000;
   let subscription: Subscription | null = null;
   let sweeper: NodeJS.Timeout | null = null;
+  /** Deployments this replica is advancing now; `again`: a wake-up arrived meanwhile. */
+  const advancing = new Map<string, { again: boolean }>();
 
   const wake = async (ids: readonly string[]) => {
     for (const deploymentId of ids) await bus.publishWork(WorkQueue.deployments, { v: 1, type: 'deployment.advance', deploymentId });
@@ -175,8 +177,26 @@ export function createEngine(options: EngineOptions): Engine {
         WorkQueue.deployments,
         async (message) => {
           if (message.type !== 'deployment.advance') return 'ack';
-          const outcome = await orchestrator.advance(message.deploymentId);
-          return outcome === 'busy' ? { retryInMs: 250 } : 'ack';
+          const { deploymentId } = message;
+          // Already being advanced here: ask that run to go once more instead of colliding with
+          // our own lease and retrying 250 ms later (a wide deployment's results arrive together).
+          const running = advancing.get(deploymentId);
+          if (running) {
+            running.again = true;
+            return 'ack';
+          }
+          const state = { again: false };
+          advancing.set(deploymentId, state);
+          try {
+            let outcome: AdvanceResult;
+            do {
+              state.again = false;
+              outcome = await orchestrator.advance(deploymentId);
+            } while (state.again && outcome !== 'busy');
+            return outcome === 'busy' ? { retryInMs: 250 } : 'ack';
+          } finally {
+            advancing.delete(deploymentId);
+          }
         },
         { maxInFlight: 4 },
       );

@@ -164,21 +164,34 @@ export class Orchestrator {
         await this.#log(deployment.id, [{ level: 'Information', data: `${task.stepName} on ${task.machineName}: ${skip.message}`, stepId: task.stepId, parentLogId: stepParentLogId(deployment.id, task.stepId) }]);
       }
     }
+    // Starts are claimed together (each Pending → Running is guarded on its own) and logged in one
+    // append, then every agent is woken: a per-task round of writes before the first wake-up made
+    // the first machine wait for the last one (~8 ms × machines).
+    const claimed = await Promise.all(
+      actions.start.map(async (start) => {
+        const task = byKey.get(targetKey(start.stepId, start.machineId));
+        if (!task) return null;
+        const machine = await store.deploymentMachines.get(start.machineId);
+        const parentLogId = newId();
+        if (!(await store.deploymentTasks.transition(task.id, ['Pending'], { status: 'Running', parentLogId, dispatchedUtc: now, startedUtc: now }))) return null;
+        return { task, machine, parentLogId, machineId: start.machineId };
+      }),
+    );
+    const started = claimed.filter((c) => c !== null);
+    const parents = new Map(started.map((s) => [s.task.stepId, s.task]));
+    for (const task of parents.values()) await this.#ensureStepParent(deployment.id, task);
+    await this.#log(
+      deployment.id,
+      started.map(({ task, parentLogId }) => ({ id: parentLogId, level: 'Information' as const, data: `Running '${task.stepName}' on ${task.machineName}`, stepId: task.stepId, parentLogId: stepParentLogId(deployment.id, task.stepId), taskId: task.id })),
+    );
     const woken = new Set<string>();
-    for (const start of actions.start) {
-      const task = byKey.get(targetKey(start.stepId, start.machineId));
-      if (!task) continue;
-      const machine = await store.deploymentMachines.get(start.machineId);
-      const parentLogId = newId();
-      if (!(await store.deploymentTasks.transition(task.id, ['Pending'], { status: 'Running', parentLogId, dispatchedUtc: now, startedUtc: now }))) continue;
-      await this.#ensureStepParent(deployment.id, task);
-      await this.#log(deployment.id, [{ id: parentLogId, level: 'Information', data: `Running '${task.stepName}' on ${task.machineName}`, stepId: task.stepId, parentLogId: stepParentLogId(deployment.id, task.stepId), taskId: task.id }]);
+    for (const { task, machine, machineId } of started) {
       if (!machine || !machine.enabled || !isOnline(machine, now)) {
         // No hang: an offline machine fails its part at once, saying so.
         await this.finishTask(task.id, { status: 'Failed', exitCode: null, message: `Machine '${task.machineName}' is offline: its agent has not connected recently` });
         continue;
       }
-      woken.add(start.machineId);
+      woken.add(machineId);
     }
     for (const machineId of woken) {
       await this.#deps.bus.publishEvent(EventSubject.machineWorkAvailable(machineId), { v: 1, type: 'machine.work-available', machineId });
@@ -209,9 +222,12 @@ export class Orchestrator {
 
   async #failLostTasks(tasks: DeploymentTask[], now: Date, lostMs: number): Promise<void> {
     for (const task of tasks.filter((t) => t.status === 'Running' && t.machineId)) {
+      const dispatched = task.dispatchedUtc?.getTime() ?? now.getTime();
+      // Dispatched recently: not lost whatever the agent's last-seen time. Skipping the lookup
+      // keeps each wake-up of a wide deployment from reading every machine again.
+      if (now.getTime() - dispatched <= lostMs) continue;
       const machine = await this.#deps.store.deploymentMachines.get(task.machineId!);
       const lastSeen = machine?.lastSeenUtc?.getTime() ?? 0;
-      const dispatched = task.dispatchedUtc?.getTime() ?? now.getTime();
       if (now.getTime() - Math.max(lastSeen, dispatched) > lostMs) {
         await this.finishTask(task.id, { status: 'Failed', exitCode: null, message: `Lost contact with the agent on '${task.machineName}'` });
       }
