@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../../services/core/index.ts';
-import { InProcessBus } from '../../../services/bus/index.ts';
+import { EventSubject, InProcessBus } from '../../../services/bus/index.ts';
 import { createEngine, type Engine } from '../../../services/engine/engine.ts';
 import type { RunTaskPayload } from '../../../services/engine/agent-port.ts';
 import { testApp, type TestContext } from '../../helpers/app.ts';
@@ -204,5 +204,22 @@ describe('engine', () => {
     await agents.stop();
     expect((await t.deps.store.deploymentTasks.get(taskId))!.status).toBe('Succeeded');
     await t.db('machine_environments').where({ machine_id: m }).delete();
+  });
+  it('wakes the agent of every machine whose task it starts, over the bus', async () => {
+    const a = await onlineMachine(t, 'wake-a', staging);
+    const b = await onlineMachine(t, 'wake-b', staging);
+    const woken: string[] = [];
+    const subscription = await bus.subscribeEvents(EventSubject.allMachineEvents, (message) => {
+      if (message.type === 'machine.work-available') woken.push(message.machineId);
+    });
+    const target = await release(t, { steps: [step('Wake')] });
+    const id = await deployment(t, target, staging);
+    await engine.wake([id]);
+    await waitFor(() => woken.includes(a) && woken.includes(b), { timeoutMs: 10_000, description: 'both machines woken' });
+    await subscription.close();
+    const agents = fleet([a, b], () => ({ outcome: 'SUCCEEDED' }));
+    expect((await finalStatus(id)).status).toBe('Completed');
+    await agents.stop();
+    await t.db('machine_environments').whereIn('machine_id', [a, b]).delete();
   });
 });
