@@ -9,5 +9,7 @@ export default defineConfig({
     hookTimeout: 120_000,
     // Each test file gets its own database, so files run in parallel safely.
     fileParallelism: true,
+    // In CI, also write a JSON report so .ci/run can print a plain "N passed, N failed" line.
+    reporters: process.env.CI ? ['default', ['json', { outputFile: 'test-results.json' }]] : ['default'],
   },
 });
