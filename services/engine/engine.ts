@@ -152,7 +152,7 @@ export function createEngine(options: EngineOptions): Engine {
         createdUtc: nanosToDate(line.unixNanos, clock.now()),
       }));
       const now = clock.now();
-      await store.transaction((tx) => tx.deploymentLogs.append(task.deploymentId, entries, now));
+      await store.deploymentLogs.append(task.deploymentId, entries, now);
       return store.deploymentLogs.maxAgentSeq(taskId);
     },
 

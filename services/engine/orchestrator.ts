@@ -95,7 +95,7 @@ export class Orchestrator {
 
   async #log(deploymentId: string, entries: NewLogEntry[]): Promise<void> {
     const now = this.#deps.clock.now();
-    await this.#deps.store.transaction((tx) => tx.deploymentLogs.append(deploymentId, entries, now));
+    await this.#deps.store.deploymentLogs.append(deploymentId, entries, now);
   }
 
   async #setStatus(deployment: Deployment, status: Deployment['status'], message: string, level: LogLevel = 'Information'): Promise<void> {

@@ -72,60 +72,77 @@ function toEntry(row: LogRow): LogEntry {
   };
 }
 
-const isError = (level: LogLevel) => level === 'Error' || level === 'Critical';
+/**
+ * Hot path: append log lines to one deployment. Parameters: 1 deployment ID, 2 JSON array of
+ * {ord, id, created_at, created_tick, level, data, exception_data, step_id, parent_log_id,
+ * task_id, agent_seq}, 3 deployment ID, 4 now, 5 deployment ID.
+ *
+ * Ticks: tick_r = max(tick_(r-1) + 1, created_tick_r), starting from the deployment's last tick.
+ * Unrolled, that is r + max(last, max over j ≤ r of (created_tick_j − j)): a running max, so one
+ * window function computes every tick. The row lock on the deployment (FOR UPDATE, held to the
+ * end of the statement) makes commits happen in tick order, so a reader paging with
+ * `tick > T` never skips a line that commits later with a smaller tick.
+ */
+const APPEND_LOGS_SQL = `
+WITH locked AS (
+  SELECT last_log_tick FROM deployments WHERE id = ? FOR UPDATE
+), input AS (
+  SELECT x.* FROM jsonb_to_recordset(CAST(? AS jsonb)) AS x(
+    ord int, id text, created_at timestamptz, created_tick bigint, level text, data text,
+    exception_data text, step_id text, parent_log_id text, task_id text, agent_seq int)
+), numbered AS (
+  SELECT input.*, row_number() OVER (ORDER BY ord) AS r FROM input
+), ticked AS (
+  SELECT numbered.*,
+         r + greatest((SELECT last_log_tick FROM locked),
+                      max(created_tick - r) OVER (ORDER BY ord ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)) AS tick
+  FROM numbered
+  WHERE EXISTS (SELECT 1 FROM locked)
+), ins AS (
+  INSERT INTO deployment_logs (id, deployment_id, tick, created_at, level, data, exception_data, step_id, parent_log_id, task_id, agent_seq)
+  SELECT id, ?, tick, created_at, level, data, exception_data, step_id, parent_log_id, task_id, agent_seq FROM ticked
+  ON CONFLICT (task_id, agent_seq) WHERE agent_seq IS NOT NULL DO NOTHING
+  RETURNING *
+), upd AS (
+  UPDATE deployments SET
+    last_log_tick = greatest(last_log_tick, (SELECT max(tick) FROM ins)),
+    error_count = error_count + (SELECT count(*) FROM ins WHERE level IN ('Error', 'Critical')),
+    warning_count = warning_count + (SELECT count(*) FROM ins WHERE level = 'Warning'),
+    last_update_at = ?,
+    change_tick = nextval('deployment_change_seq')
+  WHERE id = ? AND EXISTS (SELECT 1 FROM ins)
+  RETURNING id
+)
+SELECT ins.* FROM ins ORDER BY tick`;
 
 export function deploymentLogsStore(db: Db) {
   return {
     /**
-     * Appends entries and updates the deployment's error/warning counts and last tick. Must run
-     * inside a transaction (the row lock is what makes ticks unique); returns the stored entries.
+     * Appends entries and updates the deployment's error/warning counts and last tick, in ONE
+     * statement (see APPEND_LOGS_SQL): the deployment row stays locked for a single round trip,
+     * so fifty agents streaming into one deployment do not queue behind each other's transactions.
+     * Returns the entries actually stored (a line an agent re-sent is stored once).
      */
     async append(deploymentId: string, entries: NewLogEntry[], now: Date): Promise<LogEntry[]> {
       if (entries.length === 0) return [];
-      const locked = await db('deployments').where({ id: deploymentId }).forUpdate().first('last_log_tick');
-      if (!locked) return [];
-      let fresh = entries;
-      const seqs = entries.filter((e) => e.taskId && e.agentSeq != null);
-      if (seqs.length > 0) {
-        const stored = await db('deployment_logs')
-          .whereIn(['task_id', 'agent_seq'], seqs.map((e) => [e.taskId!, e.agentSeq!]))
-          .select('task_id', 'agent_seq');
-        const seen = new Set(stored.map((r) => `${r.task_id}:${r.agent_seq}`));
-        fresh = entries.filter((e) => !(e.taskId && e.agentSeq != null && seen.has(`${e.taskId}:${e.agentSeq}`)));
-        if (fresh.length === 0) return [];
-      }
-      let tick = BigInt(locked.last_log_tick as string);
-      const rows: LogRow[] = fresh.map((entry) => {
+      const input = entries.map((entry, ord) => {
         const created = entry.createdUtc ?? now;
-        tick = maxBig(tick + 1n, dateToTicks(created));
         return {
+          ord,
           id: entry.id ?? newId(),
-          deployment_id: deploymentId,
-          tick: tick.toString(),
-          created_at: created,
+          created_at: created.toISOString(),
+          created_tick: dateToTicks(created).toString(),
           level: entry.level,
           data: entry.data,
           exception_data: entry.exceptionData ?? null,
           step_id: entry.stepId ?? null,
           parent_log_id: entry.parentLogId ?? null,
           task_id: entry.taskId ?? null,
+          agent_seq: entry.agentSeq ?? null,
         };
       });
-      await db('deployment_logs').insert(
-        rows.map((row, index) => ({ ...row, agent_seq: fresh[index]!.agentSeq ?? null })),
-      );
-      const errors = fresh.filter((e) => isError(e.level)).length;
-      const warnings = fresh.filter((e) => e.level === 'Warning').length;
-      await db('deployments')
-        .where({ id: deploymentId })
-        .update({
-          last_log_tick: tick.toString(),
-          error_count: db.raw('error_count + ?', [errors]),
-          warning_count: db.raw('warning_count + ?', [warnings]),
-          last_update_at: now,
-          change_tick: db.raw("nextval('deployment_change_seq')"),
-        });
-      return rows.map(toEntry);
+      const result = await db.raw<{ rows: LogRow[] }>(APPEND_LOGS_SQL, [deploymentId, JSON.stringify(input), deploymentId, now, deploymentId]);
+      return result.rows.map(toEntry);
     },
     /** The highest agent line number stored for a task (0: none): what AckLogs reports. */
     async maxAgentSeq(taskId: string): Promise<number> {
@@ -144,6 +161,3 @@ export function deploymentLogsStore(db: Db) {
   };
 }
 
-function maxBig(a: bigint, b: bigint): bigint {
-  return a > b ? a : b;
-}

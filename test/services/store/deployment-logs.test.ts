@@ -31,7 +31,7 @@ beforeAll(async () => {
 });
 
 const append = (entries: Parameters<TestContext['deps']['store']['deploymentLogs']['append']>[1], now = new Date()) =>
-  t.deps.store.transaction((tx) => tx.deploymentLogs.append(deploymentId, entries, now));
+  t.deps.store.deploymentLogs.append(deploymentId, entries, now);
 
 describe('deployment logs', () => {
   it('gives every line a unique, increasing tick beyond 2^53, even when written concurrently at the same instant', async () => {
@@ -68,5 +68,25 @@ describe('deployment logs', () => {
     const stored = await t.db('deployment_logs').where({ task_id: 'task-1' }).orderBy('agent_seq');
     expect(stored.map((r) => r.data)).toEqual(['careful', 'broken', 'next']);
     expect(after!.lastLogTick).toBe(BigInt(stored[2].tick));
+  });
+
+  it('stores a batch sent twice at the same moment (two replicas) once', async () => {
+    const batch = Array.from({ length: 10 }, (_, i) => ({ level: 'Information' as const, data: `dup ${i}`, taskId: 'task-2', agentSeq: i + 1 }));
+    const results = await Promise.all([append(batch), append(batch), append(batch)]);
+    expect(results.reduce((n, r) => n + r.length, 0)).toBe(10);
+    const stored = await t.db('deployment_logs').where({ task_id: 'task-2' }).orderBy('tick');
+    expect(stored.map((r) => r.agent_seq)).toEqual(Array.from({ length: 10 }, (_, i) => i + 1));
+  });
+
+  it('keeps ticks increasing with the agent clock behind the server clock', async () => {
+    const past = new Date(Date.now() - 60_000);
+    const stored = await append([
+      { level: 'Information', data: 'late 1', createdUtc: past },
+      { level: 'Information', data: 'late 2', createdUtc: past },
+    ]);
+    const before = await t.deps.store.deploymentLogs.read(deploymentId, null, 1000);
+    const previous = before.filter((e) => !e.data.startsWith('late')).at(-1)!.tick;
+    expect(stored[0]!.tick).toBe(previous + 1n);
+    expect(stored[1]!.tick).toBe(previous + 2n);
   });
 });
