@@ -1,5 +1,5 @@
 /** Projects (contract §3): what gets deployed; soft-deleted, after which the ID is unknown. */
-import { authorize, can, Capability, newId, toPage, unknownId, type PageRequest, type Paged, type Principal } from '../core/index.ts';
+import { authorize, Capability, newId, toPage, unknownId, type PageRequest, type Paged, type Principal } from '../core/index.ts';
 import type { Project } from '../store/index.ts';
 import type { DomainDeps } from './deps.ts';
 import { visibleResource, visibleWorkspace, withUniqueName } from './scope.ts';
@@ -79,9 +79,4 @@ export async function deleteProject(deps: DomainDeps, principal: Principal, proj
   const project = await visibleProject(deps, principal, projectId);
   authorize(principal, Capability.EditProject, { projectId: project.id });
   await deps.store.projects.softDelete(project.id, deps.clock.now());
-}
-
-/** True when the principal may act on this project with the capability (for filtering lists). */
-export function canOnProject(principal: Principal, capability: Capability, projectId: string): boolean {
-  return can(principal, capability, { projectId });
 }

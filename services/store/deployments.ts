@@ -187,22 +187,6 @@ export function deploymentsStore(db: Db) {
         .count({ n: '*' });
       return Number(row?.n ?? 0);
     },
-    async countRunningInOrganization(organizationId: string): Promise<number> {
-      const [row] = await db('deployments as d')
-        .join('workspaces as w', 'w.id', 'd.workspace_id')
-        .where('w.organization_id', organizationId)
-        .where('d.status', 'Running')
-        .count({ n: '*' });
-      return Number(row?.n ?? 0);
-    },
-    /** Another deployment of the same project to the same environment that is already running. */
-    async hasRunningSibling(deployment: Pick<Deployment, 'id' | 'projectId' | 'environmentId'>): Promise<boolean> {
-      const row = await db('deployments')
-        .where({ project_id: deployment.projectId, environment_id: deployment.environmentId, status: 'Running' })
-        .whereNot({ id: deployment.id })
-        .first('id');
-      return row !== undefined;
-    },
     /**
      * Takes (or renews) the lease on an active deployment for `owner`; null when another replica
      * holds an unexpired lease or the deployment is final.
