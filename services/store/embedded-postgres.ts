@@ -35,8 +35,26 @@ async function readOrCreatePassword(file: string): Promise<string> {
   }
 }
 
+/**
+ * As root, PostgreSQL runs as the `postgres` user, which must be able to walk down to the data
+ * folder: every ancestor needs the "others may enter" bit. /root (0700) is the usual trap.
+ */
+async function checkTraversableByOthers(dir: string): Promise<void> {
+  for (let current = path.dirname(dir); ; current = path.dirname(current)) {
+    const stat = await fs.stat(current);
+    if ((stat.mode & 0o001) === 0) {
+      throw new Error(
+        `The embedded PostgreSQL runs as the 'postgres' user and cannot reach ${dir}: ${current} is closed to other users. ` +
+          `Set GANTRY_DATA_DIR to a folder outside it (for example /var/lib/gantry) or run: chmod o+x ${current}`,
+      );
+    }
+    if (current === path.dirname(current)) return;
+  }
+}
+
 export async function startEmbeddedPostgres(options: { dataDir: string; port: number; logger: Logger }): Promise<EmbeddedDatabase> {
   // The postgres user must be able to traverse to its cluster folder, hence 0755 on ours.
+  if (process.getuid?.() === 0) await checkTraversableByOthers(options.dataDir);
   await fs.mkdir(options.dataDir, { recursive: true, mode: 0o755 });
   const clusterDir = path.join(options.dataDir, 'pg');
   const password = await readOrCreatePassword(path.join(options.dataDir, 'pg-password'));

@@ -61,4 +61,16 @@ describe('embedded default', () => {
     expect((await request('GET', '/api/workspace', credentials)).body.workspaces).toHaveLength(1);
     expect(JSON.parse(await fs.readFile(file, 'utf8'))).toEqual(credentials);
   }, 120_000);
+
+  it.runIf(process.getuid?.() === 0)('refuses, naming the fix, a data folder the postgres user cannot reach', async () => {
+    const closed = await fs.mkdtemp(path.join(os.tmpdir(), 'gantry-closed-'));
+    await fs.chmod(closed, 0o700);
+    try {
+      const config = loadConfig({ GANTRY_DATA_DIR: path.join(closed, 'data'), GANTRY_PORT: '0', GANTRY_HOST: '127.0.0.1', GANTRY_LOG_LEVEL: 'silent' });
+      await expect(startServer(config)).rejects.toThrow(`${closed} is closed to other users`);
+      await expect(fs.stat(path.join(closed, 'data'))).rejects.toThrow();
+    } finally {
+      await fs.rm(closed, { recursive: true, force: true });
+    }
+  });
 });
