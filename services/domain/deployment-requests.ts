@@ -40,8 +40,7 @@ interface ResolvedTarget {
 /** The newest representable date plus a margin: anything later is a client error, not a schedule. */
 const MAX_SCHEDULE_MS = Date.UTC(9999, 0, 1);
 
-async function resolveTargets(deps: DomainDeps, release: Release, request: TargetRequest): Promise<ResolvedTarget[]> {
-  const workspaceEnvironments = (await deps.store.environments.list(release.workspaceId, { skip: 0, take: 500 })).items;
+function resolveTargets(release: Release, workspaceEnvironments: Environment[], request: TargetRequest): ResolvedTarget[] {
   const byName = new Map(workspaceEnvironments.map((e) => [e.name.toLowerCase(), e]));
   const wanted: Array<{ name: string; machineMode: ResolvedTarget['machineMode']; machineIds: string[] }> = [];
   for (const item of request.environments ?? []) {
@@ -73,8 +72,7 @@ async function resolveTargets(deps: DomainDeps, release: Release, request: Targe
   return [...targets.values()];
 }
 
-async function checkAvailability(deps: DomainDeps, release: Release, targets: ResolvedTarget[]): Promise<void> {
-  const environments = (await deps.store.environments.list(release.workspaceId, { skip: 0, take: 500 })).items;
+async function checkAvailability(deps: DomainDeps, release: Release, environments: Environment[], targets: ResolvedTarget[]): Promise<void> {
   const deployments = await deps.store.deployments.listForRelease(release.id);
   const progression = computeProgression(
     release.snapshot.lifecycle,
@@ -122,9 +120,10 @@ function scheduleOf(millis: number | undefined): Date | null {
 
 async function createDeployments(deps: DomainDeps, principal: Principal, release: Release, request: TargetRequest): Promise<string[]> {
   const scheduledFor = scheduleOf(request.deploymentDateUnixMillis);
-  const targets = await resolveTargets(deps, release, request);
+  const environments = (await deps.store.environments.list(release.workspaceId, { skip: 0, take: 500 })).items;
+  const targets = resolveTargets(release, environments, request);
   authorize(principal, Capability.Deploy, { projectId: release.projectId, environmentIds: targets.map((t) => t.environment.id) });
-  await checkAvailability(deps, release, targets);
+  await checkAvailability(deps, release, environments, targets);
   await checkMachines(deps, release.workspaceId, targets);
   checkExcludedSteps(release, request.excludeStepNames ?? []);
 

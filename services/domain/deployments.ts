@@ -79,7 +79,7 @@ export async function listDeployments(
   deps: DomainDeps,
   principal: Principal,
   query: DeploymentListQuery,
-): Promise<Paged<Deployment> & { lastChangeTick: bigint }> {
+): Promise<Paged<Deployment> & { lastChangeTick: bigint; versions: Map<string, string> }> {
   const changedAfterTick = query.changedAfterTick ? parseChangeTick(query.changedAfterTick) : undefined;
   let workspaceId: string | undefined;
   let projectId: string | undefined;
@@ -104,7 +104,12 @@ export async function listDeployments(
   authorize(principal, READ, projectId ? { projectId } : {});
   const filter = { workspaceId, projectId, releaseId };
   const page = await deps.store.deployments.list({ ...filter, status: query.status, changedAfterTick }, toPage(query));
-  return { ...page, lastChangeTick: await deps.store.deployments.maxChangeTick(filter) };
+  // Release versions by release ID, read once per release on the page.
+  const versions = new Map<string, string>();
+  for (const d of page.items) {
+    if (!versions.has(d.releaseId)) versions.set(d.releaseId, (await deps.store.releases.get(d.releaseId))?.version ?? '');
+  }
+  return { ...page, versions, lastChangeTick: await deps.store.deployments.maxChangeTick(filter) };
 }
 
 function parseChangeTick(raw: string): bigint {

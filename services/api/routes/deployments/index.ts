@@ -92,16 +92,12 @@ export const deploymentRoutes: Routes = async (app) => {
     { schema: { tags, summary: 'Pages through deployments of a workspace, project or release; polls for changes', querystring: ListQuery, response: { 200: ListResponse, ...errorResponses } }, config: { capability: [Capability.View, Capability.Deploy] } },
     async (request) => {
       const page = await listDeployments(deps, request.principal, request.query);
-      const versions = new Map<string, string>();
-      for (const d of page.items) {
-        if (!versions.has(d.releaseId)) versions.set(d.releaseId, (await deps.store.releases.get(d.releaseId))?.version ?? '');
-      }
       return {
         deployments: page.items.map((d) => ({
           deploymentId: d.id,
           releaseId: d.releaseId,
           projectId: d.projectId,
-          version: versions.get(d.releaseId) ?? '',
+          version: page.versions.get(d.releaseId) ?? '',
           environmentId: d.environmentId,
           environmentName: d.environmentName,
           status: d.status,
