@@ -62,8 +62,11 @@ export class StepExecution {
     const task = this.#task;
     try {
       const workDir = path.join(this.#deps.workRoot, task.deploymentId, task.taskId);
-      await rm(workDir, { recursive: true, force: true });
-      await mkdir(workDir, { recursive: true });
+      // A task runs once, so its folder is new; one left by a crash mid-preparation is emptied.
+      if ((await mkdir(workDir, { recursive: true })) === undefined) {
+        await rm(workDir, { recursive: true, force: true });
+        await mkdir(workDir, { recursive: true });
+      }
       const env: Record<string, string> = { ...this.#deps.baseEnv, ...task.env };
       await this.#preparePackages(workDir, env);
       if (this.#stopReason) return this.#stoppedOutcome(-1);

@@ -16,6 +16,7 @@ export interface StoredResult {
 export interface TaskRecord {
   readonly taskId: string;
   readonly deploymentId: string;
+  /** accepted: journaled, preparing packages; running: the script's process exists (pid below). */
   status: 'accepted' | 'running' | 'finished';
   acceptedUnixMs: number;
   finishedUnixMs?: number;

@@ -24,7 +24,7 @@ import { median, ms, percentile, table } from './stats.ts';
 
 const TARGET_FIRST_LINE_P95_MS = 250;
 const TARGET_OVERHEAD_MS = 30;
-const POLL_MS = 10;
+const POLL_MS = Number(process.env.POLL_MS ?? 10);
 const PG_ADMIN_URL = process.env.GANTRY_BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 
 const args = process.argv.slice(2);
@@ -105,7 +105,11 @@ async function setUp(n: number): Promise<{ plane: ControlPlane; client: Api; pro
     dropDatabase = () => adminQuery(`drop database if exists "${name}" with (force)`);
   }
   const plane = await startControlPlane({
-    ...(process.env.GANTRY_BENCH_LOG_LEVEL ? { env: { GANTRY_LOG_LEVEL: process.env.GANTRY_BENCH_LOG_LEVEL } } : {}),
+    env: {
+      ...(process.env.GANTRY_BENCH_LOG_LEVEL ? { GANTRY_LOG_LEVEL: process.env.GANTRY_BENCH_LOG_LEVEL } : {}),
+      // e.g. '--import ./my-query-tracer.mjs' or '--cpu-prof' to see where the control plane spends its time.
+      ...(process.env.GANTRY_BENCH_NODE_OPTIONS ? { NODE_OPTIONS: process.env.GANTRY_BENCH_NODE_OPTIONS } : {}),
+    },
     ...(databaseUrl ? { databaseUrl } : {}),
     ...(useNats ? { natsUrl: process.env.NATS_URL || 'nats://127.0.0.1:4222', natsPrefix: `bench_${randomBytes(4).toString('hex')}` } : {}),
   });

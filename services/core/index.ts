@@ -11,6 +11,7 @@ export {
 } from './errors.ts';
 export type { ValidationError, ResourceUsageError } from './errors.ts';
 export { newId } from './ids.ts';
+export { BoundedCache } from './bounded-cache.ts';
 export { systemClock, dateToTicks, ticksToDate } from './clock.ts';
 export type { Clock } from './clock.ts';
 export { toPage, DEFAULT_TAKE, MAX_TAKE } from './pagination.ts';

@@ -13,7 +13,7 @@ import {
   type Principal,
 } from '../core/index.ts';
 import { maxSemVer } from '../core/semver.ts';
-import type { Environment, Release } from '../store/index.ts';
+import type { Deployment, Environment, Release } from '../store/index.ts';
 import type { DomainDeps } from './deps.ts';
 import { computeProgression } from './lifecycle-progression.ts';
 import { visibleProject } from './projects.ts';
@@ -72,8 +72,7 @@ function resolveTargets(release: Release, workspaceEnvironments: Environment[], 
   return [...targets.values()];
 }
 
-async function checkAvailability(deps: DomainDeps, release: Release, environments: Environment[], targets: ResolvedTarget[]): Promise<void> {
-  const deployments = await deps.store.deployments.listForRelease(release.id);
+function checkAvailability(release: Release, environments: Environment[], deployments: Deployment[], targets: ResolvedTarget[]): void {
   const progression = computeProgression(
     release.snapshot.lifecycle,
     environments.map((e) => ({ environmentId: e.id, name: e.name, enabled: e.enabled })),
@@ -120,15 +119,19 @@ function scheduleOf(millis: number | undefined): Date | null {
 
 async function createDeployments(deps: DomainDeps, principal: Principal, release: Release, request: TargetRequest): Promise<string[]> {
   const scheduledFor = scheduleOf(request.deploymentDateUnixMillis);
-  const environments = (await deps.store.environments.list(release.workspaceId, { skip: 0, take: 500 })).items;
+  // Read together (a promote is on the path to the first script line); checked in order below.
+  const [environments, deployments, limits, active] = await Promise.all([
+    deps.store.environments.listAll(release.workspaceId),
+    deps.store.deployments.listForRelease(release.id),
+    deps.store.deployments.organizationLimits(release.workspaceId),
+    deps.store.deployments.countActiveInOrganizationOf(release.workspaceId),
+  ]);
   const targets = resolveTargets(release, environments, request);
   authorize(principal, Capability.Deploy, { projectId: release.projectId, environmentIds: targets.map((t) => t.environment.id) });
-  await checkAvailability(deps, release, environments, targets);
+  checkAvailability(release, environments, deployments, targets);
   await checkMachines(deps, release.workspaceId, targets);
   checkExcludedSteps(release, request.excludeStepNames ?? []);
 
-  const limits = await deps.store.deployments.organizationLimits(release.workspaceId);
-  const active = await deps.store.deployments.countActiveInOrganization(limits.organizationId);
   if (active + targets.length > limits.maxQueuedDeployments) {
     throw new LimitExceededError(`Too many queued deployments: ${active} of ${limits.maxQueuedDeployments} are in use`, [
       { resource: 'queuedDeployments', limit: limits.maxQueuedDeployments, current: active },

@@ -17,7 +17,7 @@ import {
   type SnapshotStepTemplate,
 } from '../core/index.ts';
 import { expandQuery, isValidSemVer, semverEqual, semverEquivalent, sortSemVerDescending } from '../core/semver.ts';
-import type { Environment, Release, Store } from '../store/index.ts';
+import type { Release, Store } from '../store/index.ts';
 import type { Channel } from '../store/channels.ts';
 import type { Project } from '../store/projects.ts';
 import { versionSatisfiesChannel } from './channel-rules.ts';
@@ -175,15 +175,6 @@ async function findByEquivalentVersion(deps: DomainDeps, projectId: string, vers
   return id ? deps.store.releases.get(id) : null;
 }
 
-async function workspaceEnvironments(deps: DomainDeps, workspaceId: string): Promise<Environment[]> {
-  const all: Environment[] = [];
-  for (let skip = 0; ; skip += 500) {
-    const page = await deps.store.environments.list(workspaceId, { skip, take: 500 });
-    all.push(...page.items);
-    if (page.items.length < 500) return all;
-  }
-}
-
 export async function getReleaseDetails(
   deps: DomainDeps,
   principal: Principal,
@@ -206,7 +197,7 @@ export async function getReleaseDetails(
   }
   authorize(principal, Capability.View, { projectId: release.projectId });
 
-  const environments = await workspaceEnvironments(deps, release.workspaceId);
+  const environments = await deps.store.environments.listAll(release.workspaceId);
   const deployments = await deps.store.deployments.listForRelease(release.id);
   const progression = computeProgression(
     release.snapshot.lifecycle,

@@ -4,10 +4,10 @@
  * serves the agent gateway through the AgentPort.
  */
 import type { Clock, Logger, SecretBox } from '../core/index.ts';
-import { newId, toError } from '../core/index.ts';
+import { BoundedCache, newId, toError } from '../core/index.ts';
 import { WorkQueue, type Bus, type Subscription } from '../bus/index.ts';
 import { automaticEnvironmentsDue, computeProgression } from '../domain/index.ts';
-import type { Deployment, NewLogEntry, Store } from '../store/index.ts';
+import type { Deployment, DeploymentTask, NewLogEntry, Release, Store } from '../store/index.ts';
 import type { AgentInfo, AgentLogLine, AgentPort, AgentTaskResult, RunTaskPayload } from './agent-port.ts';
 import { DEFAULT_TIMING, Orchestrator, type AdvanceResult, type OrchestratorTiming } from './orchestrator.ts';
 import { buildRunTask } from './task-payload.ts';
@@ -56,7 +56,7 @@ export function createEngine(options: EngineOptions): Engine {
   const triggerAutomaticDeployments = async (releaseId: string): Promise<string[]> => {
     const release = await store.releases.get(releaseId);
     if (!release?.snapshot.lifecycle) return [];
-    const environments = (await store.environments.list(release.workspaceId, { skip: 0, take: 500 })).items;
+    const environments = await store.environments.listAll(release.workspaceId);
     const deployments = await store.deployments.listForRelease(releaseId);
     const progression = computeProgression(
       release.snapshot.lifecycle,
@@ -95,6 +95,25 @@ export function createEngine(options: EngineOptions): Engine {
     await triggerAutomaticDeployments(deployment.releaseId);
   };
 
+  // Tasks and releases are looked up on every log batch and dispatch; the fields used here never
+  // change once a task is dispatched (a release never changes at all), so replicas may cache them.
+  const dispatched = new BoundedCache<DeploymentTask>(10_000);
+  const releases = new BoundedCache<Release>(100);
+  const dispatchedTask = async (taskId: string): Promise<DeploymentTask | null> => {
+    const known = dispatched.get(taskId);
+    if (known) return known;
+    const task = await store.deploymentTasks.get(taskId);
+    if (task?.status === 'Running') dispatched.remember(taskId, task);
+    return task;
+  };
+  const releaseOf = async (releaseId: string): Promise<Release | null> => {
+    const known = releases.get(releaseId);
+    if (known) return known;
+    const release = await store.releases.get(releaseId);
+    if (release) releases.remember(releaseId, release);
+    return release;
+  };
+
   const orchestrator = new Orchestrator({ store, clock, bus, logger, replicaId, timing: { ...DEFAULT_TIMING, ...options.timing }, onFinished });
 
   const sweep = async () => {
@@ -113,17 +132,19 @@ export function createEngine(options: EngineOptions): Engine {
 
     async tasksFor(machineId: string): Promise<RunTaskPayload[]> {
       const payloads: RunTaskPayload[] = [];
-      for (const task of await store.deploymentTasks.listRunningOnMachine(machineId)) {
+      const [tasks, machine] = await Promise.all([store.deploymentTasks.listRunningOnMachine(machineId), store.deploymentMachines.get(machineId)]);
+      if (!machine) return payloads;
+      for (const task of tasks) {
+        dispatched.remember(task.id, task);
         const deployment = await store.deployments.get(task.deploymentId);
         if (!deployment || deployment.cancellationRequestedUtc) continue;
-        const release = await store.releases.get(deployment.releaseId);
-        const machine = await store.deploymentMachines.get(machineId);
-        if (!release || !machine) continue;
+        const release = await releaseOf(deployment.releaseId);
+        if (!release) continue;
         try {
           payloads.push(buildRunTask({ snapshot: release.snapshot, release: { version: release.version, notes: release.notes }, deployment, task, machine, secrets }));
         } catch (error) {
           // A variable cycle or similar: the step cannot run; fail it with the reason.
-          await orchestrator.finishTask(task.id, { status: 'Failed', exitCode: null, message: toError(error).message });
+          await orchestrator.finishTask(task.id, { status: 'Failed', exitCode: null, message: toError(error).message }, task);
           await wake([deployment.id]);
         }
       }
@@ -140,8 +161,9 @@ export function createEngine(options: EngineOptions): Engine {
     },
 
     async recordLogs(machineId: string, taskId: string, lines: AgentLogLine[]): Promise<number> {
-      const task = await store.deploymentTasks.get(taskId);
-      if (!task || task.machineId !== machineId) return 0;
+      const task = await dispatchedTask(taskId);
+      if (!task || task.machineId !== machineId || lines.length === 0) return 0;
+      const now = clock.now();
       const entries: NewLogEntry[] = lines.map((line) => ({
         level: LEVEL_BY_STREAM[line.stream],
         data: line.text,
@@ -149,15 +171,16 @@ export function createEngine(options: EngineOptions): Engine {
         parentLogId: task.parentLogId,
         taskId: task.id,
         agentSeq: line.seq,
-        createdUtc: nanosToDate(line.unixNanos, clock.now()),
+        createdUtc: nanosToDate(line.unixNanos, now),
       }));
-      const now = clock.now();
       await store.deploymentLogs.append(task.deploymentId, entries, now);
-      return store.deploymentLogs.maxAgentSeq(taskId);
+      // Every line of the batch is stored now (a re-sent one already was), and an agent sends a
+      // task's lines in order from its last acknowledged one: acknowledge up to the batch's end.
+      return Math.max(...lines.map((line) => line.seq));
     },
 
     async recordResult(machineId: string, taskId: string, result: AgentTaskResult): Promise<void> {
-      const task = await store.deploymentTasks.get(taskId);
+      const task = await dispatchedTask(taskId);
       if (!task || task.machineId !== machineId) return;
       const status = STATUS_BY_OUTCOME[result.outcome];
       const message =
@@ -166,7 +189,8 @@ export function createEngine(options: EngineOptions): Engine {
           : status === 'Cancelled'
             ? 'cancelled'
             : `failed${result.exitCode >= 0 ? ` with exit code ${result.exitCode}` : ''}${result.message ? `: ${result.message}` : ''}`;
-      await orchestrator.finishTask(taskId, { status, exitCode: result.exitCode, message });
+      await orchestrator.finishTask(taskId, { status, exitCode: result.exitCode, message }, task);
+      dispatched.forget(taskId);
       await wake([task.deploymentId]);
     },
   };

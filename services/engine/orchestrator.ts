@@ -7,15 +7,15 @@
  * happens once), so two replicas, a redelivered message or a crash in the middle never start a
  * step twice. Agents are woken through the bus; they pull their tasks from the database.
  */
-import type { Clock, Logger, ReleaseSnapshot } from '../core/index.ts';
-import { newId } from '../core/index.ts';
+import type { Clock, Logger } from '../core/index.ts';
+import { BoundedCache, newId } from '../core/index.ts';
 import type { Bus } from '../bus/index.ts';
 import { EventSubject } from '../bus/index.ts';
-import type { Deployment, DeploymentTask, LogLevel, NewLogEntry, Store } from '../store/index.ts';
+import type { Deployment, DeploymentTask, LogLevel, NewLogEntry, Store, TargetMachine } from '../store/index.ts';
 import { isOnline, toPlanInput } from './plan-input.ts';
 import { planDeployment, planTargets } from './planner.ts';
 import { nextActions } from './scheduler.ts';
-import { targetKey, type Plan, type Stage, type TargetStatus } from './plan-types.ts';
+import { targetKey, type NextActions, type Plan, type Stage, type TargetStatus } from './plan-types.ts';
 
 export interface OrchestratorTiming {
   /** How long one replica may hold a deployment before another may take it over. */
@@ -42,9 +42,19 @@ export interface OrchestratorDeps {
 export type AdvanceResult = 'done' | 'busy';
 
 const stepParentLogId = (deploymentId: string, stepId: string) => `${deploymentId}.${stepId}`;
+const stepParentEntry = (deploymentId: string, task: Pick<DeploymentTask, 'stepId' | 'stepName'>): NewLogEntry => ({
+  id: stepParentLogId(deploymentId, task.stepId),
+  level: 'Information',
+  data: `Step '${task.stepName}'`,
+  stepId: task.stepId,
+});
+
+/** Plans are immutable once stored; this many stay in memory so each wake-up does not re-read one. */
+const PLAN_CACHE_SIZE = 1_000;
 
 export class Orchestrator {
   readonly #deps: OrchestratorDeps;
+  readonly #plans = new BoundedCache<Plan>(PLAN_CACHE_SIZE);
 
   constructor(deps: OrchestratorDeps) {
     this.#deps = deps;
@@ -60,167 +70,201 @@ export class Orchestrator {
       return current && !['Completed', 'Failed', 'Cancelled'].includes(current.status) ? 'busy' : 'done';
     }
     try {
+      // Each state hands on the deployment as it left it, so Validating → Running → dispatch
+      // happens in one advance without reading the deployment back between states.
       let deployment: Deployment | null = claimed;
-      // Each pass moves at most one state forward; loop until nothing changes.
-      for (let pass = 0; deployment && pass < 6; pass++) {
-        const before = deployment.status;
-        await this.#step(deployment);
-        deployment = await store.deployments.get(deploymentId);
-        if (!deployment || deployment.status === before) break;
-      }
+      for (let pass = 0; deployment && pass < 6; pass++) deployment = await this.#step(deployment);
       return 'done';
     } finally {
       await store.deployments.releaseLease(deploymentId, replicaId);
     }
   }
 
-  async #step(deployment: Deployment): Promise<void> {
-    if (deployment.cancellationRequestedUtc) return this.#cancel(deployment);
+  /** Does what the state allows; returns the deployment when it moved to a state that can go on now. */
+  async #step(deployment: Deployment): Promise<Deployment | null> {
+    if (deployment.cancellationRequestedUtc) {
+      await this.#cancel(deployment);
+      return null;
+    }
     switch (deployment.status) {
-      case 'Queued':
-        if (deployment.scheduledFor && deployment.scheduledFor > this.#deps.clock.now()) return;
-        return this.#setStatus(deployment, 'Validating', 'Validating the deployment');
       case 'Validating':
         return this.#validate(deployment);
       case 'AwaitingSlot':
         return this.#acquireSlot(deployment);
       case 'Running':
-        return this.#run(deployment);
+        await this.#run(deployment);
+        return null;
+      case 'Queued': // claiming a due deployment made it Validating: this one is scheduled for later
       case 'Completed':
       case 'Failed':
       case 'Cancelled':
-        return;
+        return null;
     }
   }
 
-  async #log(deploymentId: string, entries: NewLogEntry[]): Promise<void> {
-    const now = this.#deps.clock.now();
-    await this.#deps.store.deploymentLogs.append(deploymentId, entries, now);
+  #publishChanged(deploymentId: string, status: Deployment['status']): Promise<void> {
+    this.#deps.logger.info({ deploymentId, status }, 'deployment status changed');
+    return this.#deps.bus.publishEvent(EventSubject.deploymentChanged(deploymentId), { v: 1, type: 'deployment.changed', deploymentId, status });
   }
 
-  async #setStatus(deployment: Deployment, status: Deployment['status'], message: string, level: LogLevel = 'Information'): Promise<void> {
-    const now = this.#deps.clock.now();
-    const final = status === 'Completed' || status === 'Failed' || status === 'Cancelled';
-    await this.#deps.store.deployments.update(
-      deployment.id,
-      { status, ...(status === 'Running' ? { startedUtc: now } : {}), ...(final ? { completedUtc: now } : {}), lastAttemptUtc: now },
-      now,
-    );
-    await this.#log(deployment.id, [{ level, data: message }]);
-    await this.#deps.bus.publishEvent(EventSubject.deploymentChanged(deployment.id), { v: 1, type: 'deployment.changed', deploymentId: deployment.id, status });
-    this.#deps.logger.info({ deploymentId: deployment.id, status }, 'deployment status changed');
-  }
-
-  async #snapshot(deployment: Deployment): Promise<ReleaseSnapshot | null> {
-    const release = await this.#deps.store.releases.get(deployment.releaseId);
-    return release?.snapshot ?? null;
-  }
-
-  /** Validating: resolve targets into a plan and store one task per step × machine. */
-  async #validate(deployment: Deployment): Promise<void> {
+  /**
+   * Ends the deployment with its last log line in one transaction (after `prelude`'s writes, in
+   * the same transaction), then frees what it held.
+   */
+  async #finish(
+    deployment: Deployment,
+    status: 'Completed' | 'Failed' | 'Cancelled',
+    message: (errorCount: number) => string,
+    level: LogLevel,
+    prelude?: (tx: Store, now: Date) => Promise<unknown>,
+  ): Promise<void> {
     const { store, clock } = this.#deps;
-    const snapshot = await this.#snapshot(deployment);
-    if (!snapshot) return this.#setStatus(deployment, 'Failed', 'The release or its project no longer exists', 'Error');
-    const organization = await store.deployments.organizationLimits(deployment.workspaceId);
-    const machines = await store.deploymentMachines.listInEnvironment(deployment.environmentId);
-    const plan = planDeployment(toPlanInput(snapshot, deployment, machines, { maxParallelMachines: organization.maxParallelMachines }, clock.now()));
-    const tasks = planTargets(plan).map((t) => ({ id: newId(), deploymentId: deployment.id, stageIndex: t.stageIndex, stepId: t.stepId, stepName: stepName(plan.stages[t.stageIndex], t.stepId), machineId: t.machineId, machineName: t.machineName }));
+    const now = clock.now();
     await store.transaction(async (tx) => {
-      await tx.deploymentTasks.insertMany(tasks);
-      await tx.deployments.update(deployment.id, { plan, status: 'AwaitingSlot' }, clock.now());
+      await prelude?.(tx, now);
+      const errors = (await tx.deployments.get(deployment.id))?.errorCount ?? 0;
+      await tx.deployments.update(deployment.id, { status, completedUtc: now, lastAttemptUtc: now }, now);
+      await tx.deploymentLogs.append(deployment.id, [{ level, data: message(errors) }], now);
     });
-    const lines: NewLogEntry[] = [{ level: 'Information', data: `Planned ${tasks.length} step × machine target(s) on ${machines.length} machine(s) in '${deployment.environmentName}'` }];
+    this.#plans.forget(deployment.id);
+    await this.#publishChanged(deployment.id, status);
+    await this.#deps.onFinished(deployment);
+  }
+
+  async #plan(deploymentId: string): Promise<Plan | null> {
+    const cached = this.#plans.get(deploymentId);
+    if (cached) return cached;
+    const plan = (await this.#deps.store.deployments.getPlan(deploymentId)) as Plan | null;
+    if (plan) this.#plans.remember(deploymentId, plan);
+    return plan;
+  }
+
+  /**
+   * Validating: resolve targets into a plan, store one task per step × machine and, when a slot
+   * is free, start — all in one transaction with their log lines (AwaitingSlot otherwise).
+   */
+  async #validate(deployment: Deployment): Promise<Deployment | null> {
+    const { store, clock } = this.#deps;
+    const validating: NewLogEntry = { level: 'Information', data: 'Validating the deployment' };
+    const release = await store.releases.get(deployment.releaseId);
+    if (!release) {
+      await this.#finish(deployment, 'Failed', () => 'The release or its project no longer exists', 'Error', (tx, now) => tx.deploymentLogs.append(deployment.id, [validating], now));
+      return null;
+    }
+    const [organization, machines] = await Promise.all([
+      store.deployments.organizationLimits(deployment.workspaceId),
+      store.deploymentMachines.listInEnvironment(deployment.environmentId),
+    ]);
+    const now = clock.now();
+    const plan = planDeployment(toPlanInput(release.snapshot, deployment, machines, { maxParallelMachines: organization.maxParallelMachines }, now));
+    const tasks = planTargets(plan).map((t) => ({ id: newId(), deploymentId: deployment.id, stageIndex: t.stageIndex, stepId: t.stepId, stepName: stepName(plan.stages[t.stageIndex], t.stepId), machineId: t.machineId, machineName: t.machineName }));
+    const lines: NewLogEntry[] = [validating, { level: 'Information', data: `Planned ${tasks.length} step × machine target(s) on ${machines.length} machine(s) in '${deployment.environmentName}'` }];
     for (const stage of plan.stages) lines.push(...skipLines(deployment.id, stage));
-    await this.#log(deployment.id, lines);
+    // Started at once when a slot is free: the first targets are claimed in the same transaction.
+    const { running, written } = await store.transaction(async (tx) => {
+      await tx.deploymentTasks.insertMany(tasks);
+      await tx.deployments.update(deployment.id, { plan, status: 'AwaitingSlot' }, now);
+      if (!(await tx.deployments.tryStart(deployment, now))) {
+        await tx.deploymentLogs.append(deployment.id, lines, now);
+        return { running: false, written: NOTHING_WRITTEN };
+      }
+      lines.push(deployingLine(deployment));
+      const decisions = decide(plan, await tx.deploymentTasks.listForDeployment(deployment.id));
+      return { running: true, written: await this.#writeDecisions(tx, deployment.id, decisions, lines, now) };
+    });
+    this.#plans.remember(deployment.id, plan);
+    await this.#publishChanged(deployment.id, running ? 'Running' : 'AwaitingSlot');
+    if (!running) return { ...deployment, status: 'AwaitingSlot' };
+    const again = await this.#afterDecisions(written, new Map(machines.map((m) => [m.machineId, m])), now);
+    // Nothing started (no targets at all) or the statuses already moved on: evaluate again now.
+    return again || written.started.length === 0 ? { ...deployment, status: 'Running', startedUtc: now } : null;
   }
 
   /** AwaitingSlot: one running deployment per project and environment, and the organization's cap. */
-  async #acquireSlot(deployment: Deployment): Promise<void> {
+  async #acquireSlot(deployment: Deployment): Promise<Deployment | null> {
     const { store, clock } = this.#deps;
-    const started = await store.deployments.tryStart(deployment, clock.now());
-    if (started) {
-      await this.#log(deployment.id, [{ level: 'Information', data: `Deploying release to '${deployment.environmentName}'` }]);
-      await this.#deps.bus.publishEvent(EventSubject.deploymentChanged(deployment.id), { v: 1, type: 'deployment.changed', deploymentId: deployment.id, status: 'Running' });
-    }
+    const now = clock.now();
+    const started = await store.transaction(async (tx) => {
+      if (!(await tx.deployments.tryStart(deployment, now))) return false;
+      await tx.deploymentLogs.append(deployment.id, [deployingLine(deployment)], now);
+      return true;
+    });
+    if (!started) return null;
+    await this.#publishChanged(deployment.id, 'Running');
+    return { ...deployment, status: 'Running', startedUtc: now };
   }
 
   /** Running: start what the scheduler allows, record skips, finish when the plan is done. */
   async #run(deployment: Deployment): Promise<void> {
     const { store, clock, timing } = this.#deps;
-    const plan = (await store.deployments.getPlan(deployment.id)) as Plan | null;
-    if (!plan) return this.#setStatus(deployment, 'Failed', 'The deployment has no plan', 'Error');
+    const plan = await this.#plan(deployment.id);
+    if (!plan) return this.#finish(deployment, 'Failed', () => 'The deployment has no plan', 'Error');
     const now = clock.now();
     let tasks = await store.deploymentTasks.listForDeployment(deployment.id);
-    await this.#failLostTasks(tasks, now, timing.agentLostMs);
-    tasks = await store.deploymentTasks.listForDeployment(deployment.id);
-    const byKey = new Map(tasks.map((t) => [targetKey(t.stepId, t.machineId ?? ''), t]));
-    const statuses = new Map<string, TargetStatus>(tasks.map((t) => [targetKey(t.stepId, t.machineId ?? ''), t.status]));
-    const actions = nextActions(plan, statuses);
-
-    for (const skip of actions.skip) {
-      const task = byKey.get(targetKey(skip.stepId, skip.machineId));
-      if (task && (await store.deploymentTasks.transition(task.id, ['Pending'], { status: 'Skipped', message: skip.message, finishedUtc: now }))) {
-        await this.#ensureStepParent(deployment.id, task);
-        await this.#log(deployment.id, [{ level: 'Information', data: `${task.stepName} on ${task.machineName}: ${skip.message}`, stepId: task.stepId, parentLogId: stepParentLogId(deployment.id, task.stepId) }]);
-      }
-    }
-    // Starts are claimed together (each Pending → Running is guarded on its own) and logged in one
-    // append, then every agent is woken: a per-task round of writes before the first wake-up made
-    // the first machine wait for the last one (~8 ms × machines).
-    const claimed = await Promise.all(
-      actions.start.map(async (start) => {
-        const task = byKey.get(targetKey(start.stepId, start.machineId));
-        if (!task) return null;
-        const machine = await store.deploymentMachines.get(start.machineId);
-        const parentLogId = newId();
-        if (!(await store.deploymentTasks.transition(task.id, ['Pending'], { status: 'Running', parentLogId, dispatchedUtc: now, startedUtc: now }))) return null;
-        return { task, machine, parentLogId, machineId: start.machineId };
-      }),
-    );
-    const started = claimed.filter((c) => c !== null);
-    const parents = new Map(started.map((s) => [s.task.stepId, s.task]));
-    for (const task of parents.values()) await this.#ensureStepParent(deployment.id, task);
-    await this.#log(
-      deployment.id,
-      started.map(({ task, parentLogId }) => ({ id: parentLogId, level: 'Information' as const, data: `Running '${task.stepName}' on ${task.machineName}`, stepId: task.stepId, parentLogId: stepParentLogId(deployment.id, task.stepId), taskId: task.id })),
-    );
-    const woken = new Set<string>();
-    for (const { task, machine, machineId } of started) {
-      if (!machine || !machine.enabled || !isOnline(machine, now)) {
-        // No hang: an offline machine fails its part at once, saying so.
-        await this.finishTask(task.id, { status: 'Failed', exitCode: null, message: `Machine '${task.machineName}' is offline: its agent has not connected recently` });
-        continue;
-      }
-      woken.add(machineId);
-    }
-    for (const machineId of woken) {
-      await this.#deps.bus.publishEvent(EventSubject.machineWorkAvailable(machineId), { v: 1, type: 'machine.work-available', machineId });
-    }
-    if (actions.start.length > 0 && woken.size === 0) {
-      // Only offline failures happened: evaluate again right away with the new statuses.
-      return this.#run(deployment);
-    }
-    if (actions.deploymentOutcome) {
-      const failed = actions.deploymentOutcome.status === 'Failed';
-      const current = await store.deployments.get(deployment.id);
-      const errors = current?.errorCount ?? 0;
-      await this.#setStatus(
+    if (await this.#failLostTasks(tasks, now, timing.agentLostMs)) tasks = await store.deploymentTasks.listForDeployment(deployment.id);
+    const decisions = decide(plan, tasks);
+    const { outcome } = decisions;
+    if (outcome && decisions.start.length === 0) {
+      const failed = outcome.status === 'Failed';
+      return this.#finish(
         deployment,
         failed ? 'Failed' : 'Completed',
-        failed ? 'The deployment failed' : errors > 0 ? `The deployment completed with ${errors} error(s)` : 'The deployment completed successfully',
+        (errors) => (failed ? 'The deployment failed' : errors > 0 ? `The deployment completed with ${errors} error(s)` : 'The deployment completed successfully'),
         failed ? 'Error' : 'Information',
+        // Targets skipped because of a failure are recorded with the outcome.
+        (tx, at) => this.#writeDecisions(tx, deployment.id, decisions, [], at),
       );
-      await this.#deps.onFinished(deployment);
     }
+    if (decisions.start.length === 0 && decisions.skip.length === 0) return;
+    const machines = await store.deploymentMachines.getMany([...new Set(decisions.start.map((task) => task.machineId!))]);
+    const written = await store.transaction((tx) => this.#writeDecisions(tx, deployment.id, decisions, [], now));
+    if (await this.#afterDecisions(written, machines, now)) return this.#run(deployment);
   }
 
-  async #ensureStepParent(deploymentId: string, task: DeploymentTask): Promise<void> {
-    const id = stepParentLogId(deploymentId, task.stepId);
-    if (await this.#deps.store.deploymentLogs.exists(id)) return;
-    await this.#log(deploymentId, [{ id, level: 'Information', data: `Step '${task.stepName}'`, stepId: task.stepId }]);
+  /**
+   * Writes what the scheduler decided — skips and Pending → Running starts — with their log
+   * lines after `lines`, in one append. Runs inside the caller's transaction.
+   */
+  async #writeDecisions(tx: Store, deploymentId: string, decisions: Decisions, lines: NewLogEntry[], now: Date): Promise<Written> {
+    let skipped = 0;
+    for (const { task, message } of decisions.skip) {
+      if (!(await tx.deploymentTasks.transition(task.id, ['Pending'], { status: 'Skipped', message, finishedUtc: now }))) continue;
+      skipped++;
+      lines.push(stepParentEntry(deploymentId, task), { level: 'Information', data: `${task.stepName} on ${task.machineName}: ${message}`, stepId: task.stepId, parentLogId: stepParentLogId(deploymentId, task.stepId) });
+    }
+    const startedIds = new Set(await tx.deploymentTasks.startMany(decisions.start.map((task) => task.id), now));
+    const started = decisions.start.filter((task) => startedIds.has(task.id)).map((task): DeploymentTask => ({ ...task, status: 'Running', parentLogId: task.id, dispatchedUtc: now, startedUtc: now }));
+    // "Step 'X'" is stored once per deployment (fixed id), whichever batch brings it first.
+    for (const task of new Map(started.map((t) => [t.stepId, t])).values()) lines.push(stepParentEntry(deploymentId, task));
+    for (const task of started) {
+      lines.push({ id: task.id, level: 'Information', data: `Running '${task.stepName}' on ${task.machineName}`, stepId: task.stepId, parentLogId: stepParentLogId(deploymentId, task.stepId), taskId: task.id });
+    }
+    await tx.deploymentLogs.append(deploymentId, lines, now);
+    return { started, skipped };
   }
 
-  async #failLostTasks(tasks: DeploymentTask[], now: Date, lostMs: number): Promise<void> {
+  /**
+   * After the decisions committed: wake the agents of started tasks; an offline machine fails
+   * its part at once, saying so (no hang). True when statuses changed without anything left
+   * running to wake us (skips only, offline failures): the scheduler should look again now.
+   */
+  async #afterDecisions(written: Written, machines: ReadonlyMap<string, TargetMachine>, now: Date): Promise<boolean> {
+    let offline = 0;
+    for (const task of written.started) {
+      const machine = machines.get(task.machineId!);
+      if (machine && machine.enabled && isOnline(machine, now)) {
+        await this.#deps.bus.publishEvent(EventSubject.machineWorkAvailable(machine.machineId), { v: 1, type: 'machine.work-available', machineId: machine.machineId });
+        continue;
+      }
+      offline++;
+      await this.finishTask(task.id, { status: 'Failed', exitCode: null, message: `Machine '${task.machineName}' is offline: its agent has not connected recently` }, task);
+    }
+    return offline > 0 || (written.skipped > 0 && written.started.length === 0);
+  }
+
+  /** Fails running tasks whose agent has been silent too long; true when any was failed. */
+  async #failLostTasks(tasks: DeploymentTask[], now: Date, lostMs: number): Promise<boolean> {
+    let failed = false;
     for (const task of tasks.filter((t) => t.status === 'Running' && t.machineId)) {
       const dispatched = task.dispatchedUtc?.getTime() ?? now.getTime();
       // Dispatched recently: not lost whatever the agent's last-seen time. Skipping the lookup
@@ -229,9 +273,10 @@ export class Orchestrator {
       const machine = await this.#deps.store.deploymentMachines.get(task.machineId!);
       const lastSeen = machine?.lastSeenUtc?.getTime() ?? 0;
       if (now.getTime() - Math.max(lastSeen, dispatched) > lostMs) {
-        await this.finishTask(task.id, { status: 'Failed', exitCode: null, message: `Lost contact with the agent on '${task.machineName}'` });
+        failed = (await this.finishTask(task.id, { status: 'Failed', exitCode: null, message: `Lost contact with the agent on '${task.machineName}'` }, task)) || failed;
       }
     }
+    return failed;
   }
 
   /** Cancel from any non-final state: pending work is dropped, running scripts are stopped by their agents. */
@@ -246,39 +291,69 @@ export class Orchestrator {
     const graceOver = now.getTime() - (deployment.cancellationRequestedUtc?.getTime() ?? now.getTime()) > timing.cancelGraceMs;
     for (const task of running) {
       if (graceOver) {
-        await this.finishTask(task.id, { status: 'Cancelled', exitCode: null, message: `The agent on '${task.machineName}' did not confirm the cancellation in time` });
+        await this.finishTask(task.id, { status: 'Cancelled', exitCode: null, message: `The agent on '${task.machineName}' did not confirm the cancellation in time` }, task);
       } else if (task.machineId) {
         await bus.publishEvent(EventSubject.taskCancel(task.id), { v: 1, type: 'task.cancel', taskId: task.id, deploymentId: deployment.id, machineId: task.machineId });
       }
     }
     const stillRunning = (await store.deploymentTasks.listForDeployment(deployment.id)).some((t) => t.status === 'Running');
-    if (!stillRunning) {
-      await this.#setStatus(deployment, 'Cancelled', 'The deployment was cancelled', 'Warning');
-      await this.#deps.onFinished(deployment);
-    }
+    if (!stillRunning) await this.#finish(deployment, 'Cancelled', () => 'The deployment was cancelled', 'Warning');
   }
 
   /**
-   * Records the end of a task (from its agent, or decided here) exactly once, with its log line.
-   * Returns false when the task had already finished.
+   * Records the end of a task (from its agent, or decided here) exactly once, with its log line,
+   * in one statement. `known`: the task as the caller already read it. Returns false when the
+   * task had already finished.
    */
   async finishTask(
     taskId: string,
     result: { status: 'Succeeded' | 'Failed' | 'Cancelled'; exitCode: number | null; message: string },
+    known?: DeploymentTask,
   ): Promise<boolean> {
     const { store, clock } = this.#deps;
-    const task = await store.deploymentTasks.get(taskId);
+    const task = known ?? (await store.deploymentTasks.get(taskId));
     if (!task) return false;
-    const now = clock.now();
-    const changed = await store.deploymentTasks.transition(taskId, ['Running'], { status: result.status, exitCode: result.exitCode, message: result.message, finishedUtc: now });
-    if (!changed) return false;
-    const plan = (await store.deployments.getPlan(task.deploymentId)) as Plan | null;
+    const plan = await this.#plan(task.deploymentId);
     const errorAction = plan ? errorActionOf(plan, task.stepId) : 'Stop';
     const level: LogLevel = result.status === 'Succeeded' ? 'Information' : result.status === 'Cancelled' ? 'Warning' : errorAction === 'Continue' ? 'Warning' : 'Error';
-    await this.#log(task.deploymentId, [{ level, data: `${task.stepName} on ${task.machineName}: ${result.message}`, stepId: task.stepId, parentLogId: task.parentLogId, taskId: task.id }]);
-    return true;
+    const now = clock.now();
+    return store.deploymentTasks.finish(
+      task,
+      { status: result.status, exitCode: result.exitCode, message: result.message, finishedUtc: now },
+      { level, data: `${task.stepName} on ${task.machineName}: ${result.message}`, stepId: task.stepId, parentLogId: task.parentLogId, taskId: task.id },
+      now,
+    );
   }
 }
+
+interface Decisions {
+  start: DeploymentTask[];
+  skip: Array<{ task: DeploymentTask; message: string }>;
+  outcome: NextActions['deploymentOutcome'];
+}
+
+interface Written {
+  started: DeploymentTask[];
+  skipped: number;
+}
+
+const NOTHING_WRITTEN: Written = { started: [], skipped: 0 };
+
+/** The scheduler's answer for these tasks, as the tasks to start and to skip. */
+function decide(plan: Plan, tasks: DeploymentTask[]): Decisions {
+  const byKey = new Map(tasks.map((t) => [targetKey(t.stepId, t.machineId ?? ''), t]));
+  const actions = nextActions(plan, new Map<string, TargetStatus>(tasks.map((t) => [targetKey(t.stepId, t.machineId ?? ''), t.status])));
+  return {
+    start: actions.start.flatMap((start) => byKey.get(targetKey(start.stepId, start.machineId)) ?? []),
+    skip: actions.skip.flatMap((skip) => {
+      const task = byKey.get(targetKey(skip.stepId, skip.machineId));
+      return task ? [{ task, message: skip.message }] : [];
+    }),
+    outcome: actions.deploymentOutcome,
+  };
+}
+
+const deployingLine = (deployment: Deployment): NewLogEntry => ({ level: 'Information', data: `Deploying release to '${deployment.environmentName}'` });
 
 function stepName(stage: Stage | undefined, stepId: string): string {
   if (!stage) return stepId;

@@ -4,6 +4,7 @@
  * max(now, last + 1), so `getLogsAfter=T` (strictly after) never skips or repeats a line.
  */
 import { dateToTicks, newId } from '../core/index.ts';
+import type { Knex } from 'knex';
 import type { Db } from './db.ts';
 
 export const LogLevel = {
@@ -82,10 +83,18 @@ function toEntry(row: LogRow): LogEntry {
  * window function computes every tick. The row lock on the deployment (FOR UPDATE, held to the
  * end of the statement) makes commits happen in tick order, so a reader paging with
  * `tick > T` never skips a line that commits later with a smaller tick.
+ *
+ * An entry whose id is already stored is skipped, so a caller can write a parent entry with a
+ * fixed id ("Step 'Deploy'") before each batch of its children and it is stored once. The check
+ * cannot race: ids that repeat are deployment-scoped and every append of a deployment holds its
+ * row lock.
+ *
+ * `guard`: a data-modifying statement run first in the same statement (a task's status change);
+ * the lines are stored only when it returned a row, so the change and its line commit together.
  */
-const APPEND_LOGS_SQL = `
-WITH locked AS (
-  SELECT last_log_tick FROM deployments WHERE id = ? FOR UPDATE
+const appendLogsSql = (guard: string | null) => `
+WITH ${guard === null ? '' : `guard AS (${guard}), `}locked AS (
+  SELECT last_log_tick FROM deployments WHERE id = ?${guard === null ? '' : ' AND EXISTS (SELECT 1 FROM guard)'} FOR UPDATE
 ), input AS (
   SELECT x.* FROM jsonb_to_recordset(CAST(? AS jsonb)) AS x(
     ord int, id text, created_at timestamptz, created_tick bigint, level text, data text,
@@ -98,9 +107,11 @@ WITH locked AS (
                       max(created_tick - r) OVER (ORDER BY ord ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)) AS tick
   FROM numbered
   WHERE EXISTS (SELECT 1 FROM locked)
+), fresh AS (
+  SELECT * FROM ticked WHERE NOT EXISTS (SELECT 1 FROM deployment_logs l WHERE l.id = ticked.id)
 ), ins AS (
   INSERT INTO deployment_logs (id, deployment_id, tick, created_at, level, data, exception_data, step_id, parent_log_id, task_id, agent_seq)
-  SELECT id, ?, tick, created_at, level, data, exception_data, step_id, parent_log_id, task_id, agent_seq FROM ticked
+  SELECT id, ?, tick, created_at, level, data, exception_data, step_id, parent_log_id, task_id, agent_seq FROM fresh
   ON CONFLICT (task_id, agent_seq) WHERE agent_seq IS NOT NULL DO NOTHING
   RETURNING *
 ), upd AS (
@@ -115,42 +126,54 @@ WITH locked AS (
 )
 SELECT ins.* FROM ins ORDER BY tick`;
 
+const APPEND_LOGS_SQL = appendLogsSql(null);
+
+/** A statement with `?` placeholders, as knex's `toSQL()` gives it. */
+export interface SqlGuard {
+  sql: string;
+  bindings: readonly unknown[];
+}
+
+/** See APPEND_LOGS_SQL. Shared with the task store, which guards an append with a task's change. */
+export async function appendLogs(db: Db, deploymentId: string, entries: NewLogEntry[], now: Date, guard: SqlGuard | null = null): Promise<LogEntry[]> {
+  // An id repeated within the batch (a parent written before each of its children) counts once.
+  const seen = new Set<string>();
+  const unique = entries.filter((entry) => entry.id === undefined || (!seen.has(entry.id) && seen.add(entry.id)));
+  if (unique.length === 0) return [];
+  const input = unique.map((entry, ord) => {
+    const created = entry.createdUtc ?? now;
+    return {
+      ord,
+      id: entry.id ?? newId(),
+      created_at: created.toISOString(),
+      created_tick: dateToTicks(created).toString(),
+      level: entry.level,
+      data: entry.data,
+      exception_data: entry.exceptionData ?? null,
+      step_id: entry.stepId ?? null,
+      parent_log_id: entry.parentLogId ?? null,
+      task_id: entry.taskId ?? null,
+      agent_seq: entry.agentSeq ?? null,
+    };
+  });
+  const bindings = [deploymentId, JSON.stringify(input), deploymentId, now, deploymentId];
+  const result = guard
+    ? await db.raw<{ rows: LogRow[] }>(appendLogsSql(guard.sql), [...guard.bindings, ...bindings] as Knex.RawBinding[])
+    : await db.raw<{ rows: LogRow[] }>(APPEND_LOGS_SQL, bindings);
+  return result.rows.map(toEntry);
+}
+
 export function deploymentLogsStore(db: Db) {
   return {
     /**
      * Appends entries and updates the deployment's error/warning counts and last tick, in ONE
      * statement (see APPEND_LOGS_SQL): the deployment row stays locked for a single round trip,
      * so fifty agents streaming into one deployment do not queue behind each other's transactions.
-     * Returns the entries actually stored (a line an agent re-sent is stored once).
+     * Returns the entries actually stored (a line an agent re-sent, or an id already stored, is
+     * stored once).
      */
-    async append(deploymentId: string, entries: NewLogEntry[], now: Date): Promise<LogEntry[]> {
-      if (entries.length === 0) return [];
-      const input = entries.map((entry, ord) => {
-        const created = entry.createdUtc ?? now;
-        return {
-          ord,
-          id: entry.id ?? newId(),
-          created_at: created.toISOString(),
-          created_tick: dateToTicks(created).toString(),
-          level: entry.level,
-          data: entry.data,
-          exception_data: entry.exceptionData ?? null,
-          step_id: entry.stepId ?? null,
-          parent_log_id: entry.parentLogId ?? null,
-          task_id: entry.taskId ?? null,
-          agent_seq: entry.agentSeq ?? null,
-        };
-      });
-      const result = await db.raw<{ rows: LogRow[] }>(APPEND_LOGS_SQL, [deploymentId, JSON.stringify(input), deploymentId, now, deploymentId]);
-      return result.rows.map(toEntry);
-    },
-    /** The highest agent line number stored for a task (0: none): what AckLogs reports. */
-    async maxAgentSeq(taskId: string): Promise<number> {
-      const [row] = await db('deployment_logs').where({ task_id: taskId }).max({ m: 'agent_seq' });
-      return Number(row?.m ?? 0);
-    },
-    async exists(id: string): Promise<boolean> {
-      return (await db('deployment_logs').where({ id }).first('id')) !== undefined;
+    append(deploymentId: string, entries: NewLogEntry[], now: Date): Promise<LogEntry[]> {
+      return appendLogs(db, deploymentId, entries, now);
     },
     /** Entries with tick > afterTick, in tick order. */
     async read(deploymentId: string, afterTick: bigint | null, limit: number): Promise<LogEntry[]> {

@@ -33,6 +33,8 @@ function toTarget(row: Row): TargetMachine {
   };
 }
 
+const COLUMNS = ['id', 'workspace_id', 'name', 'tag_ids', 'enabled', 'agent_credential_hash', 'last_seen_at'] as const;
+
 export function deploymentMachinesStore(db: Db) {
   return {
     async listInEnvironment(environmentId: string): Promise<TargetMachine[]> {
@@ -43,8 +45,13 @@ export function deploymentMachinesStore(db: Db) {
       return rows.map(toTarget);
     },
     async get(machineId: string): Promise<TargetMachine | null> {
-      const row = await db<Row>('machines').where({ id: machineId }).first('id', 'workspace_id', 'name', 'tag_ids', 'enabled', 'agent_credential_hash', 'last_seen_at');
+      const row = await db<Row>('machines').where({ id: machineId }).first(...COLUMNS);
       return row ? toTarget(row) : null;
+    },
+    async getMany(machineIds: readonly string[]): Promise<Map<string, TargetMachine>> {
+      if (machineIds.length === 0) return new Map();
+      const rows = await db<Row>('machines').whereIn('id', machineIds).select(...COLUMNS);
+      return new Map(rows.map((row) => [row.id, toTarget(row)]));
     },
   };
 }

@@ -1,5 +1,6 @@
 /** Deployment tasks: one step on one machine (or a machine-less step record), the unit agents run. */
 import type { Db } from './db.ts';
+import { appendLogs, type NewLogEntry } from './deployment-logs.ts';
 
 export const TaskStatus = {
   Pending: 'Pending',
@@ -98,6 +99,38 @@ export function deploymentTasksStore(db: Db) {
         )
         .onConflict(['deployment_id', 'step_id', 'machine_id'])
         .ignore();
+    },
+    /**
+     * Pending → Running for every task in `ids` that is still Pending, in one statement; returns
+     * the IDs that moved. Each task's parent log entry ("Running 'X' on M") takes the task's ID.
+     */
+    async startMany(ids: readonly string[], now: Date): Promise<string[]> {
+      if (ids.length === 0) return [];
+      const rows = await db('deployment_tasks')
+        .whereIn('id', ids)
+        .where({ status: 'Pending' })
+        .update({ status: 'Running', parent_log_id: db.ref('id'), dispatched_at: now, started_at: now })
+        .returning('id');
+      return rows.map((r: { id: string }) => r.id);
+    },
+    /**
+     * Running → a final status, and the task's log line, in ONE statement: the line is stored
+     * only when the task moved, and both commit together. False when the task was not Running
+     * (finished already: a result is recorded once).
+     */
+    async finish(
+      task: Pick<DeploymentTask, 'id' | 'deploymentId'>,
+      patch: { status: TaskStatus; exitCode: number | null; message: string; finishedUtc: Date },
+      line: NewLogEntry,
+      now: Date,
+    ): Promise<boolean> {
+      const moved = db('deployment_tasks')
+        .where({ id: task.id, status: 'Running' })
+        .update({ status: patch.status, exit_code: patch.exitCode, message: patch.message, finished_at: patch.finishedUtc })
+        .returning('id')
+        .toSQL();
+      // The line has a fresh id and no agent line number, so it is stored exactly when the task moved.
+      return (await appendLogs(db, task.deploymentId, [line], now, moved)).length > 0;
     },
     /**
      * Moves a task from one of `from` to a new status. Returns false when it was no longer in

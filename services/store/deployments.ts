@@ -67,10 +67,17 @@ interface DeploymentRow {
   last_log_tick: string;
   change_tick: string;
   failure_message: string | null;
-  plan: unknown;
   lease_owner: string | null;
   lease_until: Date | null;
 }
+
+/** Every column but `plan`: a plan grows with steps × machines and only getPlan needs it. */
+const COLUMNS = [
+  'id', 'workspace_id', 'project_id', 'release_id', 'environment_id', 'environment_name', 'status', 'automatic',
+  'exclude_step_names', 'machine_mode', 'machine_ids', 'redownload_packages', 'scheduled_for', 'created_at',
+  'started_at', 'completed_at', 'cancellation_requested_at', 'last_update_at', 'last_attempt_at', 'error_count',
+  'warning_count', 'last_log_tick', 'change_tick', 'failure_message', 'lease_owner', 'lease_until',
+] as const satisfies ReadonlyArray<keyof DeploymentRow>;
 
 function toDeployment(row: DeploymentRow): Deployment {
   return {
@@ -115,7 +122,7 @@ const NEXT_CHANGE = "nextval('deployment_change_seq')";
 export function deploymentsStore(db: Db) {
   return {
     async get(id: string): Promise<Deployment | null> {
-      const row = await db<DeploymentRow>('deployments').where({ id }).first();
+      const row = await db<DeploymentRow>('deployments').where({ id }).first(...COLUMNS);
       return row ? toDeployment(row) : null;
     },
     async insert(deployments: NewDeployment[]): Promise<void> {
@@ -159,7 +166,7 @@ export function deploymentsStore(db: Db) {
       return rows.length > 0;
     },
     async list(filter: DeploymentFilter, page: Page): Promise<Paged<Deployment>> {
-      const query = db<DeploymentRow>('deployments');
+      const query = db<DeploymentRow>('deployments').select(...COLUMNS);
       if (filter.workspaceId) query.where({ workspace_id: filter.workspaceId });
       if (filter.projectId) query.where({ project_id: filter.projectId });
       if (filter.releaseId) query.where({ release_id: filter.releaseId });
@@ -177,27 +184,39 @@ export function deploymentsStore(db: Db) {
     },
     /** Deployments of a release, newest first (lifecycle progression is derived from them). */
     async listForRelease(releaseId: string): Promise<Deployment[]> {
-      return (await db<DeploymentRow>('deployments').where({ release_id: releaseId }).orderBy('created_at', 'desc')).map(toDeployment);
+      return (await db<DeploymentRow>('deployments').select(...COLUMNS).where({ release_id: releaseId }).orderBy('created_at', 'desc')).map(toDeployment);
     },
-    async countActiveInOrganization(organizationId: string): Promise<number> {
+    /** Active deployments in the whole organization that owns `workspaceId` (the queue limit's count). */
+    async countActiveInOrganizationOf(workspaceId: string): Promise<number> {
       const [row] = await db('deployments as d')
         .join('workspaces as w', 'w.id', 'd.workspace_id')
-        .where('w.organization_id', organizationId)
+        .where('w.organization_id', db('workspaces').where({ id: workspaceId }).select('organization_id'))
         .whereIn('d.status', ACTIVE_STATUSES)
         .count({ n: '*' });
       return Number(row?.n ?? 0);
     },
     /**
      * Takes (or renews) the lease on an active deployment for `owner`; null when another replica
-     * holds an unexpired lease or the deployment is final.
+     * holds an unexpired lease or the deployment is final. Claiming a Queued deployment that is
+     * due and not cancelled starts its validation in the same write (→ Validating), so the step
+     * every deployment takes first costs no round trip of its own.
      */
     async claim(id: string, owner: string, now: Date, leaseUntil: Date): Promise<Deployment | null> {
+      const due = `status = 'Queued' AND cancellation_requested_at IS NULL AND (scheduled_for IS NULL OR scheduled_for <= ?)`;
       const [row] = await db<DeploymentRow>('deployments')
         .where({ id })
         .whereIn('status', ACTIVE_STATUSES)
         .where((q) => q.whereNull('lease_owner').orWhere('lease_owner', owner).orWhere('lease_until', '<', now))
-        .update({ lease_owner: owner, lease_until: leaseUntil })
-        .returning('*');
+        .update({
+          lease_owner: owner,
+          lease_until: leaseUntil,
+          // SET expressions all see the row as it was, so each CASE tests the same old status.
+          status: db.raw(`CASE WHEN ${due} THEN 'Validating' ELSE status END`, [now]),
+          last_attempt_at: db.raw(`CASE WHEN ${due} THEN ?::timestamptz ELSE last_attempt_at END`, [now, now]),
+          last_update_at: db.raw(`CASE WHEN ${due} THEN ?::timestamptz ELSE last_update_at END`, [now, now]),
+          change_tick: db.raw(`CASE WHEN ${due} THEN ${NEXT_CHANGE} ELSE change_tick END`, [now]),
+        })
+        .returning(COLUMNS);
       return row ? toDeployment(row as DeploymentRow) : null;
     },
     async releaseLease(id: string, owner: string): Promise<void> {
@@ -254,29 +273,28 @@ export function deploymentsStore(db: Db) {
     /**
      * AwaitingSlot → Running when no other deployment of the same project runs in the same
      * environment and the organization is under maxConcurrentDeployments. The organization-wide
-     * transaction lock makes the check and the change one step across replicas.
+     * transaction lock makes the check and the change one step across replicas; called inside
+     * `store.transaction`, it is part of that transaction.
      */
     async tryStart(deployment: Pick<Deployment, 'id' | 'projectId' | 'environmentId' | 'workspaceId'>, now: Date): Promise<boolean> {
-      return db.transaction(async (trx) => {
-        const org = await trx('workspaces as w').join('organizations as o', 'o.id', 'w.organization_id').where('w.id', deployment.workspaceId).first('o.id', 'o.max_concurrent_deployments');
+      const attempt = async (trx: Db) => {
+        const org = await trx('workspaces').where({ id: deployment.workspaceId }).first('organization_id');
         if (!org) return false;
-        await trx.raw('select pg_advisory_xact_lock(hashtext(?))', [`gantry.start.${org.id}`]);
-        const sibling = await trx('deployments')
-          .where({ project_id: deployment.projectId, environment_id: deployment.environmentId, status: 'Running' })
-          .whereNot({ id: deployment.id })
-          .first('id');
-        if (sibling) return false;
-        const [running] = await trx('deployments as d')
-          .join('workspaces as w', 'w.id', 'd.workspace_id')
-          .where('w.organization_id', org.id)
-          .where('d.status', 'Running')
-          .count({ n: '*' });
-        if (Number(running?.n ?? 0) >= org.max_concurrent_deployments) return false;
+        await trx.raw('select pg_advisory_xact_lock(hashtext(?))', [`gantry.start.${org.organization_id}`]);
+        // The slot checks are the update's own conditions: one round trip under the lock.
         const count = await trx('deployments')
           .where({ id: deployment.id, status: 'AwaitingSlot' })
+          .whereNotExists(trx('deployments').where({ project_id: deployment.projectId, environment_id: deployment.environmentId, status: 'Running' }).select(trx.raw('1')))
+          .whereRaw(
+            `(SELECT count(*) FROM deployments d JOIN workspaces w ON w.id = d.workspace_id WHERE w.organization_id = ? AND d.status = 'Running')
+             < (SELECT max_concurrent_deployments FROM organizations WHERE id = ?)`,
+            [org.organization_id, org.organization_id],
+          )
           .update({ status: 'Running', started_at: now, last_attempt_at: now, last_update_at: now, change_tick: trx.raw(NEXT_CHANGE) });
         return count > 0;
-      });
+      };
+      // Inside the caller's transaction the lock lasts until it commits, with the caller's writes.
+      return db.isTransaction ? attempt(db) : db.transaction(attempt);
     },
     /** Deployments waiting for a slot, oldest first (woken when a slot frees up). */
     async listAwaitingSlot(limit: number): Promise<string[]> {

@@ -52,6 +52,10 @@ export function environmentsStore(db: Db) {
       const row = await live().where({ workspace_id: workspaceId }).whereRaw('lower(name) = lower(?)', [name]).first();
       return row ? toEnvironment(row) : null;
     },
+    /** Every environment of a workspace in display order (no paging: callers need all of them). */
+    async listAll(workspaceId: string): Promise<Environment[]> {
+      return (await live().where({ workspace_id: workspaceId }).orderBy([{ column: 'sort_order' }, { column: 'name' }])).map(toEnvironment);
+    },
     async list(workspaceId: string, page: Page): Promise<Paged<Environment>> {
       return pageOf(live().where({ workspace_id: workspaceId }), page, [{ column: 'sort_order' }, { column: 'name' }], toEnvironment);
     },

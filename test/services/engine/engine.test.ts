@@ -108,6 +108,28 @@ describe('engine', () => {
     await t.db('machine_environments').where({ machine_id: m }).delete();
   });
 
+  it('skips the later steps on every machine after a Stop failure on one of them', async () => {
+    const a = await onlineMachine(t, 'stop-a', staging);
+    const b = await onlineMachine(t, 'stop-b', staging);
+    const target = await release(t, { steps: [step('Breaks'), step('Later'), step('Last')] });
+    const id = await deployment(t, target, staging);
+    const agents = fleet([a, b], (_task, machineId) => ({ outcome: machineId === b ? 'FAILED' : 'SUCCEEDED' }));
+    await engine.wake([id]);
+    const done = await finalStatus(id);
+    await agents.stop();
+    expect(done.status).toBe('Failed');
+    const tasks = await t.deps.store.deploymentTasks.listForDeployment(id);
+    expect(tasks.map((x) => [x.stepName, x.machineName, x.status])).toEqual([
+      ['Breaks', 'stop-a', 'Succeeded'], ['Breaks', 'stop-b', 'Failed'],
+      ['Later', 'stop-a', 'Skipped'], ['Later', 'stop-b', 'Skipped'],
+      ['Last', 'stop-a', 'Skipped'], ['Last', 'stop-b', 'Skipped'],
+    ]);
+    const logs = (await t.deps.store.deploymentLogs.read(id, null, 1000)).map((l) => l.data);
+    expect(logs.filter((l) => l === "Step 'Later'")).toHaveLength(1);
+    expect(logs.filter((l) => l.startsWith('Later on '))).toHaveLength(2);
+    await t.db('machine_environments').whereIn('machine_id', [a, b]).delete();
+  });
+
   it('completes with errors when a ContinueOnError step fails', async () => {
     const m = await onlineMachine(t, 'coe-a', staging);
     const target = await release(t, { steps: [step('Flaky', { errorAction: 'ContinueOnError' }), step('After')] });
@@ -205,6 +227,55 @@ describe('engine', () => {
     expect((await t.deps.store.deploymentTasks.get(taskId))!.status).toBe('Succeeded');
     await t.db('machine_environments').where({ machine_id: m }).delete();
   });
+  it('runs one deployment per project and environment at a time: the next awaits the slot', async () => {
+    const m = await onlineMachine(t, 'slot-a', staging);
+    const target = await release(t, { steps: [step('Hold')] });
+    const first = await deployment(t, target, staging);
+    const second = await deployment(t, target, staging);
+    const agents = fleet([m], () => null);
+    await engine.wake([first]);
+    await waitFor(() => agents.started.length === 1, { timeoutMs: 10_000 });
+    await engine.wake([second]);
+    await waitFor(async () => (await t.deps.store.deployments.get(second))?.status === 'AwaitingSlot', { timeoutMs: 10_000 });
+    expect(agents.started).toHaveLength(1);
+    await engine.agentPort.recordResult(m, agents.started[0]!.task.taskId, { outcome: 'SUCCEEDED', exitCode: 0, message: '', lastLogSeq: 0 });
+    expect((await finalStatus(first)).status).toBe('Completed');
+    // Freeing the slot wakes the waiting deployment; it starts and runs its own task.
+    await waitFor(() => agents.started.length === 2, { timeoutMs: 10_000 });
+    expect(agents.started[1]!.task.deploymentId).toBe(second);
+    await engine.agentPort.recordResult(m, agents.started[1]!.task.taskId, { outcome: 'SUCCEEDED', exitCode: 0, message: '', lastLogSeq: 0 });
+    expect((await finalStatus(second)).status).toBe('Completed');
+    await agents.stop();
+    const logs = (await t.deps.store.deploymentLogs.read(second, null, 100)).map((l) => l.data);
+    expect(logs.indexOf('Validating the deployment')).toBeLessThan(logs.indexOf("Deploying release to 'Staging'"));
+    await t.db('machine_environments').where({ machine_id: m }).delete();
+  });
+
+  it("holds deployments of other projects at the organization's maxConcurrentDeployments", async () => {
+    const organization = await t.db('workspaces').where({ id: t.mainWorkspaceId }).first('organization_id');
+    const before = await t.db('organizations').where({ id: organization.organization_id }).first('max_concurrent_deployments');
+    await t.db('organizations').where({ id: organization.organization_id }).update({ max_concurrent_deployments: 1 });
+    try {
+      const m = await onlineMachine(t, 'org-cap', staging);
+      const one = await deployment(t, await release(t, { steps: [step('One')] }), staging);
+      const other = await deployment(t, await release(t, { steps: [step('Other')] }), staging);
+      const agents = fleet([m], () => null);
+      await engine.wake([one]);
+      await waitFor(() => agents.started.length === 1, { timeoutMs: 10_000 });
+      await engine.wake([other]);
+      await waitFor(async () => (await t.deps.store.deployments.get(other))?.status === 'AwaitingSlot', { timeoutMs: 10_000 });
+      await engine.agentPort.recordResult(m, agents.started[0]!.task.taskId, { outcome: 'SUCCEEDED', exitCode: 0, message: '', lastLogSeq: 0 });
+      await waitFor(() => agents.started.length === 2, { timeoutMs: 10_000 });
+      expect(agents.started[1]!.task.deploymentId).toBe(other);
+      await engine.agentPort.recordResult(m, agents.started[1]!.task.taskId, { outcome: 'SUCCEEDED', exitCode: 0, message: '', lastLogSeq: 0 });
+      expect((await finalStatus(other)).status).toBe('Completed');
+      await agents.stop();
+      await t.db('machine_environments').where({ machine_id: m }).delete();
+    } finally {
+      await t.db('organizations').where({ id: organization.organization_id }).update({ max_concurrent_deployments: before.max_concurrent_deployments });
+    }
+  });
+
   it('wakes the agent of every machine whose task it starts, over the bus', async () => {
     const a = await onlineMachine(t, 'wake-a', staging);
     const b = await onlineMachine(t, 'wake-b', staging);

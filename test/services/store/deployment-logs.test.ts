@@ -89,4 +89,39 @@ describe('deployment logs', () => {
     expect(stored[0]!.tick).toBe(previous + 1n);
     expect(stored[1]!.tick).toBe(previous + 2n);
   });
+
+  it('stores an entry with a given id once, whether it repeats within a batch or was stored before', async () => {
+    const parent = `${deploymentId}.step-x`;
+    const first = await append([
+      { id: parent, level: 'Information', data: "Step 'X'" },
+      { level: 'Information', data: 'child 1', parentLogId: parent },
+      { id: parent, level: 'Information', data: "Step 'X'" },
+      { level: 'Information', data: 'child 2', parentLogId: parent },
+    ]);
+    expect(first.map((e) => e.data)).toEqual(["Step 'X'", 'child 1', 'child 2']);
+    const again = await append([{ id: parent, level: 'Information', data: "Step 'X'" }, { level: 'Information', data: 'child 3', parentLogId: parent }]);
+    expect(again.map((e) => e.data)).toEqual(['child 3']);
+    expect(await t.db('deployment_logs').where({ id: parent }).count({ n: '*' })).toEqual([{ n: '1' }]);
+  });
+
+  it("finishes a running task and stores its line in one statement, once; a task that is not Running stores nothing", async () => {
+    const taskId = newId();
+    await t.deps.store.deploymentTasks.insertMany([{ id: taskId, deploymentId, stageIndex: 0, stepId: 'step-f', stepName: 'F', machineId: null, machineName: null }]);
+    const finish = () =>
+      t.deps.store.deploymentTasks.finish(
+        { id: taskId, deploymentId },
+        { status: 'Failed', exitCode: 3, message: 'failed with exit code 3', finishedUtc: new Date() },
+        { level: 'Error', data: `F finished ${taskId}` },
+        new Date(),
+      );
+    expect(await finish()).toBe(false); // still Pending
+    expect(await t.deps.store.deploymentTasks.startMany([taskId], new Date())).toEqual([taskId]);
+    const before = await t.deps.store.deployments.get(deploymentId);
+    expect(await finish()).toBe(true);
+    expect(await finish()).toBe(false);
+    const task = await t.deps.store.deploymentTasks.get(taskId);
+    expect(task).toMatchObject({ status: 'Failed', exitCode: 3, parentLogId: taskId });
+    expect(await t.db('deployment_logs').where({ data: `F finished ${taskId}` }).count({ n: '*' })).toEqual([{ n: '1' }]);
+    expect((await t.deps.store.deployments.get(deploymentId))!.errorCount).toBe(before!.errorCount + 1);
+  });
 });
