@@ -20,6 +20,7 @@ import { performance } from 'node:perf_hooks';
 import pg from 'pg';
 import { waitFor } from '../../test/helpers/wait-for.ts';
 import { api, cleanup, startAgent, startControlPlane, type Api, type ControlPlane } from '../../test/e2e/harness.ts';
+import { difference, snapshot, type CpuSplit } from './cpu.ts';
 import { median, ms, percentile, table } from './stats.ts';
 
 const TARGET_FIRST_LINE_P95_MS = 250;
@@ -65,6 +66,8 @@ interface Result {
   iterations: Iteration[];
   bashParallel: number[];
   bashSequential: number[];
+  /** CPU used during the K promotes (not the direct bash runs), summed. */
+  cpu: CpuSplit;
 }
 
 async function adminQuery(sql: string): Promise<void> {
@@ -93,7 +96,7 @@ async function directBash(count: number, parallel: boolean): Promise<number> {
   return performance.now() - start;
 }
 
-async function setUp(n: number): Promise<{ plane: ControlPlane; client: Api; projectId: string; dropDatabase: () => Promise<void> }> {
+async function setUp(n: number): Promise<{ plane: ControlPlane; client: Api; projectId: string; dropDatabase: () => Promise<void>; agentPids: number[] }> {
   let databaseUrl: string | undefined;
   let dropDatabase = async () => {};
   if (usePostgres) {
@@ -132,7 +135,7 @@ async function setUp(n: number): Promise<{ plane: ControlPlane; client: Api; pro
     tokens.push(machine.registrationToken);
   }
   const started = performance.now();
-  for (const token of tokens) startAgent([plane.grpcAddress], token);
+  const agentPids = tokens.map((token) => startAgent([plane.grpcAddress], token).child.pid!);
   await waitFor(
     async () => {
       const list = await client.get('/api/machine', { workspaceId, take: '100' });
@@ -147,7 +150,7 @@ async function setUp(n: number): Promise<{ plane: ControlPlane; client: Api; pro
   const step = await must(client.post('/api/project/step', { projectId, name: 'Noop', stepTemplateId: template.stepTemplateId }), 'step');
   await must(client.put('/api/project/step', { projectStepId: step.projectStepId, parallelMachines: n }), 'step parallelMachines');
   await must(client.post('/api/release', { projectid: projectId, version: '1.0.0' }), 'release');
-  return { plane, client, projectId, dropDatabase };
+  return { plane, client, projectId, dropDatabase, agentPids };
 }
 
 /** One promote to Staging, polled every POLL_MS until the deployment is final. */
@@ -209,7 +212,7 @@ async function stopPlane(plane: ControlPlane): Promise<void> {
 async function run(n: number): Promise<Result> {
   const k = iterationsFor(n);
   console.log(`N = ${n}: setting up`);
-  const { plane, client, projectId, dropDatabase } = await setUp(n);
+  const { plane, client, projectId, dropDatabase, agentPids } = await setUp(n);
   try {
     await promoteOnce(client, projectId, n).catch((error: unknown) => {
       const file = path.join(os.tmpdir(), `gantry-bench-deploy-${n}.log`);
@@ -219,9 +222,13 @@ async function run(n: number): Promise<Result> {
     const iterations: Iteration[] = [];
     const bashParallel: number[] = [];
     const bashSequential: number[] = [];
+    let cpu: CpuSplit = { machine: 0, controlPlane: 0, agents: 0, scripts: 0 };
     for (let i = 0; i < k; i++) {
       // Interleaved so both see the same background load (idle agents, the control plane's timers).
+      const before = snapshot(plane.child.pid!, agentPids);
       iterations.push(await promoteOnce(client, projectId, n));
+      const used = difference(snapshot(plane.child.pid!, agentPids), before);
+      cpu = { machine: cpu.machine + used.machine, controlPlane: cpu.controlPlane + used.controlPlane, agents: cpu.agents + used.agents, scripts: cpu.scripts + used.scripts };
       bashParallel.push(await directBash(n, true));
       bashSequential.push(await directBash(n, false));
       const last = iterations.at(-1)!;
@@ -232,7 +239,7 @@ async function run(n: number): Promise<Result> {
       writeFileSync(file, plane.output());
       console.log(`  control plane output in ${file}`);
     }
-    return { n, k, iterations, bashParallel, bashSequential };
+    return { n, k, iterations, bashParallel, bashSequential, cpu };
   } finally {
     await stopPlane(plane);
     await cleanup();
@@ -280,6 +287,16 @@ function report(results: Result[]): void {
     ['deployment completed', 'completed'],
   ];
   console.log(table(['milestone', ...results.map((r) => `N = ${r.n}`)], milestones.map(([label, key]) => [label, ...results.map((r) => ms(median(r.iterations.map((i) => i[key]))))])));
+  console.log(`\nWhere the CPU goes (ms of CPU per deployment, mean over K; this machine has ${os.cpus().length} cores):\n`);
+  const perDeployment = (r: Result, pick: (c: CpuSplit) => number) => ms(pick(r.cpu) / r.k);
+  const shares: Array<[string, (c: CpuSplit) => number]> = [
+    ['all cores busy', (c) => c.machine],
+    ['control plane (Node.js)', (c) => c.controlPlane],
+    ['agents (Node.js)', (c) => c.agents],
+    ["the agents' scripts (bash)", (c) => c.scripts],
+    ['the rest: PostgreSQL, the bench client, other processes', (c) => c.machine - c.controlPlane - c.agents - c.scripts],
+  ];
+  console.log(table(['CPU', ...results.map((r) => `N = ${r.n}`)], shares.map(([label, pick]) => [label, ...results.map((r) => perDeployment(r, pick))])));
 }
 
 async function main(): Promise<void> {

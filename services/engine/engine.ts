@@ -10,6 +10,7 @@ import { automaticEnvironmentsDue, computeProgression } from '../domain/index.ts
 import type { Deployment, DeploymentTask, NewLogEntry, Release, Store } from '../store/index.ts';
 import type { AgentInfo, AgentLogLine, AgentPort, AgentTaskResult, RunTaskPayload } from './agent-port.ts';
 import { DEFAULT_TIMING, Orchestrator, type AdvanceResult, type OrchestratorTiming } from './orchestrator.ts';
+import { ProgressWriter } from './progress-writer.ts';
 import { buildRunTask } from './task-payload.ts';
 
 export interface EngineOptions {
@@ -114,7 +115,8 @@ export function createEngine(options: EngineOptions): Engine {
     return release;
   };
 
-  const orchestrator = new Orchestrator({ store, clock, bus, logger, replicaId, timing: { ...DEFAULT_TIMING, ...options.timing }, onFinished });
+  const progress = new ProgressWriter({ store, clock });
+  const orchestrator = new Orchestrator({ store, clock, bus, logger, replicaId, progress, timing: { ...DEFAULT_TIMING, ...options.timing }, onFinished });
 
   const sweep = async () => {
     const now = clock.now();
@@ -132,12 +134,9 @@ export function createEngine(options: EngineOptions): Engine {
 
     async tasksFor(machineId: string): Promise<RunTaskPayload[]> {
       const payloads: RunTaskPayload[] = [];
-      const [tasks, machine] = await Promise.all([store.deploymentTasks.listRunningOnMachine(machineId), store.deploymentMachines.get(machineId)]);
-      if (!machine) return payloads;
-      for (const task of tasks) {
+      for (const { task, deployment, machine } of await store.deploymentTasks.listDispatchedTo(machineId)) {
         dispatched.remember(task.id, task);
-        const deployment = await store.deployments.get(task.deploymentId);
-        if (!deployment || deployment.cancellationRequestedUtc) continue;
+        if (deployment.cancellationRequestedUtc) continue;
         const release = await releaseOf(deployment.releaseId);
         if (!release) continue;
         try {
@@ -152,12 +151,8 @@ export function createEngine(options: EngineOptions): Engine {
     },
 
     async cancellationsFor(machineId: string): Promise<string[]> {
-      const ids: string[] = [];
-      for (const task of await store.deploymentTasks.listRunningOnMachine(machineId)) {
-        const deployment = await store.deployments.get(task.deploymentId);
-        if (deployment?.cancellationRequestedUtc) ids.push(task.id);
-      }
-      return ids;
+      const dispatchedTo = await store.deploymentTasks.listDispatchedTo(machineId);
+      return dispatchedTo.filter(({ deployment }) => deployment.cancellationRequestedUtc).map(({ task }) => task.id);
     },
 
     async recordLogs(machineId: string, taskId: string, lines: AgentLogLine[]): Promise<number> {
@@ -173,7 +168,7 @@ export function createEngine(options: EngineOptions): Engine {
         agentSeq: line.seq,
         createdUtc: nanosToDate(line.unixNanos, now),
       }));
-      await store.deploymentLogs.append(task.deploymentId, entries, now);
+      await progress.write(task.deploymentId, entries);
       // Every line of the batch is stored now (a re-sent one already was), and an agent sends a
       // task's lines in order from its last acknowledged one: acknowledge up to the batch's end.
       return Math.max(...lines.map((line) => line.seq));

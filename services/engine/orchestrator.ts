@@ -14,6 +14,7 @@ import { EventSubject } from '../bus/index.ts';
 import type { Deployment, DeploymentTask, LogLevel, NewLogEntry, Store, TargetMachine } from '../store/index.ts';
 import { isOnline, toPlanInput } from './plan-input.ts';
 import { planDeployment, planTargets } from './planner.ts';
+import type { ProgressWriter } from './progress-writer.ts';
 import { nextActions } from './scheduler.ts';
 import { targetKey, type NextActions, type Plan, type Stage, type TargetStatus } from './plan-types.ts';
 
@@ -35,6 +36,8 @@ export interface OrchestratorDeps {
   logger: Logger;
   replicaId: string;
   timing: OrchestratorTiming;
+  /** Where task ends are written (coalesced with the agents' log lines of the same deployment). */
+  progress: ProgressWriter;
   /** Called once a deployment reaches Completed or Failed: frees slots, triggers automatic phases. */
   onFinished(deployment: Deployment): Promise<void>;
 }
@@ -302,8 +305,8 @@ export class Orchestrator {
 
   /**
    * Records the end of a task (from its agent, or decided here) exactly once, with its log line,
-   * in one statement. `known`: the task as the caller already read it. Returns false when the
-   * task had already finished.
+   * in one statement shared with the deployment's other reports. `known`: the task as the caller
+   * already read it. Returns false when the task had already finished.
    */
   async finishTask(
     taskId: string,
@@ -316,13 +319,17 @@ export class Orchestrator {
     const plan = await this.#plan(task.deploymentId);
     const errorAction = plan ? errorActionOf(plan, task.stepId) : 'Stop';
     const level: LogLevel = result.status === 'Succeeded' ? 'Information' : result.status === 'Cancelled' ? 'Warning' : errorAction === 'Continue' ? 'Warning' : 'Error';
-    const now = clock.now();
-    return store.deploymentTasks.finish(
-      task,
-      { status: result.status, exitCode: result.exitCode, message: result.message, finishedUtc: now },
-      { level, data: `${task.stepName} on ${task.machineName}: ${result.message}`, stepId: task.stepId, parentLogId: task.parentLogId, taskId: task.id },
-      now,
-    );
+    const finished = await this.#deps.progress.write(task.deploymentId, [], [
+      {
+        taskId: task.id,
+        status: result.status,
+        exitCode: result.exitCode,
+        message: result.message,
+        finishedUtc: clock.now(),
+        line: { level, data: `${task.stepName} on ${task.machineName}: ${result.message}`, stepId: task.stepId, parentLogId: task.parentLogId, taskId: task.id },
+      },
+    ]);
+    return finished.has(task.id);
   }
 }
 

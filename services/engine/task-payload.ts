@@ -43,7 +43,7 @@ function fullScript(snapshot: ReleaseSnapshot, step: SnapshotStep): string {
 export function buildRunTask(input: {
   snapshot: ReleaseSnapshot;
   release: ReleaseFacts;
-  deployment: Deployment;
+  deployment: Pick<Deployment, 'id' | 'environmentId' | 'environmentName' | 'redownloadPackages'>;
   task: DeploymentTask;
   machine: TargetMachine;
   secrets: SecretBox;

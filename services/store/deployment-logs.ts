@@ -4,7 +4,6 @@
  * max(now, last + 1), so `getLogsAfter=T` (strictly after) never skips or repeats a line.
  */
 import { dateToTicks, newId } from '../core/index.ts';
-import type { Knex } from 'knex';
 import type { Db } from './db.ts';
 
 export const LogLevel = {
@@ -73,10 +72,25 @@ function toEntry(row: LogRow): LogEntry {
   };
 }
 
+/** A task's end, written with its log line: the line is stored exactly when the task moved. */
+export interface TaskFinish {
+  taskId: string;
+  status: 'Succeeded' | 'Failed' | 'Cancelled';
+  exitCode: number | null;
+  message: string;
+  finishedUtc: Date;
+  line: NewLogEntry;
+}
+
 /**
- * Hot path: append log lines to one deployment. Parameters: 1 deployment ID, 2 JSON array of
- * {ord, id, created_at, created_tick, level, data, exception_data, step_id, parent_log_id,
- * task_id, agent_seq}, 3 deployment ID, 4 now, 5 deployment ID.
+ * Hot path: what happened in one deployment — log lines, and tasks that ended with their lines —
+ * in ONE statement. Parameters: 1 JSON array of task ends {id, status, exit_code, message,
+ * finished_at}, 2 deployment ID, 3 deployment ID, 4 JSON array of lines {ord, id, created_at,
+ * created_tick, level, data, exception_data, step_id, parent_log_id, task_id, agent_seq,
+ * requires_task}, 5 deployment ID, 6 now, 7 deployment ID.
+ *
+ * Task ends: Running → final, guarded, so a result is recorded once; a line with `requires_task`
+ * is stored only when that task moved in this statement (the end and its line commit together).
  *
  * Ticks: tick_r = max(tick_(r-1) + 1, created_tick_r), starting from the deployment's last tick.
  * Unrolled, that is r + max(last, max over j ≤ r of (created_tick_j − j)): a running max, so one
@@ -88,17 +102,20 @@ function toEntry(row: LogRow): LogEntry {
  * fixed id ("Step 'Deploy'") before each batch of its children and it is stored once. The check
  * cannot race: ids that repeat are deployment-scoped and every append of a deployment holds its
  * row lock.
- *
- * `guard`: a data-modifying statement run first in the same statement (a task's status change);
- * the lines are stored only when it returned a row, so the change and its line commit together.
  */
-const appendLogsSql = (guard: string | null) => `
-WITH ${guard === null ? '' : `guard AS (${guard}), `}locked AS (
-  SELECT last_log_tick FROM deployments WHERE id = ?${guard === null ? '' : ' AND EXISTS (SELECT 1 FROM guard)'} FOR UPDATE
+const RECORD_SQL = `
+WITH moved AS (
+  UPDATE deployment_tasks AS t
+  SET status = f.status, exit_code = f.exit_code, message = f.message, finished_at = f.finished_at
+  FROM jsonb_to_recordset(CAST(? AS jsonb)) AS f(id text, status text, exit_code int, message text, finished_at timestamptz)
+  WHERE t.id = f.id AND t.deployment_id = ? AND t.status = 'Running'
+  RETURNING t.id
+), locked AS (
+  SELECT last_log_tick FROM deployments WHERE id = ? FOR UPDATE
 ), input AS (
   SELECT x.* FROM jsonb_to_recordset(CAST(? AS jsonb)) AS x(
     ord int, id text, created_at timestamptz, created_tick bigint, level text, data text,
-    exception_data text, step_id text, parent_log_id text, task_id text, agent_seq int)
+    exception_data text, step_id text, parent_log_id text, task_id text, agent_seq int, requires_task text)
 ), numbered AS (
   SELECT input.*, row_number() OVER (ORDER BY ord) AS r FROM input
 ), ticked AS (
@@ -108,7 +125,9 @@ WITH ${guard === null ? '' : `guard AS (${guard}), `}locked AS (
   FROM numbered
   WHERE EXISTS (SELECT 1 FROM locked)
 ), fresh AS (
-  SELECT * FROM ticked WHERE NOT EXISTS (SELECT 1 FROM deployment_logs l WHERE l.id = ticked.id)
+  SELECT * FROM ticked
+  WHERE NOT EXISTS (SELECT 1 FROM deployment_logs l WHERE l.id = ticked.id)
+    AND (requires_task IS NULL OR requires_task IN (SELECT id FROM moved))
 ), ins AS (
   INSERT INTO deployment_logs (id, deployment_id, tick, created_at, level, data, exception_data, step_id, parent_log_id, task_id, agent_seq)
   SELECT id, ?, tick, created_at, level, data, exception_data, step_id, parent_log_id, task_id, agent_seq FROM fresh
@@ -126,21 +145,19 @@ WITH ${guard === null ? '' : `guard AS (${guard}), `}locked AS (
 )
 SELECT ins.* FROM ins ORDER BY tick`;
 
-const APPEND_LOGS_SQL = appendLogsSql(null);
+/** PostgreSQL text cannot hold U+0000; a script may print it. */
+const storable = (text: string) => (text.includes('\u0000') ? text.replaceAll('\u0000', '\uFFFD') : text);
 
-/** A statement with `?` placeholders, as knex's `toSQL()` gives it. */
-export interface SqlGuard {
-  sql: string;
-  bindings: readonly unknown[];
-}
-
-/** See APPEND_LOGS_SQL. Shared with the task store, which guards an append with a task's change. */
-export async function appendLogs(db: Db, deploymentId: string, entries: NewLogEntry[], now: Date, guard: SqlGuard | null = null): Promise<LogEntry[]> {
+async function record(db: Db, deploymentId: string, entries: readonly NewLogEntry[], finishes: readonly TaskFinish[], now: Date): Promise<{ stored: LogEntry[]; finished: Set<string> }> {
+  const lines: Array<{ entry: NewLogEntry; requiresTask: string | null }> = [
+    ...entries.map((entry) => ({ entry, requiresTask: null })),
+    ...finishes.map((finish) => ({ entry: { ...finish.line, id: finish.line.id ?? newId() }, requiresTask: finish.taskId })),
+  ];
   // An id repeated within the batch (a parent written before each of its children) counts once.
   const seen = new Set<string>();
-  const unique = entries.filter((entry) => entry.id === undefined || (!seen.has(entry.id) && seen.add(entry.id)));
-  if (unique.length === 0) return [];
-  const input = unique.map((entry, ord) => {
+  const unique = lines.filter(({ entry }) => entry.id === undefined || (!seen.has(entry.id) && seen.add(entry.id)));
+  if (unique.length === 0) return { stored: [], finished: new Set() };
+  const input = unique.map(({ entry, requiresTask }, ord) => {
     const created = entry.createdUtc ?? now;
     return {
       ord,
@@ -148,32 +165,42 @@ export async function appendLogs(db: Db, deploymentId: string, entries: NewLogEn
       created_at: created.toISOString(),
       created_tick: dateToTicks(created).toString(),
       level: entry.level,
-      data: entry.data,
-      exception_data: entry.exceptionData ?? null,
+      data: storable(entry.data),
+      exception_data: entry.exceptionData == null ? null : storable(entry.exceptionData),
       step_id: entry.stepId ?? null,
       parent_log_id: entry.parentLogId ?? null,
       task_id: entry.taskId ?? null,
       agent_seq: entry.agentSeq ?? null,
+      requires_task: requiresTask,
     };
   });
-  const bindings = [deploymentId, JSON.stringify(input), deploymentId, now, deploymentId];
-  const result = guard
-    ? await db.raw<{ rows: LogRow[] }>(appendLogsSql(guard.sql), [...guard.bindings, ...bindings] as Knex.RawBinding[])
-    : await db.raw<{ rows: LogRow[] }>(APPEND_LOGS_SQL, bindings);
-  return result.rows.map(toEntry);
+  const ends = finishes.map((f) => ({ id: f.taskId, status: f.status, exit_code: f.exitCode, message: storable(f.message), finished_at: f.finishedUtc.toISOString() }));
+  const result = await db.raw<{ rows: LogRow[] }>(RECORD_SQL, [JSON.stringify(ends), deploymentId, deploymentId, JSON.stringify(input), deploymentId, now, deploymentId]);
+  const stored = result.rows.map(toEntry);
+  const storedIds = new Set(stored.map((e) => e.id));
+  // A task's end line has a fresh id: it is stored exactly when the task moved.
+  const finished = new Set(input.filter((i) => i.requires_task !== null && storedIds.has(i.id)).map((i) => i.requires_task!));
+  return { stored, finished };
 }
 
 export function deploymentLogsStore(db: Db) {
   return {
     /**
      * Appends entries and updates the deployment's error/warning counts and last tick, in ONE
-     * statement (see APPEND_LOGS_SQL): the deployment row stays locked for a single round trip,
+     * statement (see RECORD_SQL): the deployment row stays locked for a single round trip,
      * so fifty agents streaming into one deployment do not queue behind each other's transactions.
      * Returns the entries actually stored (a line an agent re-sent, or an id already stored, is
      * stored once).
      */
-    append(deploymentId: string, entries: NewLogEntry[], now: Date): Promise<LogEntry[]> {
-      return appendLogs(db, deploymentId, entries, now);
+    async append(deploymentId: string, entries: NewLogEntry[], now: Date): Promise<LogEntry[]> {
+      return (await record(db, deploymentId, entries, [], now)).stored;
+    },
+    /**
+     * Log lines and task ends of one deployment in one statement (see RECORD_SQL). `finished`:
+     * the tasks that moved from Running to their final status now (not those already final).
+     */
+    record(deploymentId: string, entries: readonly NewLogEntry[], finishes: readonly TaskFinish[], now: Date): Promise<{ stored: LogEntry[]; finished: Set<string> }> {
+      return record(db, deploymentId, entries, finishes, now);
     },
     /** Entries with tick > afterTick, in tick order. */
     async read(deploymentId: string, afterTick: bigint | null, limit: number): Promise<LogEntry[]> {

@@ -11,7 +11,7 @@ export interface TargetMachine {
   lastSeenUtc: Date | null;
 }
 
-interface Row {
+export interface MachineRow {
   id: string;
   workspace_id: string;
   name: string;
@@ -21,7 +21,7 @@ interface Row {
   last_seen_at: Date | null;
 }
 
-function toTarget(row: Row): TargetMachine {
+export function toTargetMachine(row: MachineRow): TargetMachine {
   return {
     machineId: row.id,
     workspaceId: row.workspace_id,
@@ -33,25 +33,25 @@ function toTarget(row: Row): TargetMachine {
   };
 }
 
-const COLUMNS = ['id', 'workspace_id', 'name', 'tag_ids', 'enabled', 'agent_credential_hash', 'last_seen_at'] as const;
+export const MACHINE_COLUMNS = ['id', 'workspace_id', 'name', 'tag_ids', 'enabled', 'agent_credential_hash', 'last_seen_at'] as const satisfies ReadonlyArray<keyof MachineRow>;
 
 export function deploymentMachinesStore(db: Db) {
   return {
     async listInEnvironment(environmentId: string): Promise<TargetMachine[]> {
-      const rows = await db<Row>('machines as m')
+      const rows = await db<MachineRow>('machines as m')
         .join('machine_environments as me', 'me.machine_id', 'm.id')
         .where('me.environment_id', environmentId)
         .select('m.id', 'm.workspace_id', 'm.name', 'm.tag_ids', 'm.enabled', 'm.agent_credential_hash', 'm.last_seen_at');
-      return rows.map(toTarget);
+      return rows.map(toTargetMachine);
     },
     async get(machineId: string): Promise<TargetMachine | null> {
-      const row = await db<Row>('machines').where({ id: machineId }).first(...COLUMNS);
-      return row ? toTarget(row) : null;
+      const row = await db<MachineRow>('machines').where({ id: machineId }).first(...MACHINE_COLUMNS);
+      return row ? toTargetMachine(row) : null;
     },
     async getMany(machineIds: readonly string[]): Promise<Map<string, TargetMachine>> {
       if (machineIds.length === 0) return new Map();
-      const rows = await db<Row>('machines').whereIn('id', machineIds).select(...COLUMNS);
-      return new Map(rows.map((row) => [row.id, toTarget(row)]));
+      const rows = await db<MachineRow>('machines').whereIn('id', machineIds).select(...MACHINE_COLUMNS);
+      return new Map(rows.map((row) => [row.id, toTargetMachine(row)]));
     },
   };
 }

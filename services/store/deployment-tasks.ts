@@ -1,6 +1,7 @@
 /** Deployment tasks: one step on one machine (or a machine-less step record), the unit agents run. */
 import type { Db } from './db.ts';
-import { appendLogs, type NewLogEntry } from './deployment-logs.ts';
+import { MACHINE_COLUMNS, toTargetMachine, type MachineRow, type TargetMachine } from './deployment-machines.ts';
+import type { Deployment } from './deployments.ts';
 
 export const TaskStatus = {
   Pending: 'Pending',
@@ -69,6 +70,13 @@ function toTask(row: TaskRow): DeploymentTask {
   };
 }
 
+/** A running task with the facts of its deployment and machine that its payload is built from. */
+export interface DispatchedTask {
+  task: DeploymentTask;
+  deployment: Pick<Deployment, 'id' | 'releaseId' | 'environmentId' | 'environmentName' | 'redownloadPackages' | 'cancellationRequestedUtc'>;
+  machine: TargetMachine;
+}
+
 export function deploymentTasksStore(db: Db) {
   return {
     async get(id: string): Promise<DeploymentTask | null> {
@@ -78,9 +86,37 @@ export function deploymentTasksStore(db: Db) {
     async listForDeployment(deploymentId: string): Promise<DeploymentTask[]> {
       return (await db<TaskRow>('deployment_tasks').where({ deployment_id: deploymentId }).orderBy([{ column: 'stage_index' }, { column: 'machine_name' }, { column: 'id' }])).map(toTask);
     },
-    /** Tasks dispatched to a machine and not finished (sent again when its agent reconnects). */
-    async listRunningOnMachine(machineId: string): Promise<DeploymentTask[]> {
-      return (await db<TaskRow>('deployment_tasks').where({ machine_id: machineId, status: 'Running' })).map(toTask);
+    /**
+     * Tasks dispatched to a machine and not finished (sent again when its agent reconnects), with
+     * what building their payload needs from the deployment and the machine: one query per
+     * agent wake-up, which fifty machines of one deployment all make at once.
+     */
+    async listDispatchedTo(machineId: string): Promise<DispatchedTask[]> {
+      const rows = await db('deployment_tasks as t')
+        .join('deployments as d', 'd.id', 't.deployment_id')
+        .join('machines as m', 'm.id', 't.machine_id')
+        .where({ 't.machine_id': machineId, 't.status': 'Running' })
+        .select(
+          't.*',
+          'd.release_id as d_release_id',
+          'd.environment_id as d_environment_id',
+          'd.environment_name as d_environment_name',
+          'd.redownload_packages as d_redownload_packages',
+          'd.cancellation_requested_at as d_cancellation_requested_at',
+          ...MACHINE_COLUMNS.map((column) => `m.${column} as m_${column}`),
+        );
+      return rows.map((row: TaskRow & Record<string, unknown>) => ({
+        task: toTask(row),
+        deployment: {
+          id: row.deployment_id,
+          releaseId: row.d_release_id as string,
+          environmentId: row.d_environment_id as string,
+          environmentName: row.d_environment_name as string,
+          redownloadPackages: row.d_redownload_packages as boolean,
+          cancellationRequestedUtc: row.d_cancellation_requested_at as Date | null,
+        },
+        machine: toTargetMachine(Object.fromEntries(MACHINE_COLUMNS.map((column) => [column, row[`m_${column}`]])) as unknown as MachineRow),
+      }));
     },
     /** Inserts the plan's tasks once; a second call for the same deployment (after failover) adds nothing. */
     async insertMany(tasks: Array<Pick<DeploymentTask, 'id' | 'deploymentId' | 'stageIndex' | 'stepId' | 'stepName' | 'machineId' | 'machineName'>>): Promise<void> {
@@ -112,25 +148,6 @@ export function deploymentTasksStore(db: Db) {
         .update({ status: 'Running', parent_log_id: db.ref('id'), dispatched_at: now, started_at: now })
         .returning('id');
       return rows.map((r: { id: string }) => r.id);
-    },
-    /**
-     * Running → a final status, and the task's log line, in ONE statement: the line is stored
-     * only when the task moved, and both commit together. False when the task was not Running
-     * (finished already: a result is recorded once).
-     */
-    async finish(
-      task: Pick<DeploymentTask, 'id' | 'deploymentId'>,
-      patch: { status: TaskStatus; exitCode: number | null; message: string; finishedUtc: Date },
-      line: NewLogEntry,
-      now: Date,
-    ): Promise<boolean> {
-      const moved = db('deployment_tasks')
-        .where({ id: task.id, status: 'Running' })
-        .update({ status: patch.status, exit_code: patch.exitCode, message: patch.message, finished_at: patch.finishedUtc })
-        .returning('id')
-        .toSQL();
-      // The line has a fresh id and no agent line number, so it is stored exactly when the task moved.
-      return (await appendLogs(db, task.deploymentId, [line], now, moved)).length > 0;
     },
     /**
      * Moves a task from one of `from` to a new status. Returns false when it was no longer in

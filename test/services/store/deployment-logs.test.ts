@@ -104,24 +104,32 @@ describe('deployment logs', () => {
     expect(await t.db('deployment_logs').where({ id: parent }).count({ n: '*' })).toEqual([{ n: '1' }]);
   });
 
-  it("finishes a running task and stores its line in one statement, once; a task that is not Running stores nothing", async () => {
+  it('ends a running task and stores its line in one statement, once; a task that is not Running stores nothing', async () => {
     const taskId = newId();
     await t.deps.store.deploymentTasks.insertMany([{ id: taskId, deploymentId, stageIndex: 0, stepId: 'step-f', stepName: 'F', machineId: null, machineName: null }]);
-    const finish = () =>
-      t.deps.store.deploymentTasks.finish(
-        { id: taskId, deploymentId },
-        { status: 'Failed', exitCode: 3, message: 'failed with exit code 3', finishedUtc: new Date() },
-        { level: 'Error', data: `F finished ${taskId}` },
-        new Date(),
-      );
-    expect(await finish()).toBe(false); // still Pending
+    const finish = async () =>
+      (
+        await t.deps.store.deploymentLogs.record(
+          deploymentId,
+          [{ level: 'Information', data: `output of ${taskId}`, taskId, agentSeq: 1 }],
+          [{ taskId, status: 'Failed', exitCode: 3, message: 'failed with exit code 3', finishedUtc: new Date(), line: { level: 'Error', data: `F finished ${taskId}` } }],
+          new Date(),
+        )
+      ).finished;
+    expect(await finish()).toEqual(new Set()); // still Pending: the end is refused, the output line is kept
     expect(await t.deps.store.deploymentTasks.startMany([taskId], new Date())).toEqual([taskId]);
     const before = await t.deps.store.deployments.get(deploymentId);
-    expect(await finish()).toBe(true);
-    expect(await finish()).toBe(false);
+    expect(await finish()).toEqual(new Set([taskId]));
+    expect(await finish()).toEqual(new Set());
     const task = await t.deps.store.deploymentTasks.get(taskId);
-    expect(task).toMatchObject({ status: 'Failed', exitCode: 3, parentLogId: taskId });
+    expect(task).toMatchObject({ status: 'Failed', exitCode: 3, message: 'failed with exit code 3', parentLogId: taskId });
     expect(await t.db('deployment_logs').where({ data: `F finished ${taskId}` }).count({ n: '*' })).toEqual([{ n: '1' }]);
+    expect(await t.db('deployment_logs').where({ data: `output of ${taskId}` }).count({ n: '*' })).toEqual([{ n: '1' }]);
     expect((await t.deps.store.deployments.get(deploymentId))!.errorCount).toBe(before!.errorCount + 1);
+  });
+
+  it('stores a line holding U+0000 (PostgreSQL text cannot) with a replacement character', async () => {
+    const [stored] = await append([{ level: 'Information', data: 'before\u0000after' }]);
+    expect(stored!.data).toBe('before\uFFFDafter');
   });
 });
