@@ -12,7 +12,8 @@ export type Db = Knex | Knex.Transaction;
 export function createDb(url: string, options: { poolMax?: number } = {}): Knex {
   return knex({
     client: 'pg',
-    connection: url,
+    // pg parses the URL itself (knex's own parser drops `?host=/socket/dir`, the embedded default's).
+    connection: { connectionString: url },
     pool: { min: 0, max: options.poolMax ?? 10 },
     acquireConnectionTimeout: 10_000,
   });
