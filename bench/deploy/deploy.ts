@@ -25,7 +25,14 @@ import { median, ms, percentile, table } from './stats.ts';
 
 const TARGET_FIRST_LINE_P95_MS = 250;
 const TARGET_OVERHEAD_MS = 30;
-const POLL_MS = Number(process.env.POLL_MS ?? 10);
+/** To see the first line: a client polling this often sees it within POLL_FINE_MS of it being stored. */
+const POLL_FINE_MS = 10;
+/**
+ * To time a deployment: CompleteDate is the server's clock, so polling speed does not change the
+ * figure, but a client asking 100 times a second costs the 2-core machine CPU the deployment
+ * then waits for. A pipeline waiting for its deployment polls about this often (or slower).
+ */
+const POLL_CLIENT_MS = 200;
 const PG_ADMIN_URL = process.env.GANTRY_BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 
 const args = process.argv.slice(2);
@@ -63,10 +70,13 @@ interface Iteration {
 interface Result {
   n: number;
   k: number;
+  /** Polled every POLL_FINE_MS: first-line latency and the milestones. */
   iterations: Iteration[];
+  /** Polled every POLL_CLIENT_MS: the deployment's wall time and CPU. */
+  paced: Iteration[];
   bashParallel: number[];
   bashSequential: number[];
-  /** CPU used during the K promotes (not the direct bash runs), summed. */
+  /** CPU used during the K paced promotes (not the direct bash runs), summed. */
   cpu: CpuSplit;
 }
 
@@ -153,8 +163,8 @@ async function setUp(n: number): Promise<{ plane: ControlPlane; client: Api; pro
   return { plane, client, projectId, dropDatabase, agentPids };
 }
 
-/** One promote to Staging, polled every POLL_MS until the deployment is final. */
-async function promoteOnce(client: Api, projectId: string, n: number): Promise<Iteration> {
+/** One promote to Staging, polled every pollMs until the deployment is final. */
+async function promoteOnce(client: Api, projectId: string, n: number, pollMs: number): Promise<Iteration> {
   const sentWall = Date.now();
   const sent = performance.now();
   const promoted = await client.post('/api/release/promote', { projectId, environments: ['Staging'] });
@@ -180,7 +190,7 @@ async function promoteOnce(client: Api, projectId: string, n: number): Promise<I
       const targets = await client.get('/api/deployment/targets', { deploymentId });
       throw new Error(`deployment ${deploymentId} did not finish in 60 s: ${status.Status}, targets ${targets.text}`);
     }
-    await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+    await new Promise((resolve) => setTimeout(resolve, pollMs));
   }
   const all = (await client.get('/api/deployment', { deploymentId, skipLogs: 'False' })).body.logs as LogView[];
   const at = (predicate: (l: LogView) => boolean, pick: 'first' | 'last' = 'first') => {
@@ -214,32 +224,34 @@ async function run(n: number): Promise<Result> {
   console.log(`N = ${n}: setting up`);
   const { plane, client, projectId, dropDatabase, agentPids } = await setUp(n);
   try {
-    await promoteOnce(client, projectId, n).catch((error: unknown) => {
+    await promoteOnce(client, projectId, n, POLL_FINE_MS).catch((error: unknown) => {
       const file = path.join(os.tmpdir(), `gantry-bench-deploy-${n}.log`);
       writeFileSync(file, plane.output());
       throw new Error(`${String(error)}\n(control plane output in ${file})`);
     }); // warm-up: JIT, connection pools, agents' first task
     const iterations: Iteration[] = [];
+    const paced: Iteration[] = [];
     const bashParallel: number[] = [];
     const bashSequential: number[] = [];
     let cpu: CpuSplit = { machine: 0, controlPlane: 0, agents: 0, scripts: 0 };
     for (let i = 0; i < k; i++) {
-      // Interleaved so both see the same background load (idle agents, the control plane's timers).
+      // Interleaved so all see the same background load (idle agents, the control plane's timers).
+      iterations.push(await promoteOnce(client, projectId, n, POLL_FINE_MS));
       const before = snapshot(plane.child.pid!, agentPids);
-      iterations.push(await promoteOnce(client, projectId, n));
+      paced.push(await promoteOnce(client, projectId, n, POLL_CLIENT_MS));
       const used = difference(snapshot(plane.child.pid!, agentPids), before);
       cpu = { machine: cpu.machine + used.machine, controlPlane: cpu.controlPlane + used.controlPlane, agents: cpu.agents + used.agents, scripts: cpu.scripts + used.scripts };
       bashParallel.push(await directBash(n, true));
       bashSequential.push(await directBash(n, false));
       const last = iterations.at(-1)!;
-      console.log(`  #${i + 1}: first line visible ${ms(last.firstVisible)}, completed ${ms(last.completed)}`);
+      console.log(`  #${i + 1}: first line visible ${ms(last.firstVisible)}, completed ${ms(last.completed)} (polled every ${POLL_FINE_MS} ms) / ${ms(paced.at(-1)!.completed)} (every ${POLL_CLIENT_MS} ms)`);
     }
     if (process.env.GANTRY_BENCH_LOG_LEVEL) {
       const file = path.join(os.tmpdir(), `gantry-bench-deploy-${n}.log`);
       writeFileSync(file, plane.output());
       console.log(`  control plane output in ${file}`);
     }
-    return { n, k, iterations, bashParallel, bashSequential, cpu };
+    return { n, k, iterations, paced, bashParallel, bashSequential, cpu };
   } finally {
     await stopPlane(plane);
     await cleanup();
@@ -252,7 +264,7 @@ function report(results: Result[]): void {
   console.log(`\nbench/deploy — one '${SCRIPT}' step, ${mode}, Node ${process.version}\n`);
   const rows = results.map((r) => {
     const first = r.iterations.map((i) => i.firstVisible);
-    const wall = median(r.iterations.map((i) => i.completed));
+    const wall = median(r.paced.map((i) => i.completed));
     const parallel = median(r.bashParallel);
     const sequential = median(r.bashSequential);
     const overhead = (wall - parallel) / r.n;
@@ -267,15 +279,28 @@ function report(results: Result[]): void {
       ms(sequential),
       `${ms(overhead)} ${overhead <= TARGET_OVERHEAD_MS ? '✓' : '✗'}`,
       ms((wall - sequential) / r.n),
+      ms(median(r.iterations.map((i) => i.completed))),
     ];
   });
   console.log(
     table(
-      ['N', 'K', 'first line p50', `first line p95 (≤ ${TARGET_FIRST_LINE_P95_MS})`, 'deployment wall (p50)', 'bash ∥ (p50)', 'bash seq (p50)', `overhead / step×machine vs ∥ (≤ ${TARGET_OVERHEAD_MS})`, 'vs seq'],
+      [
+        'N',
+        'K',
+        'first line p50',
+        `first line p95 (≤ ${TARGET_FIRST_LINE_P95_MS})`,
+        'deployment wall (p50)',
+        'bash ∥ (p50)',
+        'bash seq (p50)',
+        `overhead / step×machine vs ∥ (≤ ${TARGET_OVERHEAD_MS})`,
+        'vs seq',
+        `wall while polled every ${POLL_FINE_MS} ms`,
+      ],
       rows,
     ),
   );
-  console.log('\nWhere the time goes (p50 of each milestone, ms after the promote request was sent):\n');
+  console.log(`\nFirst line: promotes polled every ${POLL_FINE_MS} ms. Wall and overhead: other promotes, polled every ${POLL_CLIENT_MS} ms like a pipeline (CompleteDate is server time).`);
+  console.log(`\nWhere the time goes (p50 of each milestone, ms after the promote request was sent; promotes polled every ${POLL_FINE_MS} ms):\n`);
   const milestones: Array<[string, keyof Iteration]> = [
     ['promote answered', 'response'],
     ['Validating (engine picked it up)', 'validating'],
@@ -287,7 +312,7 @@ function report(results: Result[]): void {
     ['deployment completed', 'completed'],
   ];
   console.log(table(['milestone', ...results.map((r) => `N = ${r.n}`)], milestones.map(([label, key]) => [label, ...results.map((r) => ms(median(r.iterations.map((i) => i[key]))))])));
-  console.log(`\nWhere the CPU goes (ms of CPU per deployment, mean over K; this machine has ${os.cpus().length} cores):\n`);
+  console.log(`\nWhere the CPU goes (ms of CPU per deployment polled every ${POLL_CLIENT_MS} ms, mean over K; this machine has ${os.cpus().length} cores):\n`);
   const perDeployment = (r: Result, pick: (c: CpuSplit) => number) => ms(pick(r.cpu) / r.k);
   const shares: Array<[string, (c: CpuSplit) => number]> = [
     ['all cores busy', (c) => c.machine],

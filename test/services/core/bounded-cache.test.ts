@@ -1,0 +1,30 @@
+import { describe, expect, it } from 'vitest';
+import { BoundedCache } from '../../../services/core/index.ts';
+
+describe('BoundedCache', () => {
+  it('keeps at most its capacity, dropping the oldest insertion first', () => {
+    const cache = new BoundedCache<number>(2);
+    cache.remember('a', 1);
+    cache.remember('b', 2);
+    cache.remember('c', 3);
+    expect(cache.get('a')).toBeUndefined();
+    expect([cache.get('b'), cache.get('c'), cache.size]).toEqual([2, 3, 2]);
+  });
+
+  it('counts a re-remembered key as new, and forgets on request', () => {
+    const cache = new BoundedCache<string>(2);
+    cache.remember('a', 'old');
+    cache.remember('b', 'b');
+    cache.remember('a', 'new'); // now the newest: 'b' is the oldest
+    cache.remember('c', 'c');
+    expect([cache.get('a'), cache.get('b'), cache.get('c')]).toEqual(['new', undefined, 'c']);
+    cache.forget('a');
+    expect(cache.get('a')).toBeUndefined();
+    expect(cache.size).toBe(1);
+  });
+
+  it('refuses a capacity that is not a positive integer', () => {
+    expect(() => new BoundedCache(0)).toThrow(RangeError);
+    expect(() => new BoundedCache(1.5)).toThrow(RangeError);
+  });
+});
