@@ -16,8 +16,7 @@ import { maxSemVer } from '../core/semver.ts';
 import type { Deployment, Environment, Release } from '../store/index.ts';
 import type { DomainDeps } from './deps.ts';
 import { computeProgression } from './lifecycle-progression.ts';
-import { visibleProject } from './projects.ts';
-import { visibleResource } from './scope.ts';
+import { visibleResource, visibleWorkspace } from './scope.ts';
 
 export type EnvironmentRequest = string | { environmentName: string; machineMode?: 'All' | 'Include' | 'Exclude' | undefined; machineIds?: string[] | undefined };
 
@@ -167,13 +166,14 @@ export async function promoteRelease(
   principal: Principal,
   input: { projectId: string; version?: string | undefined } & TargetRequest,
 ): Promise<{ deploymentId: string; deploymentIds: string[] }> {
-  const project = await visibleProject(deps, principal, input.projectId);
+  const project = await deps.store.projects.get(input.projectId);
+  if (!project) throw unknownId('projectId');
   // Exact match only (spec §9: `6.1` does not find `6.1.0`); without a version, the highest SemVer.
-  let version = input.version;
-  if (version === undefined || version === '') {
-    version = maxSemVer((await deps.store.releases.listVersions(project.id)).map((r) => r.version)) ?? undefined;
-    if (!version) throw new InvalidParameterError('The project has no release to promote', [{ property: 'projectId', messages: ['no release found'] }]);
-  }
+  // The versions are read while visibility is checked, and used only once it passed.
+  const latest = input.version === undefined || input.version === '';
+  const [, versions] = await Promise.all([visibleWorkspace(deps, principal, project.workspaceId, 'projectId'), latest ? deps.store.releases.listVersions(project.id) : []]);
+  const version = latest ? maxSemVer(versions.map((r) => r.version)) : input.version;
+  if (!version) throw new InvalidParameterError('The project has no release to promote', [{ property: 'projectId', messages: ['no release found'] }]);
   const found = await deps.store.releases.findByVersion(project.id, version);
   if (!found) throw new InvalidParameterError(`No release '${version}' found in the project`, [{ property: 'version', messages: ['no release found'] }]);
   const ids = await createDeployments(deps, principal, found, input);

@@ -171,7 +171,7 @@ export function createEngine(options: EngineOptions): Engine {
       await progress.write(task.deploymentId, entries);
       // Every line of the batch is stored now (a re-sent one already was), and an agent sends a
       // task's lines in order from its last acknowledged one: acknowledge up to the batch's end.
-      return Math.max(...lines.map((line) => line.seq));
+      return lines.reduce((last, line) => Math.max(last, line.seq), 0);
     },
 
     async recordResult(machineId: string, taskId: string, result: AgentTaskResult): Promise<void> {

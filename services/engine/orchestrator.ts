@@ -165,14 +165,16 @@ export class Orchestrator {
     for (const stage of plan.stages) lines.push(...skipLines(deployment.id, stage));
     // Started at once when a slot is free: the first targets are claimed in the same transaction.
     const { running, written } = await store.transaction(async (tx) => {
-      await tx.deploymentTasks.insertMany(tasks);
+      const inserted = await tx.deploymentTasks.insertMany(tasks);
       await tx.deployments.update(deployment.id, { plan, status: 'AwaitingSlot' }, now);
-      if (!(await tx.deployments.tryStart(deployment, now))) {
+      if (!(await tx.deployments.tryStart(deployment, now, organization.organizationId))) {
         await tx.deploymentLogs.append(deployment.id, lines, now);
         return { running: false, written: NOTHING_WRITTEN };
       }
       lines.push(deployingLine(deployment));
-      const decisions = decide(plan, await tx.deploymentTasks.listForDeployment(deployment.id));
+      // All new (validation is one transaction) unless an earlier attempt's tasks exist: read those.
+      const current = inserted.length === tasks.length ? inserted : await tx.deploymentTasks.listForDeployment(deployment.id);
+      const decisions = decide(plan, current);
       return { running: true, written: await this.#writeDecisions(tx, deployment.id, decisions, lines, now) };
     });
     this.#plans.remember(deployment.id, plan);

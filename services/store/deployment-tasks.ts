@@ -118,10 +118,13 @@ export function deploymentTasksStore(db: Db) {
         machine: toTargetMachine(Object.fromEntries(MACHINE_COLUMNS.map((column) => [column, row[`m_${column}`]])) as unknown as MachineRow),
       }));
     },
-    /** Inserts the plan's tasks once; a second call for the same deployment (after failover) adds nothing. */
-    async insertMany(tasks: Array<Pick<DeploymentTask, 'id' | 'deploymentId' | 'stageIndex' | 'stepId' | 'stepName' | 'machineId' | 'machineName'>>): Promise<void> {
-      if (tasks.length === 0) return;
-      await db('deployment_tasks')
+    /**
+     * Inserts the plan's tasks once; a second call for the same deployment (after failover) adds
+     * nothing. Returns the tasks it inserted.
+     */
+    async insertMany(tasks: Array<Pick<DeploymentTask, 'id' | 'deploymentId' | 'stageIndex' | 'stepId' | 'stepName' | 'machineId' | 'machineName'>>): Promise<DeploymentTask[]> {
+      if (tasks.length === 0) return [];
+      const rows: TaskRow[] = await db('deployment_tasks')
         .insert(
           tasks.map((t) => ({
             id: t.id,
@@ -134,7 +137,9 @@ export function deploymentTasksStore(db: Db) {
           })),
         )
         .onConflict(['deployment_id', 'step_id', 'machine_id'])
-        .ignore();
+        .ignore()
+        .returning('*');
+      return rows.map(toTask);
     },
     /**
      * Pending → Running for every task in `ids` that is still Pending, in one statement; returns

@@ -274,11 +274,12 @@ export function deploymentsStore(db: Db) {
      * AwaitingSlot → Running when no other deployment of the same project runs in the same
      * environment and the organization is under maxConcurrentDeployments. The organization-wide
      * transaction lock makes the check and the change one step across replicas; called inside
-     * `store.transaction`, it is part of that transaction.
+     * `store.transaction`, it is part of that transaction. `organizationId`: the workspace's, when
+     * the caller already knows it.
      */
-    async tryStart(deployment: Pick<Deployment, 'id' | 'projectId' | 'environmentId' | 'workspaceId'>, now: Date): Promise<boolean> {
+    async tryStart(deployment: Pick<Deployment, 'id' | 'projectId' | 'environmentId' | 'workspaceId'>, now: Date, organizationId?: string): Promise<boolean> {
       const attempt = async (trx: Db) => {
-        const org = await trx('workspaces').where({ id: deployment.workspaceId }).first('organization_id');
+        const org = organizationId ? { organization_id: organizationId } : await trx('workspaces').where({ id: deployment.workspaceId }).first('organization_id');
         if (!org) return false;
         await trx.raw('select pg_advisory_xact_lock(hashtext(?))', [`gantry.start.${org.organization_id}`]);
         // The slot checks are the update's own conditions: one round trip under the lock.
