@@ -65,7 +65,7 @@ export async function startServer(config: Config, logger: Logger = createLogger(
 
     const bus = await createBus({ natsUrl: config.natsUrl, prefix: config.natsPrefix, logger });
     const engine = createEngine({ store: deps.store, clock: deps.clock, bus, secrets: deps.secrets, logger });
-    deps.wakeDeployments = engine.wake;
+    deps.wakeDeployments = (ids) => engine.wake(ids);
     deps.onReleaseCreated = async (releaseId) => {
       await engine.triggerAutomaticDeployments(releaseId);
     };

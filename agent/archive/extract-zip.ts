@@ -75,7 +75,7 @@ function openZip(archiveFile: string): Promise<ZipFile> {
 }
 
 function entryName(entry: Entry): string {
-  const raw = entry.fileNameRaw as unknown as Buffer;
+  const raw = entry.fileNameRaw;
   return yauzl.getFileNameLowLevel(entry.generalPurposeBitFlag, raw, entry.extraFields, false);
 }
 

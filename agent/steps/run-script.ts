@@ -64,7 +64,7 @@ export async function startScript(spec: ScriptSpec): Promise<RunningScript> {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   try {
-    await Promise.race([once(child, 'spawn'), once(child, 'error').then(([error]) => Promise.reject(error))]);
+    await Promise.race([once(child, 'spawn'), once(child, 'error').then(([error]) => Promise.reject(error instanceof Error ? error : new Error(String(error))))]);
   } catch (error) {
     throw new ScriptStartError(`${interpreter.command} could not be started: ${(error as Error).message}`, { cause: error });
   }

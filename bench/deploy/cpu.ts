@@ -23,10 +23,8 @@ export function processCpu(pid: number): { self: number; children: number } {
 /** Milliseconds all cores spent busy since boot (everything but idle and iowait). */
 export function machineBusy(): number {
   const [, ...values] = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/);
-  const [user, nice, system, idle, iowait, irq, softirq, steal] = values.map(Number) as number[];
-  void idle;
-  void iowait;
-  return (user! + nice! + system! + irq! + softirq! + steal!) * TICK_MS;
+  const [user = 0, nice = 0, system = 0, , , irq = 0, softirq = 0, steal = 0] = values.map(Number);
+  return (user + nice + system + irq + softirq + steal) * TICK_MS;
 }
 
 export interface CpuSplit {

@@ -207,7 +207,7 @@ async function promoteOnce(client: Api, projectId: string, n: number, pollMs: nu
     firstRead: at((l) => l.Data === 'ready'),
     firstVisible,
     lastRead: at((l) => l.Data === 'ready', 'last'),
-    completed: Date.parse(completeDate!) - sentWall,
+    completed: Date.parse(completeDate) - sentWall,
   };
 }
 

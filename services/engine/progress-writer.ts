@@ -64,7 +64,7 @@ export class ProgressWriter {
       } catch (error) {
         if (batch.length === 1) batch[0]!.reject(error);
         // One report the database refuses must not fail the others that shared its statement.
-        else for (const report of batch) await this.#writeTogether(deploymentId, [report]).catch(report.reject);
+        else for (const report of batch) await this.#writeTogether(deploymentId, [report]).catch((error: unknown) => report.reject(error));
       }
     }
     this.#queues.delete(deploymentId);

@@ -206,7 +206,9 @@ export function deploymentsStore(db: Db) {
       const [row] = await db<DeploymentRow>('deployments')
         .where({ id })
         .whereIn('status', ACTIVE_STATUSES)
-        .where((q) => q.whereNull('lease_owner').orWhere('lease_owner', owner).orWhere('lease_until', '<', now))
+        .where((q) => {
+          q.whereNull('lease_owner').orWhere('lease_owner', owner).orWhere('lease_until', '<', now);
+        })
         .update({
           lease_owner: owner,
           lease_until: leaseUntil,
@@ -217,7 +219,7 @@ export function deploymentsStore(db: Db) {
           change_tick: db.raw(`CASE WHEN ${due} THEN ${NEXT_CHANGE} ELSE change_tick END`, [now]),
         })
         .returning(COLUMNS);
-      return row ? toDeployment(row as DeploymentRow) : null;
+      return row ? toDeployment(row) : null;
     },
     async releaseLease(id: string, owner: string): Promise<void> {
       await db('deployments').where({ id, lease_owner: owner }).update({ lease_owner: null, lease_until: null });
@@ -226,8 +228,12 @@ export function deploymentsStore(db: Db) {
     async findUnowned(now: Date, limit: number): Promise<string[]> {
       const rows = await db('deployments')
         .whereIn('status', ACTIVE_STATUSES)
-        .where((q) => q.whereNull('lease_until').orWhere('lease_until', '<', now))
-        .where((q) => q.whereNull('scheduled_for').orWhere('scheduled_for', '<=', now))
+        .where((q) => {
+          q.whereNull('lease_until').orWhere('lease_until', '<', now);
+        })
+        .where((q) => {
+          q.whereNull('scheduled_for').orWhere('scheduled_for', '<=', now);
+        })
         .orderBy('created_at')
         .limit(limit)
         .select('id');

@@ -43,7 +43,9 @@ export function serviceAccountsStore(db: Db) {
         .where({ 'a.id': id, 'k.key_hash': keyHash })
         .whereNull('a.deleted_at')
         .whereNull('k.deleted_at')
-        .where((q) => q.whereNull('a.workspace_id').orWhereNull('w.deleted_at'))
+        .where((q) => {
+          q.whereNull('a.workspace_id').orWhereNull('w.deleted_at');
+        })
         .first('a.*');
       return row ? toServiceAccount(row) : null;
     },

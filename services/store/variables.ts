@@ -298,9 +298,17 @@ export function variablesStore(db: Db) {
     // Existence checks for value filters. Machines, steps and channels have their own stores, but
     // these small counts keep this aggregate independent of them.
     countEnvironments: (workspaceId: string, ids: readonly string[]) =>
-      countExisting('environments', ids, (q) => q.where({ workspace_id: workspaceId }).whereNull('deleted_at')),
-    countMachines: (workspaceId: string, ids: readonly string[]) => countExisting('machines', ids, (q) => q.where({ workspace_id: workspaceId })),
-    countSteps: (projectId: string, ids: readonly string[]) => countExisting('project_steps', ids, (q) => q.where({ project_id: projectId })),
-    countChannels: (projectId: string, ids: readonly string[]) => countExisting('channels', ids, (q) => q.where({ project_id: projectId })),
+      countExisting('environments', ids, (q) => {
+        q.where({ workspace_id: workspaceId }).whereNull('deleted_at');
+      }),
+    countMachines: (workspaceId: string, ids: readonly string[]) => countExisting('machines', ids, (q) => {
+      q.where({ workspace_id: workspaceId });
+    }),
+    countSteps: (projectId: string, ids: readonly string[]) => countExisting('project_steps', ids, (q) => {
+      q.where({ project_id: projectId });
+    }),
+    countChannels: (projectId: string, ids: readonly string[]) => countExisting('channels', ids, (q) => {
+      q.where({ project_id: projectId });
+    }),
   };
 }

@@ -86,7 +86,7 @@ function clientFor(app: FastifyInstance, credentials: Credentials | null): Clien
 
 function toResponse(response: { statusCode: number; body: string; headers: Record<string, unknown> }): Response {
   let body: unknown = undefined;
-  if (response.body.length > 0 && String(response.headers['content-type'] ?? '').includes('json')) body = JSON.parse(response.body);
+  if (response.body.length > 0 && `${response.headers['content-type'] as string | undefined ?? ''}`.includes('json')) body = JSON.parse(response.body);
   return { status: response.statusCode, body, headers: response.headers, text: response.body };
 }
 

@@ -21,7 +21,7 @@ export async function waitFor<T>(condition: () => T | Promise<T>, options: WaitF
   for (;;) {
     try {
       const value = await condition();
-      if (value !== undefined && value !== null && value !== false) return value as NonNullable<T>;
+      if (value !== undefined && value !== null && value !== false) return value;
       lastError = undefined;
     } catch (error) {
       lastError = error;

@@ -66,7 +66,7 @@ function describe(error: FastifyError | GantryError | Error, request: FastifyReq
   }
   const fastifyError = error as FastifyError;
   if (fastifyError.validation) {
-    const validationErrors = fromSchemaErrors(fastifyError.validation as AjvError[], fastifyError.validationContext);
+    const validationErrors = fromSchemaErrors(fastifyError.validation, fastifyError.validationContext);
     const first = validationErrors[0];
     const where = fastifyError.validationContext === 'querystring' ? 'query parameter' : 'body property';
     return {

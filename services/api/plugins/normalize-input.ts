@@ -74,10 +74,10 @@ export function registerInputNormalization(app: FastifyInstance): void {
     const schema = request.routeOptions.schema;
     if (!schema) return;
     if (schema.body && request.body !== undefined) {
-      request.body = normalizeKeys(request.body, schema.body as SchemaNode, false);
+      request.body = normalizeKeys(request.body, schema.body, false);
     }
     if (schema.querystring && request.query) {
-      request.query = normalizeKeys(request.query, schema.querystring as SchemaNode, true);
+      request.query = normalizeKeys(request.query, schema.querystring, true);
     }
   });
 }

@@ -10,12 +10,10 @@ import type { RouteEntry } from '../../../services/api/app.ts';
 import { testApp, type Client, type Response, type TestContext } from '../../helpers/app.ts';
 import { sample, type Schema } from '../../helpers/schema-samples.ts';
 
-const KEYS = [
-  'workspace', 'environment', 'tag', 'machine', 'lifecycle', 'phase', 'project', 'channel', 'stepTemplate', 'step', 'rollingGroup',
-  'projectVariable', 'projectValue', 'workspaceVariable', 'workspaceValue', 'scriptModule', 'feed', 'cloudAccount', 'serviceAccount', 'apiKey', 'package',
-  'release', 'deployment',
-] as const;
-type Key = (typeof KEYS)[number];
+type Key =
+  | 'workspace' | 'environment' | 'tag' | 'machine' | 'lifecycle' | 'phase' | 'project' | 'channel' | 'stepTemplate' | 'step' | 'rollingGroup'
+  | 'projectVariable' | 'projectValue' | 'workspaceVariable' | 'workspaceValue' | 'scriptModule' | 'feed' | 'cloudAccount' | 'serviceAccount' | 'apiKey' | 'package'
+  | 'release' | 'deployment';
 type ResourceSet = Record<Key, string>;
 
 /** Which resource an ID-looking property (lower-cased; body path or query name) points at. */
@@ -240,7 +238,7 @@ async function call(client: Client, route: RouteEntry, pick: (path: string, key:
     ]);
     return { response: await client.raw({ method: route.method, path: route.url, payload, headers }), slots, sent: 'multipart' };
   }
-  const built = build(route.bodySchema as Schema, '', route.url, pick, slots) as Record<string, unknown>;
+  const built = build(route.bodySchema, '', route.url, pick, slots) as Record<string, unknown>;
   const sent = { ...built, ...EXTRAS[`${route.method} ${route.url}`] };
   const method = route.method.toLowerCase() as 'post' | 'put' | 'delete';
   return { response: await client[method](route.url, sent), slots, sent };
@@ -269,7 +267,7 @@ describe('cross-workspace isolation', () => {
     for (const route of routes()) {
       const slots: string[] = [];
       if (route.method === 'GET') buildQuery(route, (_, key) => main[key], slots);
-      else if (route.bodySchema) build(route.bodySchema as Schema, '', route.url, (_, key) => main[key], slots);
+      else if (route.bodySchema) build(route.bodySchema, '', route.url, (_, key) => main[key], slots);
       references += slots.length;
     }
     expect(routes().length).toBeGreaterThan(80);
@@ -305,7 +303,7 @@ describe('cross-workspace isolation', () => {
     for (const route of routes().filter((r) => !isAdminRoute(r))) {
       const slots: string[] = [];
       if (route.method === 'GET') buildQuery(route, (_, key) => bee[key], slots);
-      else if (route.bodySchema) build(route.bodySchema as Schema, '', route.url, (_, key) => bee[key], slots);
+      else if (route.bodySchema) build(route.bodySchema, '', route.url, (_, key) => bee[key], slots);
       if (slots.length < 2) continue;
       for (const foreign of slots) {
         cases++;

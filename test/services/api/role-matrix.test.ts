@@ -45,7 +45,7 @@ describe('role matrix', () => {
     const accounts = new Map<string, Client>();
     const failures: string[] = [];
     for (const route of routesNeedingAuth()) {
-      const needed = [route.capability ?? []].flat() as Capability[];
+      const needed: Capability[] = [route.capability ?? []].flat();
       const others = CAPABILITIES.filter((c) => c !== Capability.Admin && !needed.includes(c));
       const key = others.join(',');
       if (!accounts.has(key)) accounts.set(key, await t.account(others.map((role) => ({ role }))));
@@ -61,7 +61,7 @@ describe('role matrix', () => {
   it('lets an account holding the capability past the role check', async () => {
     const failures: string[] = [];
     for (const route of routesNeedingAuth()) {
-      const needed = [route.capability ?? []].flat() as Capability[];
+      const needed: Capability[] = [route.capability ?? []].flat();
       if (needed.includes(Capability.Admin)) continue; // Admin routes: covered by the bootstrap admin's own tests
       const account = await t.account([{ role: needed[0]! }]);
       const response = await call(account, route.method, route.url);

@@ -91,7 +91,7 @@ export function agentMetadata(machineId: string, credential: string): grpc.Metad
 }
 
 export function register(client: AgentServiceClient, request: RegisterRequest): Promise<RegisterResponse__Output> {
-  return new Promise((resolve, reject) => client.Register(request, (error, response) => (error || !response ? reject(error) : resolve(response))));
+  return new Promise((resolve, reject) => client.Register(request, (error, response) => (error || !response ? reject(error ?? new Error('Register returned nothing')) : resolve(response))));
 }
 
 /** An open Connect call that records everything the server sends and how the call ended. */
