@@ -1,4 +1,5 @@
-# One image for the control plane (`npm start`, the default) and the agent (`npm run agent`).
+# One image for the control plane (`npm start`, the default) and the agent (`npm run agent`, the
+# single-file build of scripts/build-agent.ts).
 FROM node:20-bookworm-slim
 
 # Agents run deployment scripts with bash or sh (in the base image) or python3.
@@ -8,9 +9,10 @@ RUN apt-get update \
 
 WORKDIR /app
 COPY package.json package-lock.json ./
-# Dev dependencies stay: tsx runs the TypeScript sources directly (there is no build step).
+# Dev dependencies stay: tsx runs the control plane's TypeScript sources directly.
 RUN npm ci && npm cache clean --force
 COPY . .
+RUN npm run build:agent
 
 # Data folders owned by the unprivileged user; named volumes mounted here inherit the ownership.
 RUN mkdir -p /data /var/lib/gantry-agent && chown node:node /data /var/lib/gantry-agent

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
+import { agentBundle } from '../helpers/agent-bundle.ts';
 import { FakeControlPlane } from './connection/fake-control-plane.ts';
 import { runTask, waitFor } from './steps/task-harness.ts';
 
@@ -17,7 +18,7 @@ afterEach(() => {
 
 function spawnAgent(env: Record<string, string>): { child: ChildProcess; output: () => string } {
   let output = '';
-  const child = spawn(process.execPath, ['--import', 'tsx', 'agent/main.ts'], {
+  const child = spawn(process.execPath, [agentBundle()], {
     cwd: repoRoot,
     env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/tmp', GANTRY_AGENT_LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -8,6 +8,7 @@ import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { agentBundle } from '../helpers/agent-bundle.ts';
 import { waitFor } from '../helpers/wait-for.ts';
 
 const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
@@ -43,9 +44,9 @@ export async function freePort(): Promise<number> {
   });
 }
 
-function spawnNode(script: string, env: Record<string, string>): { child: ChildProcess; output: () => string } {
+function spawnNode(args: string[], env: Record<string, string>): { child: ChildProcess; output: () => string } {
   let output = '';
-  const child = spawn(process.execPath, ['--import', 'tsx', script], {
+  const child = spawn(process.execPath, args, {
     cwd: repoRoot,
     env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/tmp', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -86,7 +87,7 @@ export async function startControlPlane(
   if (options.natsUrl) env.NATS_URL = options.natsUrl;
   if (options.natsPrefix) env.GANTRY_NATS_PREFIX = options.natsPrefix;
   Object.assign(env, options.env);
-  const { child, output } = spawnNode('services/main.ts', env);
+  const { child, output } = spawnNode(['--import', 'tsx', 'services/main.ts'], env);
   const url = `http://127.0.0.1:${httpPort}`;
   await waitFor(
     async () => {
@@ -109,7 +110,7 @@ export interface Agent {
 
 export function startAgent(servers: string[], token: string): Agent {
   const home = tempDir('gantry-e2e-agent-');
-  const { child, output } = spawnNode('agent/main.ts', {
+  const { child, output } = spawnNode([agentBundle()], {
     GANTRY_SERVER: servers.join(','),
     GANTRY_AGENT_TOKEN: token,
     GANTRY_AGENT_HOME: home,
