@@ -55,7 +55,13 @@ export class TaskJournal {
     try {
       content = readFileSync(this.#stateFile(taskId), 'utf8');
     } catch {
-      return undefined;
+      // Written by an agent before state.ndjson (one JSON document): still known, never re-run.
+      // The next save appends to state.ndjson, which is read from then on.
+      try {
+        content = readFileSync(path.join(this.#root, taskId, 'state.json'), 'utf8');
+      } catch {
+        return undefined;
+      }
     }
     const lines = content.split('\n');
     for (let i = lines.length - 1; i >= 0; i--) {

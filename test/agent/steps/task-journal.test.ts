@@ -1,4 +1,4 @@
-import { appendFileSync, mkdtempSync, readFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -38,6 +38,17 @@ describe('TaskJournal', () => {
     journal.save(record('t-1', { status: 'running', pid: 7 }));
     appendFileSync(path.join(root, 't-1', 'state.ndjson'), '{"taskId":"t-1","status":"fin');
     expect(journal.get('t-1')).toMatchObject({ status: 'running', pid: 7 });
+  });
+
+  it("still knows a task recorded by an earlier agent's state.json, and moves on to state.ndjson", () => {
+    const root = mkdtempSync(path.join(os.tmpdir(), 'gantry-journal-'));
+    mkdirSync(path.join(root, 't-old'));
+    writeFileSync(path.join(root, 't-old', 'state.json'), JSON.stringify(record('t-old', { status: 'running', pid: 9 })));
+    const journal = new TaskJournal(root);
+    expect(journal.get('t-old')).toMatchObject({ status: 'running', pid: 9 });
+    expect(journal.all().map((r) => r.taskId)).toEqual(['t-old']);
+    journal.save(record('t-old', { status: 'finished' }));
+    expect(journal.get('t-old')).toMatchObject({ status: 'finished' });
   });
 
   it('forgets logs but keeps a tombstone, and prunes old tombstones', () => {
