@@ -46,11 +46,14 @@ export function snapshot(planePid: number, agentPids: readonly number[]): CpuSpl
   return { machine: machineBusy(), controlPlane: processCpu(planePid).self, agents, scripts };
 }
 
-export function difference(after: CpuSplit, before: CpuSplit): CpuSplit {
+export const NO_CPU: CpuSplit = { machine: 0, controlPlane: 0, agents: 0, scripts: 0 };
+
+/** a + sign × b, field by field. */
+export function combine(a: CpuSplit, b: CpuSplit, sign: 1 | -1): CpuSplit {
   return {
-    machine: after.machine - before.machine,
-    controlPlane: after.controlPlane - before.controlPlane,
-    agents: after.agents - before.agents,
-    scripts: after.scripts - before.scripts,
+    machine: a.machine + sign * b.machine,
+    controlPlane: a.controlPlane + sign * b.controlPlane,
+    agents: a.agents + sign * b.agents,
+    scripts: a.scripts + sign * b.scripts,
   };
 }

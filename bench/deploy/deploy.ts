@@ -20,7 +20,7 @@ import { performance } from 'node:perf_hooks';
 import pg from 'pg';
 import { waitFor } from '../../test/helpers/wait-for.ts';
 import { api, cleanup, startAgent, startControlPlane, type Api, type ControlPlane } from '../../test/e2e/harness.ts';
-import { difference, snapshot, type CpuSplit } from './cpu.ts';
+import { combine, NO_CPU, snapshot, type CpuSplit } from './cpu.ts';
 import { median, ms, percentile, table } from './stats.ts';
 
 const TARGET_FIRST_LINE_P95_MS = 250;
@@ -233,14 +233,13 @@ async function run(n: number): Promise<Result> {
     const paced: Iteration[] = [];
     const bashParallel: number[] = [];
     const bashSequential: number[] = [];
-    let cpu: CpuSplit = { machine: 0, controlPlane: 0, agents: 0, scripts: 0 };
+    let cpu = NO_CPU;
     for (let i = 0; i < k; i++) {
       // Interleaved so all see the same background load (idle agents, the control plane's timers).
       iterations.push(await promoteOnce(client, projectId, n, POLL_FINE_MS));
       const before = snapshot(plane.child.pid!, agentPids);
       paced.push(await promoteOnce(client, projectId, n, POLL_CLIENT_MS));
-      const used = difference(snapshot(plane.child.pid!, agentPids), before);
-      cpu = { machine: cpu.machine + used.machine, controlPlane: cpu.controlPlane + used.controlPlane, agents: cpu.agents + used.agents, scripts: cpu.scripts + used.scripts };
+      cpu = combine(cpu, combine(snapshot(plane.child.pid!, agentPids), before, -1), 1);
       bashParallel.push(await directBash(n, true));
       bashSequential.push(await directBash(n, false));
       const last = iterations.at(-1)!;

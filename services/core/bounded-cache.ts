@@ -22,6 +22,18 @@ export class BoundedCache<V> {
     this.#entries.set(key, value);
   }
 
+  /**
+   * The cached value, or `load`'s, remembered when `keep` accepts it (by default: when it is not
+   * null). Concurrent misses each load; the values are immutable, so the last one simply wins.
+   */
+  async getOrLoad(key: string, load: () => Promise<V | null>, keep: (value: V) => boolean = () => true): Promise<V | null> {
+    const known = this.#entries.get(key);
+    if (known !== undefined) return known;
+    const value = await load();
+    if (value !== null && keep(value)) this.remember(key, value);
+    return value;
+  }
+
   forget(key: string): void {
     this.#entries.delete(key);
   }

@@ -16,7 +16,8 @@ import { maxSemVer } from '../core/semver.ts';
 import type { Deployment, Environment, Release } from '../store/index.ts';
 import type { DomainDeps } from './deps.ts';
 import { computeProgression } from './lifecycle-progression.ts';
-import { visibleResource, visibleWorkspace } from './scope.ts';
+import { visibleProject } from './projects.ts';
+import { visibleResource } from './scope.ts';
 
 export type EnvironmentRequest = string | { environmentName: string; machineMode?: 'All' | 'Include' | 'Exclude' | undefined; machineIds?: string[] | undefined };
 
@@ -166,12 +167,10 @@ export async function promoteRelease(
   principal: Principal,
   input: { projectId: string; version?: string | undefined } & TargetRequest,
 ): Promise<{ deploymentId: string; deploymentIds: string[] }> {
-  const project = await deps.store.projects.get(input.projectId);
-  if (!project) throw unknownId('projectId');
   // Exact match only (spec §9: `6.1` does not find `6.1.0`); without a version, the highest SemVer.
   // The versions are read while visibility is checked, and used only once it passed.
   const latest = input.version === undefined || input.version === '';
-  const [, versions] = await Promise.all([visibleWorkspace(deps, principal, project.workspaceId, 'projectId'), latest ? deps.store.releases.listVersions(project.id) : []]);
+  const [project, versions] = await Promise.all([visibleProject(deps, principal, input.projectId), latest ? deps.store.releases.listVersions(input.projectId) : []]);
   const version = latest ? maxSemVer(versions.map((r) => r.version)) : input.version;
   if (!version) throw new InvalidParameterError('The project has no release to promote', [{ property: 'projectId', messages: ['no release found'] }]);
   const found = await deps.store.releases.findByVersion(project.id, version);

@@ -100,20 +100,8 @@ export function createEngine(options: EngineOptions): Engine {
   // change once a task is dispatched (a release never changes at all), so replicas may cache them.
   const dispatched = new BoundedCache<DeploymentTask>(10_000);
   const releases = new BoundedCache<Release>(100);
-  const dispatchedTask = async (taskId: string): Promise<DeploymentTask | null> => {
-    const known = dispatched.get(taskId);
-    if (known) return known;
-    const task = await store.deploymentTasks.get(taskId);
-    if (task?.status === 'Running') dispatched.remember(taskId, task);
-    return task;
-  };
-  const releaseOf = async (releaseId: string): Promise<Release | null> => {
-    const known = releases.get(releaseId);
-    if (known) return known;
-    const release = await store.releases.get(releaseId);
-    if (release) releases.remember(releaseId, release);
-    return release;
-  };
+  const dispatchedTask = (taskId: string) => dispatched.getOrLoad(taskId, () => store.deploymentTasks.get(taskId), (task) => task.status === 'Running');
+  const releaseOf = (releaseId: string) => releases.getOrLoad(releaseId, () => store.releases.get(releaseId));
 
   const progress = new ProgressWriter({ store, clock });
   const orchestrator = new Orchestrator({ store, clock, bus, logger, replicaId, progress, timing: { ...DEFAULT_TIMING, ...options.timing }, onFinished });

@@ -135,11 +135,7 @@ export class Orchestrator {
   }
 
   async #plan(deploymentId: string): Promise<Plan | null> {
-    const cached = this.#plans.get(deploymentId);
-    if (cached) return cached;
-    const plan = (await this.#deps.store.deployments.getPlan(deploymentId)) as Plan | null;
-    if (plan) this.#plans.remember(deploymentId, plan);
-    return plan;
+    return this.#plans.getOrLoad(deploymentId, async () => (await this.#deps.store.deployments.getPlan(deploymentId)) as Plan | null);
   }
 
   /**

@@ -23,6 +23,23 @@ describe('BoundedCache', () => {
     expect(cache.size).toBe(1);
   });
 
+  it('loads a missing value once and keeps it only when asked to', async () => {
+    const cache = new BoundedCache<{ status: string }>(4);
+    let loads = 0;
+    const load = (status: string) => async () => {
+      loads++;
+      return { status };
+    };
+    expect(await cache.getOrLoad('a', load('Running'))).toEqual({ status: 'Running' });
+    expect(await cache.getOrLoad('a', load('other'))).toEqual({ status: 'Running' });
+    expect(loads).toBe(1);
+    const running = (value: { status: string }) => value.status === 'Running';
+    expect(await cache.getOrLoad('b', load('Succeeded'), running)).toEqual({ status: 'Succeeded' });
+    expect(cache.get('b')).toBeUndefined();
+    expect(await cache.getOrLoad('c', async () => null)).toBeNull();
+    expect(cache.size).toBe(1);
+  });
+
   it('refuses a capacity that is not a positive integer', () => {
     expect(() => new BoundedCache(0)).toThrow(RangeError);
     expect(() => new BoundedCache(1.5)).toThrow(RangeError);
