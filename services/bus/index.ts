@@ -24,6 +24,7 @@ export type {
   DispatchTaskMessage,
   EventMessage,
   MachineWorkAvailableEvent,
+  TasksDispatchedEvent,
   WorkMessage,
 } from './messages.ts';
 export { DEFAULT_BUS_PREFIX, EventSubject, WorkQueue, subjectMatches } from './subjects.ts';

@@ -41,15 +41,29 @@ export interface DeploymentChangedEvent {
   status: string;
 }
 
-/** Event: work waits for a machine; the replica holding that agent's stream pulls it from the DB. */
+/**
+ * Event: work waits for a machine; the replica holding that agent's stream pulls it from the DB.
+ * Published by builds before TasksDispatchedEvent; still handled, so both builds share a bus.
+ */
 export interface MachineWorkAvailableEvent {
   v: 1;
   type: 'machine.work-available';
   machineId: string;
 }
 
+/**
+ * Event: these tasks of one deployment were started. Each replica reads the ones whose agents it
+ * holds in one query and sends them: fifty machines starting together cost one read, not fifty.
+ */
+export interface TasksDispatchedEvent {
+  v: 1;
+  type: 'tasks.dispatched';
+  deploymentId: string;
+  tasks: Array<{ taskId: string; machineId: string }>;
+}
+
 /** Every message an event subject may carry. Extend this union; never change a shipped member. */
-export type EventMessage = CancelTaskEvent | DeploymentChangedEvent | MachineWorkAvailableEvent;
+export type EventMessage = CancelTaskEvent | DeploymentChangedEvent | MachineWorkAvailableEvent | TasksDispatchedEvent;
 
 /**
  * Checks the envelope of a message that crossed a process boundary. The body is trusted to match

@@ -21,6 +21,8 @@ export const EventSubject = {
   allTaskCancels: 'tasks.*.cancel',
   deploymentChanged: (deploymentId: string) => `deployments.${token(deploymentId)}.changed`,
   allDeploymentEvents: 'deployments.>',
+  tasksDispatched: (deploymentId: string) => `deployments.${token(deploymentId)}.tasks-dispatched`,
+  allTasksDispatched: 'deployments.*.tasks-dispatched',
   machineWorkAvailable: (machineId: string) => `machines.${token(machineId)}.work-available`,
   allMachineEvents: 'machines.>',
 } as const;

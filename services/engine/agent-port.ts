@@ -48,6 +48,11 @@ export interface AgentPort {
   heartbeat(machineId: string, info: AgentInfo): Promise<void>;
   /** Every task the machine should be running now (dispatched and not finished). */
   tasksFor(machineId: string): Promise<RunTaskPayload[]>;
+  /**
+   * These tasks (just started, named by a tasks.dispatched event), where still running and not
+   * being cancelled, with the machine each is for: one read for a whole window of machines.
+   */
+  dispatchedTasks(taskIds: readonly string[]): Promise<Array<{ machineId: string; payload: RunTaskPayload }>>;
   /** Task IDs of the machine whose deployment asked to cancel them. */
   cancellationsFor(machineId: string): Promise<string[]>;
   /**

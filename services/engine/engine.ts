@@ -7,7 +7,7 @@ import type { Clock, Logger, SecretBox } from '../core/index.ts';
 import { BoundedCache, newId, toError } from '../core/index.ts';
 import { WorkQueue, type Bus, type Subscription } from '../bus/index.ts';
 import { automaticEnvironmentsDue, computeProgression } from '../domain/index.ts';
-import type { Deployment, DeploymentTask, NewLogEntry, Release, Store } from '../store/index.ts';
+import type { Deployment, DeploymentTask, DispatchedTask, NewLogEntry, Release, Store } from '../store/index.ts';
 import type { AgentInfo, AgentLogLine, AgentPort, AgentTaskResult, RunTaskPayload } from './agent-port.ts';
 import { DEFAULT_TIMING, Orchestrator, type AdvanceResult, type OrchestratorTiming } from './orchestrator.ts';
 import { ProgressWriter } from './progress-writer.ts';
@@ -106,6 +106,25 @@ export function createEngine(options: EngineOptions): Engine {
   const progress = new ProgressWriter({ store, clock });
   const orchestrator = new Orchestrator({ store, clock, bus, logger, replicaId, progress, timing: { ...DEFAULT_TIMING, ...options.timing }, onFinished });
 
+  /** What agents run for these dispatched tasks; a task whose payload cannot be built fails with the reason. */
+  const payloadsOf = async (rows: DispatchedTask[]): Promise<Array<{ machineId: string; payload: RunTaskPayload }>> => {
+    const payloads: Array<{ machineId: string; payload: RunTaskPayload }> = [];
+    for (const { task, deployment, machine } of rows) {
+      dispatched.remember(task.id, task);
+      if (deployment.cancellationRequestedUtc) continue;
+      const release = await releaseOf(deployment.releaseId);
+      if (!release) continue;
+      try {
+        payloads.push({ machineId: machine.machineId, payload: buildRunTask({ snapshot: release.snapshot, release: { version: release.version, notes: release.notes }, deployment, task, machine, secrets }) });
+      } catch (error) {
+        // A variable cycle or similar: the step cannot run; fail it with the reason.
+        await orchestrator.finishTask(task.id, { status: 'Failed', exitCode: null, message: toError(error).message }, task);
+        await wake([deployment.id]);
+      }
+    }
+    return payloads;
+  };
+
   const sweep = async () => {
     const now = clock.now();
     const bucket = Math.floor(now.getTime() / sweepIntervalMs);
@@ -121,21 +140,12 @@ export function createEngine(options: EngineOptions): Engine {
     },
 
     async tasksFor(machineId: string): Promise<RunTaskPayload[]> {
-      const payloads: RunTaskPayload[] = [];
-      for (const { task, deployment, machine } of await store.deploymentTasks.listDispatchedTo(machineId)) {
-        dispatched.remember(task.id, task);
-        if (deployment.cancellationRequestedUtc) continue;
-        const release = await releaseOf(deployment.releaseId);
-        if (!release) continue;
-        try {
-          payloads.push(buildRunTask({ snapshot: release.snapshot, release: { version: release.version, notes: release.notes }, deployment, task, machine, secrets }));
-        } catch (error) {
-          // A variable cycle or similar: the step cannot run; fail it with the reason.
-          await orchestrator.finishTask(task.id, { status: 'Failed', exitCode: null, message: toError(error).message }, task);
-          await wake([deployment.id]);
-        }
-      }
-      return payloads;
+      const payloads = await payloadsOf(await store.deploymentTasks.listDispatchedTo(machineId));
+      return payloads.map(({ payload }) => payload);
+    },
+
+    async dispatchedTasks(taskIds: readonly string[]) {
+      return payloadsOf(await store.deploymentTasks.listDispatchedByIds(taskIds));
     },
 
     async cancellationsFor(machineId: string): Promise<string[]> {

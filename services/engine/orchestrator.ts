@@ -52,6 +52,9 @@ const stepParentEntry = (deploymentId: string, task: Pick<DeploymentTask, 'stepI
   stepId: task.stepId,
 });
 
+/** Tasks named per tasks.dispatched event: ~80 bytes each, so a message stays under 100 KiB. */
+const DISPATCH_EVENT_CHUNK = 1_000;
+
 /** Plans are immutable once stored; this many stay in memory so each wake-up does not re-read one. */
 const PLAN_CACHE_SIZE = 1_000;
 
@@ -176,7 +179,7 @@ export class Orchestrator {
     this.#plans.remember(deployment.id, plan);
     await this.#publishChanged(deployment.id, running ? 'Running' : 'AwaitingSlot');
     if (!running) return { ...deployment, status: 'AwaitingSlot' };
-    const again = await this.#afterDecisions(written, new Map(machines.map((m) => [m.machineId, m])), now);
+    const again = await this.#afterDecisions(deployment.id, written, new Map(machines.map((m) => [m.machineId, m])), now);
     // Nothing started (no targets at all) or the statuses already moved on: evaluate again now.
     return again || written.started.length === 0 ? { ...deployment, status: 'Running', startedUtc: now } : null;
   }
@@ -219,7 +222,7 @@ export class Orchestrator {
     if (decisions.start.length === 0 && decisions.skip.length === 0) return;
     const machines = await store.deploymentMachines.getMany([...new Set(decisions.start.map((task) => task.machineId!))]);
     const written = await store.transaction((tx) => this.#writeDecisions(tx, deployment.id, decisions, [], now));
-    if (await this.#afterDecisions(written, machines, now)) return this.#run(deployment);
+    if (await this.#afterDecisions(deployment.id, written, machines, now)) return this.#run(deployment);
   }
 
   /**
@@ -249,18 +252,27 @@ export class Orchestrator {
    * its part at once, saying so (no hang). True when statuses changed without anything left
    * running to wake us (skips only, offline failures): the scheduler should look again now.
    */
-  async #afterDecisions(written: Written, machines: ReadonlyMap<string, TargetMachine>, now: Date): Promise<boolean> {
+  async #afterDecisions(deploymentId: string, written: Written, machines: ReadonlyMap<string, TargetMachine>, now: Date): Promise<boolean> {
     let offline = 0;
+    const dispatched: Array<{ taskId: string; machineId: string }> = [];
     for (const task of written.started) {
       const machine = machines.get(task.machineId!);
       if (machine && machine.enabled && isOnline(machine, now)) {
-        await this.#deps.bus.publishEvent(EventSubject.machineWorkAvailable(machine.machineId), { v: 1, type: 'machine.work-available', machineId: machine.machineId });
+        dispatched.push({ taskId: task.id, machineId: machine.machineId });
         continue;
       }
       offline++;
       await this.finishTask(task.id, { status: 'Failed', exitCode: null, message: `Machine '${task.machineName}' is offline: its agent has not connected recently` }, task);
     }
+    await this.#announceDispatched(deploymentId, dispatched);
     return offline > 0 || (written.skipped > 0 && written.started.length === 0);
+  }
+
+  /** One event per window (chunked to stay far below NATS's 1 MiB payload limit). */
+  async #announceDispatched(deploymentId: string, tasks: Array<{ taskId: string; machineId: string }>): Promise<void> {
+    for (let at = 0; at < tasks.length; at += DISPATCH_EVENT_CHUNK) {
+      await this.#deps.bus.publishEvent(EventSubject.tasksDispatched(deploymentId), { v: 1, type: 'tasks.dispatched', deploymentId, tasks: tasks.slice(at, at + DISPATCH_EVENT_CHUNK) });
+    }
   }
 
   /** Fails running tasks whose agent has been silent too long; true when any was failed. */

@@ -3,7 +3,7 @@
 // agent sent; outbound messages go through a queue that respects write() backpressure.
 import * as grpc from '@grpc/grpc-js';
 import { toError, type Logger } from '../core/index.ts';
-import type { AgentInfo, AgentPort } from '../engine/agent-port.ts';
+import type { AgentInfo, AgentPort, RunTaskPayload } from '../engine/agent-port.ts';
 import { grpcStatus, toGrpcStatus, type GrpcStatus } from './grpc-errors.ts';
 import type { AgentMessage, Hello, ServerMessage, TaskResult } from './proto.ts';
 import { toAgentLogLine, toAgentTaskResult, toRunTask } from './wire.ts';
@@ -74,6 +74,18 @@ export class AgentSession {
     call.on('close', () => this.#markClosed('closed'));
     call.on('error', (error: unknown) => this.#markClosed('error', error));
     this.#send({ welcome: { heartbeatIntervalMs: this.#options.heartbeatIntervalMs } });
+  }
+
+  /** The agent said Hello: it may be sent work. */
+  get isReady(): boolean {
+    return this.#welcomedHello && !this.#closed;
+  }
+
+  /** Sends RunTask for a task of this machine unless this call already sent it. */
+  offerTask(task: RunTaskPayload): void {
+    if (!this.isReady || this.#sentTaskIds.has(task.taskId)) return;
+    this.#sentTaskIds.add(task.taskId);
+    this.#send({ runTask: toRunTask(task) });
   }
 
   /** Wake-up: sends RunTask for the machine's tasks this call has not sent yet. Coalesces bursts. */
@@ -230,9 +242,7 @@ export class AgentSession {
     const current = new Set<string>();
     for (const task of tasks) {
       current.add(task.taskId);
-      if (this.#sentTaskIds.has(task.taskId)) continue;
-      this.#sentTaskIds.add(task.taskId);
-      this.#send({ runTask: toRunTask(task) });
+      this.offerTask(task);
     }
     // Forget finished tasks so a long-lived call does not grow; task IDs are never reused.
     for (const taskId of this.#sentTaskIds) if (!current.has(taskId)) this.#sentTaskIds.delete(taskId);

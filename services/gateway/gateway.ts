@@ -62,9 +62,24 @@ export function createGateway(options: GatewayOptions): Gateway {
     if (sessions.get(session.machineId) === session) sessions.delete(session.machineId);
   }
 
+  // Replicas of an earlier build announce work per machine; each such wake-up reads that machine's tasks.
   function onMachineEvent(message: EventMessage): void {
     if (!isMessageEnvelope(message) || message.type !== 'machine.work-available') return;
     sessions.get(message.machineId)?.requestTaskSync();
+  }
+
+  /** Tasks just started: the ones for agents held here are read together and sent. */
+  function onTasksDispatched(message: EventMessage): void {
+    if (!isMessageEnvelope(message) || message.type !== 'tasks.dispatched') return;
+    const here = message.tasks.filter(({ machineId }) => sessions.get(machineId)?.isReady);
+    if (here.length === 0) return;
+    options.agentPort.dispatchedTasks(here.map(({ taskId }) => taskId)).then(
+      (dispatched) => {
+        for (const { machineId, payload } of dispatched) sessions.get(machineId)?.offerTask(payload);
+      },
+      // The agents are not lost: each re-reads its tasks at its next heartbeat.
+      (error: unknown) => logger.error({ err: toError(error), deploymentId: message.deploymentId }, 'reading dispatched tasks failed'),
+    );
   }
 
   function onTaskCancel(message: EventMessage): void {
@@ -128,6 +143,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     async start(port, host) {
       if (server) throw new Error('The gateway is already started');
       subscriptions.push(await options.bus.subscribeEvents(EventSubject.allMachineEvents, onMachineEvent));
+      subscriptions.push(await options.bus.subscribeEvents(EventSubject.allTasksDispatched, onTasksDispatched));
       subscriptions.push(await options.bus.subscribeEvents(EventSubject.allTaskCancels, onTaskCancel));
       const instance = new grpc.Server(SERVER_CHANNEL_OPTIONS);
       instance.addService(loadAgentProto().gantry.agent.v1.AgentService.service, handlers);

@@ -1,4 +1,5 @@
 /** Deployment tasks: one step on one machine (or a machine-less step record), the unit agents run. */
+import type { Knex } from 'knex';
 import type { Db } from './db.ts';
 import { MACHINE_COLUMNS, toTargetMachine, type MachineRow, type TargetMachine } from './deployment-machines.ts';
 import type { Deployment } from './deployments.ts';
@@ -77,6 +78,35 @@ export interface DispatchedTask {
   machine: TargetMachine;
 }
 
+async function listDispatched(db: Db, narrow: (query: Knex.QueryBuilder) => void): Promise<DispatchedTask[]> {
+  const query = db('deployment_tasks as t')
+    .join('deployments as d', 'd.id', 't.deployment_id')
+    .join('machines as m', 'm.id', 't.machine_id')
+    .where({ 't.status': 'Running' });
+  narrow(query);
+  const rows = await query.select(
+    't.*',
+    'd.release_id as d_release_id',
+    'd.environment_id as d_environment_id',
+    'd.environment_name as d_environment_name',
+    'd.redownload_packages as d_redownload_packages',
+    'd.cancellation_requested_at as d_cancellation_requested_at',
+    ...MACHINE_COLUMNS.map((column) => `m.${column} as m_${column}`),
+  );
+  return rows.map((row: TaskRow & Record<string, unknown>) => ({
+    task: toTask(row),
+    deployment: {
+      id: row.deployment_id,
+      releaseId: row.d_release_id as string,
+      environmentId: row.d_environment_id as string,
+      environmentName: row.d_environment_name as string,
+      redownloadPackages: row.d_redownload_packages as boolean,
+      cancellationRequestedUtc: row.d_cancellation_requested_at as Date | null,
+    },
+    machine: toTargetMachine(Object.fromEntries(MACHINE_COLUMNS.map((column) => [column, row[`m_${column}`]])) as unknown as MachineRow),
+  }));
+}
+
 export function deploymentTasksStore(db: Db) {
   return {
     async get(id: string): Promise<DeploymentTask | null> {
@@ -88,35 +118,22 @@ export function deploymentTasksStore(db: Db) {
     },
     /**
      * Tasks dispatched to a machine and not finished (sent again when its agent reconnects), with
-     * what building their payload needs from the deployment and the machine: one query per
-     * agent wake-up, which fifty machines of one deployment all make at once.
+     * what building their payload needs from the deployment and the machine.
      */
-    async listDispatchedTo(machineId: string): Promise<DispatchedTask[]> {
-      const rows = await db('deployment_tasks as t')
-        .join('deployments as d', 'd.id', 't.deployment_id')
-        .join('machines as m', 'm.id', 't.machine_id')
-        .where({ 't.machine_id': machineId, 't.status': 'Running' })
-        .select(
-          't.*',
-          'd.release_id as d_release_id',
-          'd.environment_id as d_environment_id',
-          'd.environment_name as d_environment_name',
-          'd.redownload_packages as d_redownload_packages',
-          'd.cancellation_requested_at as d_cancellation_requested_at',
-          ...MACHINE_COLUMNS.map((column) => `m.${column} as m_${column}`),
-        );
-      return rows.map((row: TaskRow & Record<string, unknown>) => ({
-        task: toTask(row),
-        deployment: {
-          id: row.deployment_id,
-          releaseId: row.d_release_id as string,
-          environmentId: row.d_environment_id as string,
-          environmentName: row.d_environment_name as string,
-          redownloadPackages: row.d_redownload_packages as boolean,
-          cancellationRequestedUtc: row.d_cancellation_requested_at as Date | null,
-        },
-        machine: toTargetMachine(Object.fromEntries(MACHINE_COLUMNS.map((column) => [column, row[`m_${column}`]])) as unknown as MachineRow),
-      }));
+    listDispatchedTo(machineId: string): Promise<DispatchedTask[]> {
+      return listDispatched(db, (query) => {
+        query.where('t.machine_id', machineId);
+      });
+    },
+    /**
+     * These tasks, where still running, read the same way: one query for every machine of a
+     * deployment that started together (fifty agents woken at once).
+     */
+    async listDispatchedByIds(taskIds: readonly string[]): Promise<DispatchedTask[]> {
+      if (taskIds.length === 0) return [];
+      return listDispatched(db, (query) => {
+        query.whereIn('t.id', [...taskIds]);
+      });
     },
     /**
      * Inserts the plan's tasks once; a second call for the same deployment (after failover) adds

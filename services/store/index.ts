@@ -84,7 +84,7 @@ export type { Project } from './projects.ts';
 export type { Release } from './releases.ts';
 export type { Deployment, DeploymentStatus, NewDeployment, DeploymentFilter } from './deployments.ts';
 export { FINAL_STATUSES, ACTIVE_STATUSES } from './deployments.ts';
-export type { DeploymentTask } from './deployment-tasks.ts';
+export type { DeploymentTask, DispatchedTask } from './deployment-tasks.ts';
 export { TaskStatus, FINAL_TASK_STATUSES } from './deployment-tasks.ts';
 export type { LogEntry, NewLogEntry, TaskFinish } from './deployment-logs.ts';
 export { LogLevel } from './deployment-logs.ts';

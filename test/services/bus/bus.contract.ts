@@ -306,20 +306,23 @@ export function describeBusContract(backend: BusBackend): void {
 
     it('matches * and trailing > like NATS subjects', async () => {
       const bus = await replica();
-      const got = { all: [] as string[], cancels: [] as string[], machines: [] as string[] };
+      const got = { all: [] as string[], cancels: [] as string[], machines: [] as string[], dispatched: [] as string[] };
       await bus.subscribeEvents('>', (_m, s) => void got.all.push(s));
       await bus.subscribeEvents(EventSubject.allTaskCancels, (_m, s) => void got.cancels.push(s));
       await bus.subscribeEvents(EventSubject.allMachineEvents, (_m, s) => void got.machines.push(s));
+      await bus.subscribeEvents(EventSubject.allTasksDispatched, (_m, s) => void got.dispatched.push(s));
       await bus.publishEvent(EventSubject.taskCancel('t-1'), { v: 1, type: 'task.cancel', taskId: 't-1', deploymentId: 'd-1', machineId: 'm-1' });
       await bus.publishEvent(EventSubject.deploymentChanged('d-1'), changed('d-1'));
       await bus.publishEvent(EventSubject.machineWorkAvailable('m-1'), { v: 1, type: 'machine.work-available', machineId: 'm-1' });
-      await waitFor(() => got.all.length === 3 && got.cancels.length === 1 && got.machines.length === 1, {
+      await bus.publishEvent(EventSubject.tasksDispatched('d-1'), { v: 1, type: 'tasks.dispatched', deploymentId: 'd-1', tasks: [{ taskId: 't-1', machineId: 'm-1' }] });
+      await waitFor(() => got.all.length === 4 && got.cancels.length === 1 && got.machines.length === 1 && got.dispatched.length === 1, {
         description: 'every matching subscriber',
       });
       expect(got).toEqual({
-        all: ['tasks.t-1.cancel', 'deployments.d-1.changed', 'machines.m-1.work-available'],
+        all: ['tasks.t-1.cancel', 'deployments.d-1.changed', 'machines.m-1.work-available', 'deployments.d-1.tasks-dispatched'],
         cancels: ['tasks.t-1.cancel'],
         machines: ['machines.m-1.work-available'],
+        dispatched: ['deployments.d-1.tasks-dispatched'],
       });
     });
 

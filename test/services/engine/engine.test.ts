@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../../services/core/index.ts';
-import { EventSubject, InProcessBus } from '../../../services/bus/index.ts';
+import { EventSubject, InProcessBus, type TasksDispatchedEvent } from '../../../services/bus/index.ts';
 import { createEngine, type Engine } from '../../../services/engine/engine.ts';
 import type { RunTaskPayload } from '../../../services/engine/agent-port.ts';
 import { testApp, type TestContext } from '../../helpers/app.ts';
@@ -276,18 +276,24 @@ describe('engine', () => {
     }
   });
 
-  it('wakes the agent of every machine whose task it starts, over the bus', async () => {
+  it('announces the tasks it starts over the bus in one event, and the port reads them back in one call', async () => {
     const a = await onlineMachine(t, 'wake-a', staging);
     const b = await onlineMachine(t, 'wake-b', staging);
-    const woken: string[] = [];
-    const subscription = await bus.subscribeEvents(EventSubject.allMachineEvents, (message) => {
-      if (message.type === 'machine.work-available') woken.push(message.machineId);
+    const events: TasksDispatchedEvent[] = [];
+    const subscription = await bus.subscribeEvents(EventSubject.allTasksDispatched, (message) => {
+      if (message.type === 'tasks.dispatched') events.push(message);
     });
     const target = await release(t, { steps: [step('Wake')] });
     const id = await deployment(t, target, staging);
     await engine.wake([id]);
-    await waitFor(() => woken.includes(a) && woken.includes(b), { timeoutMs: 10_000, description: 'both machines woken' });
+    await waitFor(() => events.length > 0, { timeoutMs: 10_000, description: 'tasks.dispatched' });
     await subscription.close();
+    expect(events).toHaveLength(1);
+    expect(events[0]!.deploymentId).toBe(id);
+    expect(events[0]!.tasks.map((task) => task.machineId).sort()).toEqual([a, b].sort());
+    const read = await engine.agentPort.dispatchedTasks([...events[0]!.tasks.map((task) => task.taskId), 'no-such-task']);
+    expect(read.map(({ machineId, payload }) => [machineId, payload.taskId]).sort()).toEqual(events[0]!.tasks.map((task) => [task.machineId, task.taskId]).sort());
+    expect(read.every(({ payload }) => payload.deploymentId === id && payload.stepName === 'Wake')).toBe(true);
     const agents = fleet([a, b], () => ({ outcome: 'SUCCEEDED' }));
     expect((await finalStatus(id)).status).toBe('Completed');
     await agents.stop();

@@ -193,6 +193,51 @@ describe('Connect', () => {
     expect(stream.of('runTask').map((r) => r.taskId)).toEqual(['t1', 't2', 't3']);
   });
 
+
+  it('reads the tasks of a tasks.dispatched event once for all its connected machines and sends each its own', async () => {
+    const a = await helloedAgent();
+    const b = await helloedAgent();
+    port.tasks.set(a.machineId, [task('a-1')]);
+    port.tasks.set(b.machineId, [task('b-1')]);
+    const before = port.calls.filter((c) => c.method === 'dispatchedTasks').length;
+    await bus.publishEvent(EventSubject.tasksDispatched('deployment-1'), {
+      v: 1,
+      type: 'tasks.dispatched',
+      deploymentId: 'deployment-1',
+      // A machine whose agent is held elsewhere is not asked about here.
+      tasks: [{ taskId: 'a-1', machineId: a.machineId }, { taskId: 'b-1', machineId: b.machineId }, { taskId: 'x-1', machineId: 'elsewhere' }],
+    });
+    await waitFor(() => a.stream.of('runTask').length === 1 && b.stream.of('runTask').length === 1, { description: 'both tasks' });
+    const reads = port.calls.filter((c) => c.method === 'dispatchedTasks').slice(before);
+    expect(reads).toEqual([{ method: 'dispatchedTasks', machineId: '', taskIds: ['a-1', 'b-1'] }]);
+    expect(a.stream.of('runTask').map((r) => r.taskId)).toEqual(['a-1']);
+    expect(b.stream.of('runTask').map((r) => r.taskId)).toEqual(['b-1']);
+
+    // Sent once per call, whichever wake-up comes next.
+    await bus.publishEvent(EventSubject.machineWorkAvailable(a.machineId), { v: 1, type: 'machine.work-available', machineId: a.machineId });
+    await bus.publishEvent(EventSubject.tasksDispatched('deployment-1'), { v: 1, type: 'tasks.dispatched', deploymentId: 'deployment-1', tasks: [{ taskId: 'a-1', machineId: a.machineId }] });
+    await waitFor(() => port.calls.filter((c) => c.method === 'dispatchedTasks').length === before + 2, { description: 'second read' });
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(a.stream.of('runTask').map((r) => r.taskId)).toEqual(['a-1']);
+  });
+
+  it('asks nothing when no machine of a tasks.dispatched event is connected here, and survives a failed read', async () => {
+    const { machineId, stream } = await helloedAgent();
+    const before = port.calls.filter((c) => c.method === 'dispatchedTasks').length;
+    await bus.publishEvent(EventSubject.tasksDispatched('d-2'), { v: 1, type: 'tasks.dispatched', deploymentId: 'd-2', tasks: [{ taskId: 'x-2', machineId: 'elsewhere' }] });
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(port.calls.filter((c) => c.method === 'dispatchedTasks').length).toBe(before);
+
+    port.tasks.set(machineId, [task('late-1')]);
+    port.failNext.add('dispatchedTasks:');
+    await bus.publishEvent(EventSubject.tasksDispatched('d-2'), { v: 1, type: 'tasks.dispatched', deploymentId: 'd-2', tasks: [{ taskId: 'late-1', machineId }] });
+    await waitFor(() => port.calls.filter((c) => c.method === 'dispatchedTasks').length === before + 1, { description: 'the failed read' });
+    expect(stream.of('runTask')).toEqual([]);
+    // The call stays open and the next heartbeat brings the task.
+    stream.send({ heartbeat: { sentUnixMs: Date.now() } });
+    await waitFor(() => stream.of('runTask').length === 1, { description: 'the task after a heartbeat' });
+    expect(stream.status).toBeNull();
+  });
   it('sends a task whose wake-up was lost at the agent\'s next Heartbeat', async () => {
     // A replica can die between starting a task and publishing its wake-up, and core NATS events
     // are best-effort: the heartbeat re-checks the machine's tasks so none waits forever.

@@ -14,6 +14,7 @@ import type { RegisterResponse__Output } from '../../../proto/gen/gantry/agent/v
 export type PortCall =
   | { method: 'heartbeat'; machineId: string; info: AgentInfo }
   | { method: 'tasksFor'; machineId: string }
+  | { method: 'dispatchedTasks'; machineId: ''; taskIds: string[] }
   | { method: 'cancellationsFor'; machineId: string }
   | { method: 'recordLogs'; machineId: string; taskId: string; lines: AgentLogLine[] }
   | { method: 'recordResult'; machineId: string; taskId: string; result: AgentTaskResult };
@@ -42,6 +43,12 @@ export class FakeAgentPort implements AgentPort {
     this.calls.push({ method: 'tasksFor', machineId });
     this.#maybeFail('tasksFor', machineId);
     return this.tasks.get(machineId) ?? [];
+  }
+
+  async dispatchedTasks(taskIds: readonly string[]): Promise<Array<{ machineId: string; payload: RunTaskPayload }>> {
+    this.calls.push({ method: 'dispatchedTasks', machineId: '', taskIds: [...taskIds] });
+    this.#maybeFail('dispatchedTasks', '');
+    return [...this.tasks].flatMap(([machineId, tasks]) => tasks.filter((t) => taskIds.includes(t.taskId)).map((payload) => ({ machineId, payload })));
   }
 
   async cancellationsFor(machineId: string): Promise<string[]> {
