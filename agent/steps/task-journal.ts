@@ -44,13 +44,19 @@ export interface StoredLogLine {
 
 export class TaskJournal {
   readonly #root: string;
+  /** Task folders that exist (read once at start, then kept up to date by this journal). */
+  readonly #folders: Set<string>;
 
   constructor(root: string) {
     this.#root = root;
     mkdirSync(root, { recursive: true });
+    // This agent is the journal's only writer: what is on disk now plus what it creates is all
+    // there is, so asking about a new task (every RunTask does) needs no file system lookups.
+    this.#folders = new Set(readdirSync(root));
   }
 
   get(taskId: string): TaskRecord | undefined {
+    if (!this.#folders.has(taskId)) return undefined;
     let content: string;
     try {
       content = readFileSync(this.#stateFile(taskId), 'utf8');
@@ -112,6 +118,7 @@ export class TaskJournal {
 
   /** Highest seq stored for the task (0 when none): the truth after a crash. */
   lastSeq(taskId: string): number {
+    if (!this.#folders.has(taskId)) return 0;
     let last = 0;
     for (const line of this.#allLines(taskId)) last = Math.max(last, line.seq);
     return last;
@@ -150,9 +157,6 @@ export class TaskJournal {
       }
     }
   }
-
-  /** Task folders known to exist: creating one is a directory write, done once per task. */
-  readonly #folders = new Set<string>();
 
   #ensureFolder(taskId: string): void {
     if (this.#folders.has(taskId)) return;

@@ -235,6 +235,11 @@ export class TaskManager implements SessionHandler {
     this.#finish(this.#activate(record, []), { outcome: 'CANCELLED', exitCode: -1, message: 'The step was cancelled before it started' });
   }
 
+  /**
+   * Acknowledgements are kept in memory until the task is done with, then written once (the
+   * tombstone). One lost in a crash only means a re-send, which the control plane ignores
+   * (lines are stored once by seq, a result once per task): not worth a journal write each.
+   */
   #acknowledge(taskId: string, apply: (record: TaskRecord, task: ActiveTask) => void): void {
     const task = this.#tasks.get(taskId);
     if (!task) return;
@@ -243,9 +248,7 @@ export class TaskManager implements SessionHandler {
     if (record.status === 'finished' && record.resultAcknowledged && record.logsAcknowledgedSeq >= (record.result?.lastLogSeq ?? 0)) {
       this.#options.journal.forget(record);
       this.#tasks.delete(taskId);
-      return;
     }
-    this.#options.journal.save(record);
   }
 
   #activate(record: TaskRecord, sensitiveValues: readonly string[]): ActiveTask {

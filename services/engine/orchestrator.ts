@@ -128,9 +128,8 @@ export class Orchestrator {
     const now = clock.now();
     await store.transaction(async (tx) => {
       await prelude?.(tx, now);
-      const errors = (await tx.deployments.get(deployment.id))?.errorCount ?? 0;
-      await tx.deployments.update(deployment.id, { status, completedUtc: now, lastAttemptUtc: now }, now);
-      await tx.deploymentLogs.append(deployment.id, [{ level, data: message(errors) }], now);
+      const finished = await tx.deployments.update(deployment.id, { status, completedUtc: now, lastAttemptUtc: now }, now);
+      await tx.deploymentLogs.append(deployment.id, [{ level, data: message(finished?.errorCount ?? 0) }], now);
     });
     this.#plans.forget(deployment.id);
     await this.#publishChanged(deployment.id, status);
@@ -148,15 +147,15 @@ export class Orchestrator {
   async #validate(deployment: Deployment): Promise<Deployment | null> {
     const { store, clock } = this.#deps;
     const validating: NewLogEntry = { level: 'Information', data: 'Validating the deployment' };
-    const release = await store.releases.get(deployment.releaseId);
+    const [release, organization, machines] = await Promise.all([
+      store.releases.get(deployment.releaseId),
+      store.deployments.organizationLimits(deployment.workspaceId),
+      store.deploymentMachines.listInEnvironment(deployment.environmentId),
+    ]);
     if (!release) {
       await this.#finish(deployment, 'Failed', () => 'The release or its project no longer exists', 'Error', (tx, now) => tx.deploymentLogs.append(deployment.id, [validating], now));
       return null;
     }
-    const [organization, machines] = await Promise.all([
-      store.deployments.organizationLimits(deployment.workspaceId),
-      store.deploymentMachines.listInEnvironment(deployment.environmentId),
-    ]);
     const now = clock.now();
     const plan = planDeployment(toPlanInput(release.snapshot, deployment, machines, { maxParallelMachines: organization.maxParallelMachines }, now));
     const tasks = planTargets(plan).map((t) => ({ id: newId(), deploymentId: deployment.id, stageIndex: t.stageIndex, stepId: t.stepId, stepName: stepName(plan.stages[t.stageIndex], t.stepId), machineId: t.machineId, machineName: t.machineName }));
@@ -165,8 +164,8 @@ export class Orchestrator {
     // Started at once when a slot is free: the first targets are claimed in the same transaction.
     const { running, written } = await store.transaction(async (tx) => {
       const inserted = await tx.deploymentTasks.insertMany(tasks);
-      await tx.deployments.update(deployment.id, { plan, status: 'AwaitingSlot' }, now);
-      if (!(await tx.deployments.tryStart(deployment, now, organization.organizationId))) {
+      if (!(await tx.deployments.tryStart(deployment, now, { organizationId: organization.organizationId, fromValidating: { plan } }))) {
+        await tx.deployments.update(deployment.id, { plan, status: 'AwaitingSlot' }, now);
         await tx.deploymentLogs.append(deployment.id, lines, now);
         return { running: false, written: NOTHING_WRITTEN };
       }

@@ -239,7 +239,7 @@ export function deploymentsStore(db: Db) {
         .select('id');
       return rows.map((r) => r.id as string);
     },
-    /** Changes status (and timestamps); bumps the change tick so pollers of /list see it. */
+    /** Changes status (and timestamps); bumps the change tick so pollers of /list see it. Returns the row as updated. */
     async update(
       id: string,
       patch: Partial<{
@@ -251,7 +251,7 @@ export function deploymentsStore(db: Db) {
         plan: unknown;
       }>,
       now: Date,
-    ): Promise<void> {
+    ): Promise<Deployment | null> {
       const row: Record<string, unknown> = { last_update_at: now, change_tick: db.raw(NEXT_CHANGE) };
       if (patch.status !== undefined) row.status = patch.status;
       if (patch.startedUtc !== undefined) row.started_at = patch.startedUtc;
@@ -259,7 +259,8 @@ export function deploymentsStore(db: Db) {
       if (patch.lastAttemptUtc !== undefined) row.last_attempt_at = patch.lastAttemptUtc;
       if (patch.failureMessage !== undefined) row.failure_message = patch.failureMessage;
       if (patch.plan !== undefined) row.plan = JSON.stringify(patch.plan);
-      await db('deployments').where({ id }).update(row);
+      const [updated] = await db<DeploymentRow>('deployments').where({ id }).update(row).returning(COLUMNS);
+      return updated ? toDeployment(updated) : null;
     },
     async getPlan(id: string): Promise<unknown> {
       const row = await db('deployments').where({ id }).first('plan');
@@ -283,21 +284,34 @@ export function deploymentsStore(db: Db) {
      * `store.transaction`, it is part of that transaction. `organizationId`: the workspace's, when
      * the caller already knows it.
      */
-    async tryStart(deployment: Pick<Deployment, 'id' | 'projectId' | 'environmentId' | 'workspaceId'>, now: Date, organizationId?: string): Promise<boolean> {
+    async tryStart(
+      deployment: Pick<Deployment, 'id' | 'projectId' | 'environmentId' | 'workspaceId'>,
+      now: Date,
+      /** From Validating, the plan is stored by the same update (one statement when a slot is free). */
+      options: { organizationId?: string; fromValidating?: { plan: unknown } } = {},
+    ): Promise<boolean> {
+      const { organizationId, fromValidating } = options;
       const attempt = async (trx: Db) => {
         const org = organizationId ? { organization_id: organizationId } : await trx('workspaces').where({ id: deployment.workspaceId }).first('organization_id');
         if (!org) return false;
         await trx.raw('select pg_advisory_xact_lock(hashtext(?))', [`gantry.start.${org.organization_id}`]);
         // The slot checks are the update's own conditions: one round trip under the lock.
         const count = await trx('deployments')
-          .where({ id: deployment.id, status: 'AwaitingSlot' })
+          .where({ id: deployment.id, status: fromValidating ? 'Validating' : 'AwaitingSlot' })
           .whereNotExists(trx('deployments').where({ project_id: deployment.projectId, environment_id: deployment.environmentId, status: 'Running' }).select(trx.raw('1')))
           .whereRaw(
             `(SELECT count(*) FROM deployments d JOIN workspaces w ON w.id = d.workspace_id WHERE w.organization_id = ? AND d.status = 'Running')
              < (SELECT max_concurrent_deployments FROM organizations WHERE id = ?)`,
             [org.organization_id, org.organization_id],
           )
-          .update({ status: 'Running', started_at: now, last_attempt_at: now, last_update_at: now, change_tick: trx.raw(NEXT_CHANGE) });
+          .update({
+            status: 'Running',
+            started_at: now,
+            last_attempt_at: now,
+            last_update_at: now,
+            change_tick: trx.raw(NEXT_CHANGE),
+            ...(fromValidating ? { plan: JSON.stringify(fromValidating.plan) } : {}),
+          });
         return count > 0;
       };
       // Inside the caller's transaction the lock lasts until it commits, with the caller's writes.
