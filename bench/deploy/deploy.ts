@@ -10,6 +10,7 @@
  *   npx tsx bench/deploy/deploy.ts --postgres --nats   (… and NATS JetStream at 127.0.0.1:4222)
  *   npx tsx bench/deploy/deploy.ts --n 10 --k 20   (one N, K iterations)
  *   npx tsx bench/deploy/deploy.ts --script 'echo ready; sleep 0.5'   (a step that runs on after its first line)
+ *   npx tsx bench/deploy/deploy.ts --agents-nice 10   (agents and their scripts at a lower CPU priority: see bench/README.md)
  */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -46,6 +47,12 @@ const SCRIPT = option('--script') ?? 'echo ready';
 const quick = flag('--quick');
 const usePostgres = flag('--postgres') || flag('--nats');
 const useNats = flag('--nats');
+/**
+ * Agents stand for target machines; here they share the control plane's two cores. A nice value
+ * for them (and the scripts they fork, which inherit it) lets the control plane and PostgreSQL
+ * run first, as they would on hosts of their own. Default 0: everyone equal.
+ */
+const agentsNice = Number(option('--agents-nice') ?? 0);
 const sizes = option('--n')?.split(',').map(Number) ?? (quick ? [1, 10] : [1, 10, 50]);
 const iterationsFor = (n: number) => Number(option('--k') ?? (quick ? (n === 1 ? 5 : 3) : n === 1 ? 20 : n <= 10 ? 10 : 5));
 
@@ -146,6 +153,7 @@ async function setUp(n: number): Promise<{ plane: ControlPlane; client: Api; pro
   }
   const started = performance.now();
   const agentPids = tokens.map((token) => startAgent([plane.grpcAddress], token).child.pid!);
+  if (agentsNice !== 0) for (const pid of agentPids) os.setPriority(pid, agentsNice);
   await waitFor(
     async () => {
       const list = await client.get('/api/machine', { workspaceId, take: '100' });
@@ -260,7 +268,7 @@ async function run(n: number): Promise<Result> {
 
 function report(results: Result[]): void {
   const mode = useNats ? 'PostgreSQL 127.0.0.1:5432 + NATS JetStream' : usePostgres ? 'PostgreSQL 127.0.0.1:5432, in-process bus' : 'embedded PostgreSQL, in-process bus';
-  console.log(`\nbench/deploy — one '${SCRIPT}' step, ${mode}, Node ${process.version}\n`);
+  console.log(`\nbench/deploy — one '${SCRIPT}' step, ${mode}${agentsNice !== 0 ? `, agents at nice ${agentsNice}` : ''}, Node ${process.version}\n`);
   const rows = results.map((r) => {
     const first = r.iterations.map((i) => i.firstVisible);
     const wall = median(r.paced.map((i) => i.completed));
