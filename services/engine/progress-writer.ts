@@ -5,8 +5,9 @@
  * Every such write locks the deployment's row (log ticks are allocated under it), so fifty agents
  * reporting at once would queue fifty commits on that one lock, each holding a pooled connection
  * while it waits, and a client reading the deployment would wait for a connection behind them.
- * Here the first report goes out at once; reports that arrive while it is in flight ride in the
- * next statement together. Each caller still learns when its own lines are stored.
+ * Here the reports taken in one turn of the event loop go out together, and reports that arrive
+ * while a statement is in flight ride in the next one. Each caller still learns when its own
+ * lines are stored; a deployment's reports are written in the order they were taken.
  */
 import type { Clock } from '../core/index.ts';
 import type { NewLogEntry, Store, TaskFinish } from '../store/index.ts';
@@ -51,7 +52,9 @@ export class ProgressWriter {
         return;
       }
       this.#queues.set(deploymentId, [report]);
-      void this.#drain(deploymentId);
+      // Once this turn of the event loop is over: reports of agents read in the same turn (a
+      // wide deployment's burst) go out in this statement rather than queue behind it.
+      setImmediate(() => void this.#drain(deploymentId));
     });
   }
 
@@ -83,12 +86,23 @@ export class ProgressWriter {
   }
 
   async #writeTogether(deploymentId: string, batch: Report[]): Promise<void> {
+    // A task ends once: when two reports in one statement end the same task (an agent re-sent
+    // its result), the first taken counts, as if written first; otherwise both would be told the
+    // task moved, and both end lines would be stored.
+    const ending = new Set<string>();
+    const owned = batch.map((report) =>
+      report.finishes.filter((finish) => {
+        if (ending.has(finish.taskId)) return false;
+        ending.add(finish.taskId);
+        return true;
+      }),
+    );
     const { finished } = await this.#store.deploymentLogs.record(
       deploymentId,
       batch.flatMap((r) => r.entries),
-      batch.flatMap((r) => r.finishes),
+      owned.flat(),
       this.#clock.now(),
     );
-    for (const report of batch) report.resolve(new Set(report.finishes.map((f) => f.taskId).filter((id) => finished.has(id))));
+    batch.forEach((report, i) => report.resolve(new Set(owned[i]!.map((f) => f.taskId).filter((id) => finished.has(id)))));
   }
 }

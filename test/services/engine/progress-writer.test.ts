@@ -61,6 +61,19 @@ describe('ProgressWriter', () => {
     expect(rows.every((row) => row.status === (row.id === tasks[0] ? 'Failed' : 'Succeeded'))).toBe(true);
   });
 
+  it('writes the reports taken in one turn in one statement, in the order they were taken', async () => {
+    statements = 0;
+    const writer = new ProgressWriter({ store: counted, clock: t.deps.clock });
+    const [taskId] = await runningTasks(1);
+    const lines = writer.write(deploymentId, [{ level: 'Information', data: `last ${taskId}`, taskId: taskId!, agentSeq: 1 }]);
+    const end = writer.write(deploymentId, [], [{ taskId: taskId!, status: 'Succeeded', exitCode: 0, message: 'done', finishedUtc: new Date(), line: { level: 'Information', data: `ended ${taskId}`, taskId: taskId! } }]);
+    const [, finished] = await Promise.all([lines, end]);
+    expect(statements).toBe(1);
+    expect([...finished]).toEqual([taskId]);
+    const stored = await t.db('deployment_logs').where({ task_id: taskId }).orderBy('tick');
+    expect(stored.map((row) => row.data)).toEqual([`last ${taskId}`, `ended ${taskId}`]);
+  });
+
   it('ends a task once: a repeated end reports nothing finished and stores no second line', async () => {
     const writer = new ProgressWriter({ store: t.deps.store, clock: t.deps.clock });
     const [taskId] = await runningTasks(1);
@@ -68,6 +81,16 @@ describe('ProgressWriter', () => {
     const [first, second] = await Promise.all([end(), end()]);
     expect([...first, ...second]).toEqual([taskId]);
     expect(await t.db('deployment_logs').where({ data: `once ${taskId}` }).count({ n: '*' })).toEqual([{ n: '1' }]);
+  });
+
+  it('counts only the first of two ends of one task sharing a statement (a re-sent result)', async () => {
+    const writer = new ProgressWriter({ store: t.deps.store, clock: t.deps.clock });
+    const [x, y] = await runningTasks(2);
+    const end = (taskId: string, data: string) => writer.write(deploymentId, [], [{ taskId, status: 'Succeeded', exitCode: 0, message: 'done', finishedUtc: new Date(), line: { level: 'Information', data, taskId } }]);
+    // x may go out alone; the two ends of y then share the next statement.
+    const [ofX, firstOfY, secondOfY] = await Promise.all([end(x!, `x ${x}`), end(y!, `y ${y}`), end(y!, `y again ${y}`)]);
+    expect([[...ofX], [...firstOfY], [...secondOfY]]).toEqual([[x], [y], []]);
+    expect((await t.db('deployment_logs').where({ task_id: y }).select('data')).map((row) => row.data)).toEqual([`y ${y}`]);
   });
 
   it('fails only the report that cannot be stored, not the others sharing its statement', async () => {
