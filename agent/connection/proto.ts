@@ -1,14 +1,6 @@
 // The agent's view of the contract: the shared loader (proto/load.ts) and the generated message
 // types from proto/gen/ under short names.
-export {
-  AGENT_PROTO_FILE,
-  LOADER_OPTIONS,
-  METADATA_AGENT_CREDENTIAL,
-  METADATA_MACHINE_ID,
-  PROTO_ROOT,
-  loadAgentProto,
-} from '../../proto/load.ts';
-export type { ProtoGrpcType } from '../../proto/load.ts';
+export * from '../../proto/load.ts';
 export type { AgentServiceClient } from '../../proto/gen/gantry/agent/v1/AgentService.ts';
 export type { AgentMessage } from '../../proto/gen/gantry/agent/v1/AgentMessage.ts';
 export type { ServerMessage__Output as ServerMessage } from '../../proto/gen/gantry/agent/v1/ServerMessage.ts';

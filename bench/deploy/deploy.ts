@@ -20,7 +20,7 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import pg from 'pg';
 import { waitFor } from '../../test/helpers/wait-for.ts';
-import { api, cleanup, startAgent, startControlPlane, type Api, type ControlPlane } from '../../test/e2e/harness.ts';
+import { api, cleanup, startAgent, startControlPlane, workspaceOf, type Api, type ControlPlane } from '../../test/e2e/harness.ts';
 import { combine, NO_CPU, snapshot, type CpuSplit } from './cpu.ts';
 import { median, ms, percentile, table } from './stats.ts';
 
@@ -141,14 +141,12 @@ async function setUp(n: number): Promise<{ plane: ControlPlane; client: Api; pro
   };
   // Every machine of the step runs at once (the organization's default cap is 8).
   await must(client.put('/api/organization/settings', { maxParallelMachines: Math.max(8, n) }), 'organization settings');
-  const workspaceId = (await must(client.get('/api/workspace'), 'workspaces')).workspaces[0].workspaceId as string;
-  const environments = (await must(client.get('/api/environment', { workspaceId }), 'environments')).environments as Array<{ environmentId: string; name: string }>;
-  const staging = environments.find((e) => e.name === 'Staging')!;
-  const lifecycleId = (await must(client.get('/api/lifecycle', { workspaceId }), 'lifecycles')).lifecycles.find((l: { name: string }) => l.name === 'Default Lifecycle').lifecycleId;
+  const { workspaceId, environments, defaultLifecycleId: lifecycleId } = await workspaceOf(client);
+  const stagingId = environments.Staging!;
 
   const tokens: string[] = [];
   for (let i = 0; i < n; i++) {
-    const machine = await must(client.post('/api/machine', { workspaceId, name: `bench-${String(i).padStart(2, '0')}`, environmentIds: [staging.environmentId] }), 'machine');
+    const machine = await must(client.post('/api/machine', { workspaceId, name: `bench-${String(i).padStart(2, '0')}`, environmentIds: [stagingId] }), 'machine');
     tokens.push(machine.registrationToken);
   }
   const started = performance.now();

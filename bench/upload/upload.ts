@@ -12,12 +12,12 @@ import { createHash, randomBytes } from 'node:crypto';
 import { createReadStream, createWriteStream, readFileSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import http from 'node:http';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import pg from 'pg';
 import * as tar from 'tar';
+import { freePort } from '../../services/core/index.ts';
 
 const MIB = 1024 * 1024;
 const SIZE_BYTES = Number(process.env.GANTRY_BENCH_SIZE_MIB ?? 1024) * MIB;
@@ -25,14 +25,6 @@ const PG_ADMIN_URL = process.env.GANTRY_BENCH_PG_URL ?? 'postgres://postgres@127
 const ACCOUNT = { id: 'bench-admin', key: 'bench-admin-key-0123456789abcdef' };
 const TARGET_RATIO = 0.5;
 const TARGET_RSS_MIB = 64;
-
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 async function admin<T>(fn: (client: pg.Client) => Promise<T>): Promise<T> {
   const client = new pg.Client({ connectionString: PG_ADMIN_URL });

@@ -12,6 +12,7 @@ export {
 export type { ValidationError, ResourceUsageError } from './errors.ts';
 export { newId } from './ids.ts';
 export { BoundedCache } from './bounded-cache.ts';
+export { freePort } from './free-port.ts';
 export { systemClock, dateToTicks, ticksToDate } from './clock.ts';
 export type { Clock } from './clock.ts';
 export { toPage, DEFAULT_TAKE, MAX_TAKE } from './pagination.ts';

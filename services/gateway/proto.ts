@@ -1,14 +1,6 @@
 // The control plane's view of the agent contract: the shared loader (proto/load.ts) and the
 // generated message types it uses, under short names.
-export {
-  AGENT_PROTO_FILE,
-  LOADER_OPTIONS,
-  METADATA_AGENT_CREDENTIAL,
-  METADATA_MACHINE_ID,
-  PROTO_ROOT,
-  loadAgentProto,
-} from '../../proto/load.ts';
-export type { ProtoGrpcType } from '../../proto/load.ts';
+export * from '../../proto/load.ts';
 export type { AgentServiceHandlers } from '../../proto/gen/gantry/agent/v1/AgentService.ts';
 export type { AgentMessage__Output as AgentMessage } from '../../proto/gen/gantry/agent/v1/AgentMessage.ts';
 export type { ServerMessage } from '../../proto/gen/gantry/agent/v1/ServerMessage.ts';

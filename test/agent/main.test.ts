@@ -8,6 +8,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { agentBundle } from '../helpers/agent-bundle.ts';
 import { FakeControlPlane } from './connection/fake-control-plane.ts';
 import { runTask, waitFor } from './steps/task-harness.ts';
+import { isAlive } from '../helpers/processes.ts';
 
 const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
 const cleanups: Array<() => void> = [];
@@ -29,15 +30,6 @@ function spawnAgent(env: Record<string, string>): { child: ChildProcess; output:
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   });
   return { child, output: () => output };
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 describe('agent process (npm run agent)', () => {

@@ -7,18 +7,10 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase } from '../helpers/database.ts';
 import { waitFor } from '../helpers/wait-for.ts';
-import { api, cleanup, startAgent, startControlPlane, waitForDeployment, type Api, type ControlPlane } from './harness.ts';
+import { api, cleanup, startAgent, startControlPlane, waitForDeployment, workspaceOf, type Api, type ControlPlane } from './harness.ts';
+import { isAlive } from '../helpers/processes.ts';
 
 const SECRET = `s3cr3t-${randomBytes(4).toString('hex')}`;
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 const modes = [
   { name: 'embedded PostgreSQL + in-process bus', setup: async () => ({}) },
@@ -36,10 +28,10 @@ describe.each(modes)('deployments end to end on $name', ({ setup }) => {
     const options = await setup();
     plane = await startControlPlane({ ...options, natsPrefix: `e2e_${randomBytes(4).toString('hex')}` });
     client = api(plane.url);
-    workspaceId = (await client.get('/api/workspace')).body.workspaces[0].workspaceId;
-    const environments = (await client.get('/api/environment', { workspaceId })).body.environments as Array<{ environmentId: string; name: string }>;
-    const ids = environments.map((e) => e.environmentId);
-    lifecycleId = (await client.get('/api/lifecycle', { workspaceId })).body.lifecycles.find((l: { name: string }) => l.name === 'Default Lifecycle').lifecycleId;
+    const workspace = await workspaceOf(client);
+    workspaceId = workspace.workspaceId;
+    const ids = Object.values(workspace.environments);
+    lifecycleId = workspace.defaultLifecycleId;
     for (const name of ['agent-c', 'agent-a', 'agent-b']) {
       const created = await client.post('/api/machine', { workspaceId, name, environmentIds: ids });
       expect(created.status, created.text).toBe(200);

@@ -4,12 +4,12 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, chmodSync } from 'node:fs';
-import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { agentBundle } from '../helpers/agent-bundle.ts';
 import { waitFor } from '../helpers/wait-for.ts';
+import { freePort } from '../../services/core/index.ts';
 
 const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
 export const ADMIN = { id: 'e2e-admin', key: 'e2e-admin-key-0123456789abcdef' };
@@ -31,17 +31,6 @@ export function tempDir(prefix: string): string {
   chmodSync(dir, 0o755);
   folders.push(dir);
   return dir;
-}
-
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
-    });
-  });
 }
 
 function spawnNode(args: string[], env: Record<string, string>): { child: ChildProcess; output: () => string } {
@@ -157,11 +146,14 @@ export async function waitForDeployment(client: Api, deploymentId: string, timeo
   );
 }
 
-/** The first workspace's ID and the IDs of its environments by name. */
-export async function workspaceOf(client: Api): Promise<{ workspaceId: string; environments: Record<string, string> }> {
+/** The first workspace's ID, the IDs of its environments by name and of its Default Lifecycle. */
+export async function workspaceOf(client: Api): Promise<{ workspaceId: string; environments: Record<string, string>; defaultLifecycleId: string }> {
   const workspaceId = (await client.get('/api/workspace')).body.workspaces[0].workspaceId as string;
-  const list = (await client.get('/api/environment', { workspaceId })).body.environments as Array<{ environmentId: string; name: string }>;
-  return { workspaceId, environments: Object.fromEntries(list.map((e) => [e.name, e.environmentId])) };
+  const [environments, lifecycles] = await Promise.all([client.get('/api/environment', { workspaceId }), client.get('/api/lifecycle', { workspaceId })]);
+  const list = environments.body.environments as Array<{ environmentId: string; name: string }>;
+  const defaultLifecycle = (lifecycles.body.lifecycles as Array<{ lifecycleId: string; name: string }>).find((l) => l.name === 'Default Lifecycle');
+  if (!defaultLifecycle) throw new Error(`Workspace ${workspaceId} has no Default Lifecycle`);
+  return { workspaceId, environments: Object.fromEntries(list.map((e) => [e.name, e.environmentId])), defaultLifecycleId: defaultLifecycle.lifecycleId };
 }
 
 /** The agents startMachines started, by machine name (their output helps when a test fails). */

@@ -54,7 +54,7 @@ describe('packages end to end (embedded default, three agents)', () => {
     client = api(plane.url);
     const workspace = await workspaceOf(client);
     workspaceId = workspace.workspaceId;
-    lifecycleId = (await client.get('/api/lifecycle', { workspaceId })).body.lifecycles.find((l: { name: string }) => l.name === 'Default Lifecycle').lifecycleId;
+    lifecycleId = workspace.defaultLifecycleId;
     await startMachines(
       plane,
       client,

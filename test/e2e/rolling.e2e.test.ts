@@ -98,7 +98,7 @@ describe('rolling groups end to end (embedded default, four agents)', () => {
     client = api(plane.url);
     const workspace = await workspaceOf(client);
     workspaceId = workspace.workspaceId;
-    lifecycleId = (await client.get('/api/lifecycle', { workspaceId })).body.lifecycles.find((l: { name: string }) => l.name === 'Default Lifecycle').lifecycleId;
+    lifecycleId = workspace.defaultLifecycleId;
     for (const name of ['tag-a', 'tag-b', 'tag-nobody']) {
       const created = await client.post('/api/tag', { workspaceId, name });
       expect(created.status, created.text).toBe(200);

@@ -4,6 +4,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createHarness, runTask, waitFor, type Harness } from './task-harness.ts';
 import { buildZip } from '../archive/archive-builders.ts';
 import { createHash } from 'node:crypto';
+import { isAlive } from '../../helpers/processes.ts';
 
 let h: Harness;
 
@@ -17,15 +18,6 @@ afterEach(async () => {
 
 function result(taskId: string) {
   return waitFor(() => h.link.results(taskId)[0]);
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 describe('TaskManager running scripts', () => {

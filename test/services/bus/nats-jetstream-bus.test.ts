@@ -4,13 +4,14 @@
  */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { createServer, connect as connectTcp } from 'node:net';
+import { connect as connectTcp } from 'node:net';
 import { connect } from '@nats-io/transport-node';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { describe, expect, it } from 'vitest';
 import { NatsJetStreamBus, NatsWithoutJetStreamError, createBus, workStreamName } from '../../../services/bus/index.ts';
 import { CONTRACT_TUNING, capturingLogger, describeBusContract } from './bus.contract.ts';
 import { waitFor } from '../../helpers/wait-for.ts';
+import { freePort } from '../../../services/core/index.ts';
 
 const NATS_URL = process.env.NATS_URL ?? 'nats://127.0.0.1:4222';
 const uniquePrefix = () => `t_${randomBytes(4).toString('hex')}`;
@@ -103,17 +104,6 @@ describe('NatsJetStreamBus', () => {
     }
   });
 });
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
-    });
-  });
-}
 
 function canConnect(port: number): Promise<boolean> {
   return new Promise((resolve) => {

@@ -5,7 +5,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
-import net from 'node:net';
 import path from 'node:path';
 import { BlobServiceClient, type ContainerClient } from '@azure/storage-blob';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -13,6 +12,7 @@ import type { Clock } from '../../../services/core/index.ts';
 import { createAzureBlobStore } from '../../../services/packages/index.ts';
 import { testApp, type TestContext } from '../../helpers/app.ts';
 import { archiveFor } from './archives.ts';
+import { freePort } from '../../../services/core/index.ts';
 
 const AZURITE_KEY = 'Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==';
 const GANTRY_URL = 'http://127.0.0.1:8080/';
@@ -21,14 +21,6 @@ const HOUR_MS = 3600_000;
 let azurite: ChildProcess | null = null;
 let connectionString = '';
 const container = `gantry-test-${randomBytes(4).toString('hex')}`;
-
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 beforeAll(async () => {
   const port = await freePort();
