@@ -2,7 +2,7 @@
 // SIGTERM to the whole group, SIGKILL after the grace period, so `sleep` children die too.
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { writeFile } from 'node:fs/promises';
+import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { setTimeout as delay } from 'node:timers/promises';
@@ -55,7 +55,8 @@ export async function startScript(spec: ScriptSpec): Promise<RunningScript> {
     throw new ScriptStartError(`${interpreter.command} is not installed on this machine (needed for ${spec.language} scripts)`);
   }
   const scriptFile = path.join(spec.workDir, `.gantry-script${interpreter.fileExtension}`);
-  await writeFile(scriptFile, spec.script, { mode: 0o700 });
+  // Synchronous: open, write and close would each be a hand-off to libuv's thread pool.
+  writeFileSync(scriptFile, spec.script, { mode: 0o700 });
 
   const child = spawn(executable, interpreter.args(scriptFile), {
     cwd: spec.workDir,

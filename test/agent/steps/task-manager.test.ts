@@ -122,8 +122,8 @@ describe('TaskManager idempotency and acknowledgements', () => {
     const task = runTask({ script: 'echo once' });
     h.manager.onMessage({ runTask: task });
     const done = await result(task.taskId);
-    const stateFile = path.join(h.home, 'tasks', task.taskId, 'state.ndjson');
-    const records = () => readFileSync(stateFile, 'utf8').trim().split('\n').length;
+    const journalFile = path.join(h.home, 'tasks', 'journal.ndjson');
+    const records = () => readFileSync(journalFile, 'utf8').split('\n').filter((line) => line.startsWith(`{"state":{"taskId":"${task.taskId}"`)).length;
     const before = records();
     h.manager.onMessage({ ackResult: { taskId: task.taskId } });
     // One acknowledgement alone is kept in memory (a crash only means a harmless re-send).
@@ -131,7 +131,8 @@ describe('TaskManager idempotency and acknowledgements', () => {
     expect(h.journal.get(task.taskId)?.forgotten).toBe(false);
     h.manager.onMessage({ ackLogs: { taskId: task.taskId, seq: String(done.lastLogSeq) } });
     expect(h.journal.get(task.taskId)?.forgotten).toBe(true);
-    expect(existsSync(path.join(h.home, 'tasks', task.taskId, 'logs.ndjson'))).toBe(false);
+    expect(records()).toBe(before + 1);
+    expect(h.journal.readLogs(task.taskId, 0, 1_000_000)).toEqual([]);
     h.manager.onMessage({ runTask: task });
     await waitFor(() => h.link.results(task.taskId).length === 2);
     expect(h.link.lines(task.taskId).length).toBe(1);
