@@ -37,11 +37,14 @@ export function findExecutable(command: string, searchPath: string | undefined):
   for (const dir of (searchPath ?? '').split(path.delimiter)) {
     if (dir === '') continue;
     const candidate = path.join(dir, command);
+    // Not there is the common answer (every PATH entry before the right one): asked without an
+    // exception, which costs a stack trace each — several per task.
+    if (!statSync(candidate, { throwIfNoEntry: false })?.isFile()) continue;
     try {
       accessSync(candidate, constants.X_OK);
-      if (statSync(candidate).isFile()) return candidate;
+      return candidate;
     } catch {
-      // not here; keep looking
+      // there but not executable by us; keep looking
     }
   }
   return undefined;

@@ -175,7 +175,11 @@ async function record(db: Db, deploymentId: string, entries: readonly NewLogEntr
     };
   });
   const ends = finishes.map((f) => ({ id: f.taskId, status: f.status, exit_code: f.exitCode, message: storable(f.message), finished_at: f.finishedUtc.toISOString() }));
-  const result = await db.raw<{ rows: LogRow[] }>(RECORD_SQL, [JSON.stringify(ends), deploymentId, deploymentId, JSON.stringify(input), deploymentId, now, deploymentId]);
+  // A named (server-side prepared) statement: planning this one took ~0.5–0.8 ms of PostgreSQL's
+  // CPU per execution against ~0.2 ms to run it; prepared, its plan is kept per connection.
+  const result = await db
+    .raw<{ rows: LogRow[] }>(RECORD_SQL, [JSON.stringify(ends), deploymentId, deploymentId, JSON.stringify(input), deploymentId, now, deploymentId])
+    .options({ name: 'gantry_deployment_logs_record' });
   const stored = result.rows.map(toEntry);
   const storedIds = new Set(stored.map((e) => e.id));
   // A task's end line has a fresh id: it is stored exactly when the task moved.
