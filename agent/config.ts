@@ -15,6 +15,8 @@ export interface AgentConfig {
   readonly logLevel: string;
   /** GANTRY_AGENT_SHUTDOWN_GRACE_MS: on SIGTERM, scripts get this long after TERM before KILL. */
   readonly shutdownGraceMs: number;
+  /** GANTRY_AGENT_RETENTION_DAYS: a finished task's work folder and tombstone are kept this long (default 7). */
+  readonly retentionMs: number;
 }
 
 export class AgentConfigError extends Error {
@@ -39,6 +41,11 @@ export function parseAgentConfig(env: NodeJS.ProcessEnv): AgentConfig {
   if (!Number.isInteger(shutdownGraceMs) || shutdownGraceMs < 0) {
     throw new AgentConfigError(`GANTRY_AGENT_SHUTDOWN_GRACE_MS must be a whole number of milliseconds, got "${graceText}"`);
   }
+  const retentionText = env.GANTRY_AGENT_RETENTION_DAYS ?? '7';
+  const retentionDays = Number(retentionText);
+  if (retentionText.trim() === '' || !Number.isFinite(retentionDays) || retentionDays <= 0) {
+    throw new AgentConfigError(`GANTRY_AGENT_RETENTION_DAYS must be a number of days above 0 (e.g. 7 or 0.5), got "${retentionText}"`);
+  }
   return {
     servers,
     registrationToken: nonEmpty(env.GANTRY_AGENT_TOKEN),
@@ -46,6 +53,7 @@ export function parseAgentConfig(env: NodeJS.ProcessEnv): AgentConfig {
     caFile: nonEmpty(env.GANTRY_AGENT_CA_FILE),
     logLevel: nonEmpty(env.GANTRY_AGENT_LOG_LEVEL) ?? 'info',
     shutdownGraceMs,
+    retentionMs: retentionDays * 24 * 3600 * 1000,
   };
 }
 

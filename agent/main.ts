@@ -27,6 +27,7 @@ async function main(): Promise<void> {
     workRoot: path.join(config.homeDir, 'work'),
     baseEnv: scriptBaseEnv(process.env),
     logger,
+    retentionMs: config.retentionMs,
   });
   manager.recover();
 

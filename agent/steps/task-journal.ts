@@ -148,16 +148,12 @@ export class TaskJournal {
     this.save(record);
   }
 
-  /** Deletes tombstones finished before `olderThanUnixMs` (the file is rewritten without them). */
-  prune(olderThanUnixMs: number): void {
-    let pruned = false;
-    for (const record of this.all()) {
-      if (record.forgotten && (record.finishedUnixMs ?? 0) < olderThanUnixMs) {
-        this.#tasks.delete(record.taskId);
-        pruned = true;
-      }
-    }
-    if (pruned) this.#compact();
+  /** Deletes tombstones finished before `olderThanUnixMs` (the file is rewritten without them); returns them. */
+  prune(olderThanUnixMs: number): TaskRecord[] {
+    const pruned = this.all().filter((record) => record.forgotten && (record.finishedUnixMs ?? 0) < olderThanUnixMs);
+    for (const record of pruned) this.#tasks.delete(record.taskId);
+    if (pruned.length > 0) this.#compact();
+    return pruned;
   }
 
   close(): void {

@@ -1,6 +1,8 @@
 // Gives ServerMessages their meaning on the agent: task_id idempotency, per-task log sequencing
 // and batching, acknowledgements, re-sending after reconnect, and recovery after a restart.
 // Rule everywhere here: persist to the journal FIRST, then send.
+import { rm, rmdir } from 'node:fs/promises';
+import path from 'node:path';
 import type { Logger } from 'pino';
 import type { CancelTask, RunTask, ServerMessage } from '../connection/index.ts';
 import type { AgentLink, HelloState, SessionHandler } from '../connection/index.ts';
@@ -24,8 +26,13 @@ export interface TaskManagerOptions {
   readonly flushIntervalMs?: number;
   /** …or as soon as this much text is waiting (default 64 KiB). */
   readonly maxBatchBytes?: number;
-  /** Tombstones of forgotten tasks are kept this long (default 7 days). */
-  readonly tombstoneMs?: number;
+  /**
+   * A finished task's tombstone (which refuses a repeated task id) and its work folder are kept
+   * this long after it was acknowledged (default 7 days), then removed.
+   */
+  readonly retentionMs?: number;
+  /** How often a running agent looks for tasks past retention (default hourly; also at start). */
+  readonly pruneEveryMs?: number;
 }
 
 interface ActiveTask {
@@ -58,6 +65,7 @@ export class TaskManager implements SessionHandler {
   readonly #tasks = new Map<string, ActiveTask>();
   #link: AgentLink = NOT_CONNECTED;
   #stopping = false;
+  #lastPruneMs = 0;
 
   constructor(options: TaskManagerOptions) {
     this.#options = options;
@@ -76,7 +84,7 @@ export class TaskManager implements SessionHandler {
    */
   recover(): void {
     const journal = this.#options.journal;
-    journal.prune(Date.now() - (this.#options.tombstoneMs ?? 7 * 24 * 3600 * 1000));
+    this.#prune();
     for (const record of journal.all()) {
       if (record.forgotten) continue;
       const task = this.#activate(record, []);
@@ -248,6 +256,25 @@ export class TaskManager implements SessionHandler {
     if (record.status === 'finished' && record.resultAcknowledged && record.logsAcknowledgedSeq >= (record.result?.lastLogSeq ?? 0)) {
       this.#options.journal.forget(record);
       this.#tasks.delete(taskId);
+      if (Date.now() - this.#lastPruneMs >= (this.#options.pruneEveryMs ?? 3600 * 1000)) this.#prune();
+    }
+  }
+
+  /**
+   * Drops tasks past retention: their tombstones, and their work folders (extracted packages add
+   * up on a machine deployed to every day). Folders are removed in the background.
+   */
+  #prune(): void {
+    this.#lastPruneMs = Date.now();
+    const { journal, workRoot, logger } = this.#options;
+    for (const record of journal.prune(this.#lastPruneMs - (this.#options.retentionMs ?? 7 * 24 * 3600 * 1000))) {
+      // A cancel for a task never seen has no deployment, hence no folder.
+      if (!isSafePathSegment(record.deploymentId)) continue;
+      const deploymentFolder = path.join(workRoot, record.deploymentId);
+      rm(path.join(deploymentFolder, record.taskId), { recursive: true, force: true })
+        // The deployment's folder goes with its last task (refused while another one is in it).
+        .then(() => rmdir(deploymentFolder).catch(() => undefined))
+        .catch((error: unknown) => logger.warn({ err: error, taskId: record.taskId }, 'removing a work folder past retention failed'));
     }
   }
 

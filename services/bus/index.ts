@@ -21,7 +21,6 @@ export type {
   AdvanceDeploymentMessage,
   CancelTaskEvent,
   DeploymentChangedEvent,
-  DispatchTaskMessage,
   EventMessage,
   MachineWorkAvailableEvent,
   TasksDispatchedEvent,

@@ -12,17 +12,8 @@ export interface AdvanceDeploymentMessage {
   deploymentId: string;
 }
 
-/** Work: "start this task (one step on one machine)"; the holder of the agent's stream runs it. */
-export interface DispatchTaskMessage {
-  v: 1;
-  type: 'task.dispatch';
-  taskId: string;
-  deploymentId: string;
-  machineId: string;
-}
-
 /** Every message a work queue may carry. Extend this union; never change a shipped member. */
-export type WorkMessage = AdvanceDeploymentMessage | DispatchTaskMessage;
+export type WorkMessage = AdvanceDeploymentMessage;
 
 /** Event: cancel a task; reaches every replica, the one holding the agent's stream acts on it. */
 export interface CancelTaskEvent {

@@ -10,8 +10,6 @@ export const DEFAULT_BUS_PREFIX = 'gantry';
 export const WorkQueue = {
   /** Orchestrator wake-ups: AdvanceDeploymentMessage. */
   deployments: 'deployments',
-  /** Task starts for the replica that holds the agent: DispatchTaskMessage. */
-  tasks: 'tasks',
 } as const;
 export type WorkQueue = (typeof WorkQueue)[keyof typeof WorkQueue];
 

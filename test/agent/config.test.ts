@@ -23,6 +23,14 @@ describe('parseAgentConfig', () => {
     expect(parseAgentConfig({})).toMatchObject({ servers: ['127.0.0.1:8081'], registrationToken: undefined, caFile: undefined });
   });
 
+  it('keeps finished tasks 7 days unless GANTRY_AGENT_RETENTION_DAYS says otherwise, and refuses a retention that is not above 0', () => {
+    expect(parseAgentConfig({}).retentionMs).toBe(7 * 24 * 3600 * 1000);
+    expect(parseAgentConfig({ GANTRY_AGENT_RETENTION_DAYS: '0.5' }).retentionMs).toBe(12 * 3600 * 1000);
+    for (const bad of ['0', '-1', 'week', '']) {
+      expect(() => parseAgentConfig({ GANTRY_AGENT_RETENTION_DAYS: bad })).toThrow(/GANTRY_AGENT_RETENTION_DAYS must be a number of days above 0/);
+    }
+  });
+
   it('refuses a server that is not host:port', () => {
     expect(() => parseAgentConfig({ GANTRY_SERVER: 'http://cp:8081' })).toThrow(AgentConfigError);
     expect(() => parseAgentConfig({ GANTRY_SERVER: 'cp:99999' })).toThrow(/is not host:port/);

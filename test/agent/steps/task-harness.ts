@@ -8,7 +8,7 @@ import type { AgentMessage, LogLine, RunTask, TaskResult } from '../../../agent/
 import type { AgentLink } from '../../../agent/connection/session-handler.ts';
 import { PackageCache, type PackageSource } from '../../../agent/steps/package-cache.ts';
 import { TaskJournal } from '../../../agent/steps/task-journal.ts';
-import { TaskManager } from '../../../agent/steps/task-manager.ts';
+import { TaskManager, type TaskManagerOptions } from '../../../agent/steps/task-manager.ts';
 
 export class FakeLink implements AgentLink {
   readonly sent: AgentMessage[] = [];
@@ -40,7 +40,7 @@ export interface Harness {
   close(): Promise<void>;
 }
 
-export function createHarness(packages: Record<string, Buffer> = {}): Harness {
+export function createHarness(packages: Record<string, Buffer> = {}, options: Pick<TaskManagerOptions, 'retentionMs' | 'pruneEveryMs'> = {}): Harness {
   const home = mkdtempSync(path.join(tmpdir(), 'gantry-agent-home-'));
   const link = new FakeLink();
   const source: PackageSource = {
@@ -60,6 +60,7 @@ export function createHarness(packages: Record<string, Buffer> = {}): Harness {
       baseEnv: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
       logger: pino({ level: 'silent' }),
       flushIntervalMs: 20,
+      ...options,
     });
     manager.attach(link);
     return manager;

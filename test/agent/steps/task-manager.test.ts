@@ -118,6 +118,38 @@ describe('TaskManager idempotency and acknowledgements', () => {
     expect(h.link.sent.filter((m) => m.taskAccepted).length).toBe(2);
   });
 
+  it('removes the tombstones and work folders of tasks past retention, while running and at start', async () => {
+    const retained = createHarness({}, { retentionMs: 150, pruneEveryMs: 0 });
+    try {
+      const finish = async (task: ReturnType<typeof runTask>) => {
+        retained.manager.onMessage({ runTask: task });
+        const done = await waitFor(() => retained.link.results(task.taskId)[0]);
+        retained.manager.onMessage({ ackResult: { taskId: task.taskId } });
+        retained.manager.onMessage({ ackLogs: { taskId: task.taskId, seq: String(done.lastLogSeq) } });
+      };
+      const workOf = (task: ReturnType<typeof runTask>) => path.join(retained.home, 'work', task.deploymentId, task.taskId);
+      const first = runTask({ deploymentId: 'old-deployment' });
+      await finish(first);
+      expect(existsSync(workOf(first))).toBe(true);
+      expect(retained.journal.get(first.taskId)?.forgotten).toBe(true);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      // The next task done with looks for what is past retention: the first one, not itself.
+      const second = runTask({ deploymentId: 'new-deployment' });
+      await finish(second);
+      await waitFor(() => !existsSync(path.join(retained.home, 'work', 'old-deployment')));
+      expect(retained.journal.get(first.taskId)).toBeUndefined();
+      expect(retained.journal.get(second.taskId)?.forgotten).toBe(true);
+      expect(existsSync(workOf(second))).toBe(true);
+      // A restart after retention removes the rest.
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      retained.restart().recover();
+      await waitFor(() => !existsSync(path.join(retained.home, 'work', 'new-deployment')));
+      expect(retained.journal.all()).toEqual([]);
+    } finally {
+      await retained.close();
+    }
+  });
+
   it('forgets a task after both acknowledgements but still refuses to re-run it', async () => {
     const task = runTask({ script: 'echo once' });
     h.manager.onMessage({ runTask: task });
