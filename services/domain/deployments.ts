@@ -16,7 +16,7 @@ import { semverEquivalent } from '../core/semver.ts';
 import type { Deployment, DeploymentStatus, DeploymentTask, LogEntry } from '../store/index.ts';
 import type { DomainDeps } from './deps.ts';
 import { visibleProject } from './projects.ts';
-import { visibleResource, visibleWorkspace } from './scope.ts';
+import { canSeeWorkspace, visibleResource, visibleWorkspace } from './scope.ts';
 
 /** Reading a deployment is part of deploying it: CI accounts with Deploy may poll without View. */
 const READ = [Capability.View, Capability.Deploy] as const;
@@ -47,17 +47,17 @@ export async function getDeployment(
   query: { deploymentId: string; skipLogs?: boolean | undefined; getLogsAfter?: string | undefined },
 ): Promise<DeploymentView> {
   const after = parseTick(query.getLogsAfter);
-  const deployment = await deps.store.deployments.get(query.deploymentId);
-  if (!deployment) throw unknownId('deploymentId');
-  // The lines are read AFTER the deployment row (a client that sees a final status has been given
-  // every line, the last one is committed with it) and while its workspace is checked: the poll
-  // clients repeat most takes two round trips after authentication instead of three. Nothing read
-  // is returned unless both checks pass.
-  const [, logs] = await Promise.all([
-    visibleWorkspace(deps, principal, deployment.workspaceId, 'deploymentId'),
-    query.skipLogs ? null : deps.store.deploymentLogs.read(deployment.id, after, MAX_LOGS_PER_READ),
-  ]);
+  // What pipelines poll: one round trip after authentication. The lines are read beside the
+  // deployment (nothing is returned unless it is visible and readable), so either read may see
+  // the later state; a line committed in between is read again below, so that a client shown a
+  // status has every line up to it (the last one commits with the final status).
+  const read = () => deps.store.deploymentLogs.read(query.deploymentId, after, MAX_LOGS_PER_READ);
+  const [found, lines] = await Promise.all([deps.store.deployments.getWithOrganization(query.deploymentId), query.skipLogs ? null : read()]);
+  if (!found || !canSeeWorkspace(principal, { id: found.deployment.workspaceId, organizationId: found.organizationId })) throw unknownId('deploymentId');
+  const { deployment } = found;
   authorize(principal, READ, { projectId: deployment.projectId, environmentIds: [deployment.environmentId] });
+  const missedLines = lines !== null && lines.length < MAX_LOGS_PER_READ && deployment.lastLogTick > (lines.at(-1)?.tick ?? after ?? 0n);
+  const logs = missedLines ? await read() : lines;
   return { deployment, logs };
 }
 

@@ -8,7 +8,7 @@ import { isUniqueViolation } from '../store/index.ts';
 import type { Workspace } from '../store/index.ts';
 import type { DomainDeps } from './deps.ts';
 
-export function canSeeWorkspace(principal: Principal, workspace: Workspace): boolean {
+export function canSeeWorkspace(principal: Principal, workspace: Pick<Workspace, 'id' | 'organizationId'>): boolean {
   if (workspace.organizationId !== principal.organizationId) return false;
   return principal.workspaceId === null || principal.workspaceId === workspace.id;
 }

@@ -125,6 +125,15 @@ export function deploymentsStore(db: Db) {
       const row = await db<DeploymentRow>('deployments').where({ id }).first(...COLUMNS);
       return row ? toDeployment(row) : null;
     },
+    /** The deployment with its workspace's organization, in one read; null when either is gone. */
+    async getWithOrganization(id: string): Promise<{ deployment: Deployment; organizationId: string } | null> {
+      const row: (DeploymentRow & { workspace_organization_id: string }) | undefined = await db('deployments as d')
+        .join('workspaces as w', 'w.id', 'd.workspace_id')
+        .whereNull('w.deleted_at')
+        .where('d.id', id)
+        .first(...COLUMNS.map((column) => `d.${column}`), 'w.organization_id as workspace_organization_id');
+      return row ? { deployment: toDeployment(row), organizationId: row.workspace_organization_id } : null;
+    },
     async insert(deployments: NewDeployment[]): Promise<void> {
       if (deployments.length === 0) return;
       await db('deployments').insert(

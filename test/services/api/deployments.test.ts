@@ -5,7 +5,8 @@
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '../../../services/core/index.ts';
-import { testApp, type TestContext } from '../../helpers/app.ts';
+import { authenticate, getDeployment } from '../../../services/domain/index.ts';
+import { ADMIN, testApp, type TestContext } from '../../helpers/app.ts';
 import { environmentId } from '../../helpers/engine-fixtures.ts';
 
 let t: TestContext;
@@ -131,6 +132,42 @@ describe('GET /api/deployment', () => {
     expect(body.status.LastLogDate).toMatch(/\+00:00$/);
     const after = await t.admin.raw({ method: 'GET', path: `/api/deployment?deploymentId=${id}&getLogsAfter=${rawTick}` });
     expect(after.body.logs.map((l: { Data: string }) => l.Data)).toEqual(['two']);
+  });
+
+  it('gives every line up to the status it shows, also when a line commits between its two reads', async () => {
+    const id = (await t.admin.post('/api/release/deploy', { releaseId, environments: ['Staging'] })).body.deploymentIds[0];
+    const { store } = t.deps;
+    await store.deploymentLogs.append(id, [{ level: 'Information', data: 'first' }], new Date());
+    // The order a busy database may pick: the lines are read, a line commits, then the deployment is read.
+    let committed!: () => void;
+    const lineCommitted = new Promise<void>((resolve) => (committed = resolve));
+    let raced = false;
+    const racing: typeof store = {
+      ...store,
+      deploymentLogs: {
+        ...store.deploymentLogs,
+        async read(...args) {
+          const lines = await store.deploymentLogs.read(...args);
+          if (!raced) {
+            raced = true;
+            await store.deploymentLogs.append(id, [{ level: 'Information', data: 'last' }], new Date());
+            committed();
+          }
+          return lines;
+        },
+      },
+      deployments: {
+        ...store.deployments,
+        async getWithOrganization(deploymentId) {
+          await lineCommitted;
+          return store.deployments.getWithOrganization(deploymentId);
+        },
+      },
+    };
+    const principal = await authenticate(t.deps, ADMIN.id, ADMIN.key);
+    const view = await getDeployment({ ...t.deps, store: racing }, principal, { deploymentId: id });
+    expect(view.deployment.lastLogTick).toBe(view.logs!.at(-1)!.tick);
+    expect(view.logs!.map((l) => l.data)).toEqual(['first', 'last']);
   });
 
   it('refuses an unknown deployment and a getLogsAfter that is not an integer', async () => {
