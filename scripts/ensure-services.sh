@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Makes sure the real services the tests talk to are up on loopback: PostgreSQL 15 on 5432 and
 # NATS with JetStream on 4222. Starts them with the machine's own commands when they are down.
+# Also the openssl command, which the TLS end-to-end test makes its certificates with.
 set -uo pipefail
 
 wait_for() { # name, check command
@@ -32,5 +33,9 @@ if ! port_open 4222; then
   start-stop-daemon --start --oknodo --background --exec /usr/sbin/nats-server -- \
     -a 127.0.0.1 -p 4222 -js -sd /var/lib/nats-server -l /var/log/nats-server.log
   wait_for NATS "port_open 4222" || exit 1
+fi
+if ! command -v openssl >/dev/null; then
+  echo "ensure-services: installing openssl"
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openssl >/dev/null
 fi
 exit 0

@@ -10,6 +10,12 @@ export interface Config {
   httpHost: string;
   /** gRPC port for agents (GANTRY_GRPC_PORT). */
   grpcPort: number;
+  /**
+   * PEM certificate chain and private key files the agent gateway serves TLS with
+   * (GANTRY_GRPC_TLS_CERT_FILE / GANTRY_GRPC_TLS_KEY_FILE); null serves plaintext (loopback, or
+   * behind a TLS-terminating proxy). Agents then need GANTRY_AGENT_CA_FILE.
+   */
+  grpcTls: { certFile: string; keyFile: string } | null;
   /** Data folder: embedded PostgreSQL, master key, packages, bootstrap credentials (GANTRY_DATA_DIR). */
   dataDir: string;
   /** External PostgreSQL (DATABASE_URL); null starts the embedded PostgreSQL 15. */
@@ -59,10 +65,16 @@ export function loadConfig(env: Env = process.env): Config {
   if ((accountId === null) !== (apiKey === null)) {
     throw new Error('Set both GANTRY_BOOTSTRAP_ACCOUNT_ID and GANTRY_BOOTSTRAP_API_KEY, or neither');
   }
+  const tlsCert = optional(env, 'GANTRY_GRPC_TLS_CERT_FILE');
+  const tlsKey = optional(env, 'GANTRY_GRPC_TLS_KEY_FILE');
+  if ((tlsCert === null) !== (tlsKey === null)) {
+    throw new Error('Set both GANTRY_GRPC_TLS_CERT_FILE and GANTRY_GRPC_TLS_KEY_FILE (TLS for agents), or neither');
+  }
   return {
     httpPort,
     httpHost: env.GANTRY_HOST ?? '0.0.0.0',
     grpcPort: intVar(env, 'GANTRY_GRPC_PORT', 8081),
+    grpcTls: tlsCert && tlsKey ? { certFile: path.resolve(tlsCert), keyFile: path.resolve(tlsKey) } : null,
     dataDir: path.resolve(env.GANTRY_DATA_DIR ?? './data'),
     databaseUrl: optional(env, 'DATABASE_URL'),
     embeddedPgPort: intVar(env, 'GANTRY_EMBEDDED_PG_PORT', 0),

@@ -34,6 +34,19 @@ async function writeGeneratedCredentials(dataDir: string, credentials: { service
   return file;
 }
 
+/** The agent gateway's certificate and key, read at start so a wrong path stops it with the reason. */
+async function loadGrpcTls(config: Config): Promise<{ cert: Buffer; key: Buffer } | null> {
+  if (!config.grpcTls) return null;
+  const read = async (file: string, variable: string) => {
+    try {
+      return await fs.readFile(file);
+    } catch (error) {
+      throw new Error(`${variable} (${file}) could not be read: ${(error as Error).message}`, { cause: error });
+    }
+  };
+  return { cert: await read(config.grpcTls.certFile, 'GANTRY_GRPC_TLS_CERT_FILE'), key: await read(config.grpcTls.keyFile, 'GANTRY_GRPC_TLS_KEY_FILE') };
+}
+
 export async function startServer(config: Config, logger: Logger = createLogger(config.logLevel)): Promise<RunningServer> {
   let embedded: EmbeddedDatabase | null = null;
   let databaseUrl = config.databaseUrl;
@@ -76,7 +89,7 @@ export async function startServer(config: Config, logger: Logger = createLogger(
         return stream ? { stream } : null;
       },
     };
-    const gateway = createGateway({ store: deps.store, clock: deps.clock, bus, agentPort: engine.agentPort, packages: packageSource, logger, heartbeatIntervalMs: 15_000 });
+    const gateway = createGateway({ store: deps.store, clock: deps.clock, bus, agentPort: engine.agentPort, packages: packageSource, logger, heartbeatIntervalMs: 15_000, tls: await loadGrpcTls(config) });
     await engine.start();
     const grpcPort = await gateway.start(config.grpcPort, config.httpHost);
     const app = await buildApp({ ...deps, packages }, { logger });

@@ -97,7 +97,7 @@ export interface Agent {
   output: () => string;
 }
 
-export function startAgent(servers: string[], token: string): Agent {
+export function startAgent(servers: string[], token: string, env: Record<string, string> = {}): Agent {
   const home = tempDir('gantry-e2e-agent-');
   const { child, output } = spawnNode([agentBundle()], {
     GANTRY_SERVER: servers.join(','),
@@ -105,6 +105,7 @@ export function startAgent(servers: string[], token: string): Agent {
     GANTRY_AGENT_HOME: home,
     GANTRY_AGENT_LOG_LEVEL: 'warn',
     GANTRY_AGENT_SHUTDOWN_GRACE_MS: '2000',
+    ...env,
   });
   return { home, child, output };
 }
