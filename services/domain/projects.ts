@@ -78,5 +78,12 @@ export async function updateProject(
 export async function deleteProject(deps: DomainDeps, principal: Principal, projectId: string): Promise<void> {
   const project = await visibleProject(deps, principal, projectId);
   authorize(principal, Capability.EditProject, { projectId: project.id });
-  await deps.store.projects.softDelete(project.id, deps.clock.now());
+  const now = deps.clock.now();
+  // A deleted project is treated as not existing (spec §2): its deployments in progress stop, as
+  // if cancelled, rather than go on running its steps from a release nobody can see any more.
+  const cancelled = await deps.store.transaction(async (tx) => {
+    await tx.projects.softDelete(project.id, now);
+    return tx.deployments.requestCancellationOfProject(project.id, now);
+  });
+  if (cancelled.length > 0) await deps.wakeDeployments?.(cancelled);
 }

@@ -339,5 +339,14 @@ export function deploymentsStore(db: Db) {
         .update({ cancellation_requested_at: db.raw('coalesce(cancellation_requested_at, ?)', [now]), last_update_at: now, change_tick: db.raw(NEXT_CHANGE) });
       return count > 0;
     },
+    /** Asks every active deployment of the project to cancel; returns their IDs. */
+    async requestCancellationOfProject(projectId: string, now: Date): Promise<string[]> {
+      const rows: Array<{ id: string }> = await db('deployments')
+        .where({ project_id: projectId })
+        .whereIn('status', ACTIVE_STATUSES)
+        .update({ cancellation_requested_at: db.raw('coalesce(cancellation_requested_at, ?)', [now]), last_update_at: now, change_tick: db.raw(NEXT_CHANGE) })
+        .returning('id');
+      return rows.map((row) => row.id);
+    },
   };
 }

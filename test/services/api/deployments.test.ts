@@ -178,6 +178,27 @@ describe('GET /api/deployment', () => {
   });
 });
 
+describe('DELETE /api/project', () => {
+  it("asks the project's deployments in progress to cancel, and leaves finished ones as they are", async () => {
+    const lifecycles = await t.admin.get('/api/lifecycle', { workspaceId: t.mainWorkspaceId });
+    const lifecycleId = lifecycles.body.lifecycles.find((l: { name: string }) => l.name === 'Default Lifecycle').lifecycleId;
+    const doomed = (await t.admin.post('/api/project', { workspaceId: t.mainWorkspaceId, name: 'Deleted while deploying', lifecycleId })).body.projectId;
+    const template = await t.admin.post('/api/step-template', { workspaceId: t.mainWorkspaceId, name: 'echo doomed', script: 'echo hi', scriptLanguage: 'bash' });
+    await t.admin.post('/api/project/step', { projectId: doomed, name: 'Say hi', stepTemplateId: template.body.stepTemplateId });
+    const release = (await t.admin.post('/api/release', { projectId: doomed, version: '1.0.0' })).body.releaseId;
+    const [finished] = (await t.admin.post('/api/release/deploy', { releaseId: release, environments: ['Staging'] })).body.deploymentIds;
+    await t.deps.store.deployments.update(finished, { status: 'Completed', completedUtc: new Date() }, new Date());
+    const [running] = (await t.admin.post('/api/release/deploy', { releaseId: release, environments: ['Staging'] })).body.deploymentIds;
+    const [elsewhere] = (await t.admin.post('/api/release/deploy', { releaseId, environments: ['Staging'] })).body.deploymentIds;
+
+    expect((await t.admin.delete('/api/project', { projectId: doomed })).status).toBe(200);
+    const get = (id: string) => t.deps.store.deployments.get(id);
+    expect((await get(running))?.cancellationRequestedUtc).toBeInstanceOf(Date);
+    expect(await get(finished)).toMatchObject({ status: 'Completed', cancellationRequestedUtc: null });
+    expect((await get(elsewhere))?.cancellationRequestedUtc).toBeNull(); // another project's
+  });
+});
+
 describe('POST /api/deployment/cancel', () => {
   it('records the cancellation request and refuses a finished deployment', async () => {
     const id = (await t.admin.post('/api/release/deploy', { releaseId, environments: ['Staging'] })).body.deploymentIds[0];
