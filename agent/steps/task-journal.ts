@@ -170,6 +170,10 @@ export class TaskJournal {
   }
 
   #readEntry(span: LogSpan): Entry | undefined {
+    return parseEntry(this.#readSpan(span).toString('utf8'));
+  }
+
+  #readSpan(span: LogSpan): Buffer {
     const buffer = Buffer.alloc(span.length);
     let read = 0;
     while (read < span.length) {
@@ -177,7 +181,7 @@ export class TaskJournal {
       if (n === 0) break;
       read += n;
     }
-    return parseEntry(buffer.toString('utf8', 0, read));
+    return buffer.subarray(0, read);
   }
 
   /** Reads the whole file once (at start), cutting off a torn last line. */
@@ -259,10 +263,8 @@ export class TaskJournal {
       write(Buffer.from(`{"state":${known.state}}\n`));
       const spans: LogSpan[] = [];
       for (const span of known.spans) {
-        const buffer = Buffer.alloc(span.length);
-        readSync(this.#fd, buffer, 0, span.length, span.offset);
         spans.push({ offset: size, length: span.length, lastSeq: span.lastSeq });
-        write(buffer);
+        write(this.#readSpan(span));
       }
       moved.set(taskId, spans);
     }

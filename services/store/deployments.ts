@@ -120,6 +120,12 @@ export interface DeploymentFilter {
 const NEXT_CHANGE = "nextval('deployment_change_seq')";
 
 export function deploymentsStore(db: Db) {
+  /** The first request's time is kept: asking again changes nothing but the change tick. */
+  const cancellationRequested = (now: Date) => ({
+    cancellation_requested_at: db.raw('coalesce(cancellation_requested_at, ?)', [now]),
+    last_update_at: now,
+    change_tick: db.raw(NEXT_CHANGE),
+  });
   return {
     async get(id: string): Promise<Deployment | null> {
       const row = await db<DeploymentRow>('deployments').where({ id }).first(...COLUMNS);
@@ -336,7 +342,7 @@ export function deploymentsStore(db: Db) {
       const count = await db('deployments')
         .where({ id })
         .whereIn('status', ACTIVE_STATUSES)
-        .update({ cancellation_requested_at: db.raw('coalesce(cancellation_requested_at, ?)', [now]), last_update_at: now, change_tick: db.raw(NEXT_CHANGE) });
+        .update(cancellationRequested(now));
       return count > 0;
     },
     /** Asks every active deployment of the project to cancel; returns their IDs. */
@@ -344,7 +350,7 @@ export function deploymentsStore(db: Db) {
       const rows: Array<{ id: string }> = await db('deployments')
         .where({ project_id: projectId })
         .whereIn('status', ACTIVE_STATUSES)
-        .update({ cancellation_requested_at: db.raw('coalesce(cancellation_requested_at, ?)', [now]), last_update_at: now, change_tick: db.raw(NEXT_CHANGE) })
+        .update(cancellationRequested(now))
         .returning('id');
       return rows.map((row) => row.id);
     },

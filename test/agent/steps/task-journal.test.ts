@@ -78,6 +78,18 @@ describe('TaskJournal', () => {
     expect(reopened.readLogs('t-2', 0, 1_000).map((l) => l.text)).toEqual(['other task']);
   });
 
+  it('reads back a record longer than its read buffer (1 MiB) at start', () => {
+    const root = newRoot();
+    const journal = new TaskJournal(root);
+    journal.save(record('t-big'));
+    const big = 'x'.repeat(1536 * 1024);
+    journal.appendLogs('t-big', [line(1, 'small'), line(2, big)]);
+    journal.save(record('t-after', { status: 'running' }));
+    const reopened = new TaskJournal(root);
+    expect(reopened.readLogs('t-big', 1, 10 * 1024 * 1024).map((l) => l.text.length)).toEqual([big.length]);
+    expect(reopened.get('t-after')).toMatchObject({ status: 'running' });
+  });
+
   it('forgets logs but keeps a tombstone, and prunes old tombstones (for good: the file is rewritten)', () => {
     const root = newRoot();
     const journal = new TaskJournal(root);
