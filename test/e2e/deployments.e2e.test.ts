@@ -5,19 +5,14 @@
  */
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabase } from '../helpers/database.ts';
 import { waitFor } from '../helpers/wait-for.ts';
 import { api, cleanup, startAgent, startControlPlane, waitForDeployment, workspaceOf, type Api, type ControlPlane } from './harness.ts';
 import { isAlive } from '../helpers/processes.ts';
+import { E2E_MODES } from './modes.ts';
 
 const SECRET = `s3cr3t-${randomBytes(4).toString('hex')}`;
 
-const modes = [
-  { name: 'embedded PostgreSQL + in-process bus', setup: async () => ({}) },
-  { name: 'PostgreSQL + NATS JetStream', setup: async () => ({ databaseUrl: (await createTestDatabase()).url, natsUrl: 'nats://127.0.0.1:4222' }) },
-];
-
-describe.each(modes)('deployments end to end on $name', ({ setup }) => {
+describe.each(E2E_MODES)('deployments end to end on $name', (mode) => {
   let plane: ControlPlane;
   let client: Api;
   let workspaceId: string;
@@ -25,8 +20,7 @@ describe.each(modes)('deployments end to end on $name', ({ setup }) => {
   const machines: Record<string, string> = {};
 
   beforeAll(async () => {
-    const options = await setup();
-    plane = await startControlPlane({ ...options, natsPrefix: `e2e_${randomBytes(4).toString('hex')}` });
+    plane = await startControlPlane(await mode.options());
     client = api(plane.url);
     const workspace = await workspaceOf(client);
     workspaceId = workspace.workspaceId;

@@ -5,6 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitFor } from '../helpers/wait-for.ts';
 import { api, bashProject, cleanup, logsOf, startControlPlane, startMachines, waitForDeployment, workspaceOf, type Api, type ControlPlane } from './harness.ts';
+import { E2E_MODES } from './modes.ts';
 
 const ENVIRONMENTS = ['LC Dev', 'LC Staging', 'LC Production', 'Prod East', 'Prod West'];
 const AGENTS = ['lc-agent-1', 'lc-agent-2', 'lc-agent-3'];
@@ -19,14 +20,14 @@ interface Listed {
   completedUtc: string | null;
 }
 
-describe('lifecycles end to end (embedded default, three agents)', () => {
+describe.each(E2E_MODES)('lifecycles end to end on $name (three agents)', (mode) => {
   let plane: ControlPlane;
   let client: Api;
   let workspaceId: string;
   const environments: Record<string, string> = {};
 
   beforeAll(async () => {
-    plane = await startControlPlane({});
+    plane = await startControlPlane(await mode.options());
     client = api(plane.url);
     workspaceId = (await workspaceOf(client)).workspaceId;
     for (const name of ENVIRONMENTS) {

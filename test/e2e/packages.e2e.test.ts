@@ -25,6 +25,7 @@ import {
   type Api,
   type ControlPlane,
 } from './harness.ts';
+import { E2E_MODES } from './modes.ts';
 
 const AGENTS = ['pkg-agent-1', 'pkg-agent-2', 'pkg-agent-3'];
 const PACKAGE_PROPERTY = JSON.stringify([{ Id: 'Pkg', Name: 'Package', ControlType: 'PackageSelector', DefaultValue: '' }]);
@@ -43,14 +44,14 @@ function findNamed(root: string, name: string): string[] {
   return found;
 }
 
-describe('packages end to end (embedded default, three agents)', () => {
+describe.each(E2E_MODES)('packages end to end on $name (three agents)', (mode) => {
   let plane: ControlPlane;
   let client: Api;
   let workspaceId: string;
   let lifecycleId: string;
 
   beforeAll(async () => {
-    plane = await startControlPlane({});
+    plane = await startControlPlane(await mode.options());
     client = api(plane.url);
     const workspace = await workspaceOf(client);
     workspaceId = workspace.workspaceId;

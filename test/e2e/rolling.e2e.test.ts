@@ -18,6 +18,7 @@ import {
   type ControlPlane,
   type E2eStep,
 } from './harness.ts';
+import { E2E_MODES } from './modes.ts';
 
 /** Created out of order; case-insensitive name order is M-a, m-b, M-c, m-d (plain code-point order would differ). */
 const MACHINES = ['m-d', 'M-c', 'm-b', 'M-a'];
@@ -85,7 +86,7 @@ function maxConcurrent(list: Span[]): number {
   return max;
 }
 
-describe('rolling groups end to end (embedded default, four agents)', () => {
+describe.each(E2E_MODES)('rolling groups end to end on $name (four agents)', (mode) => {
   let plane: ControlPlane;
   let client: Api;
   let workspaceId: string;
@@ -94,7 +95,7 @@ describe('rolling groups end to end (embedded default, four agents)', () => {
   let machines: Record<string, string> = {};
 
   beforeAll(async () => {
-    plane = await startControlPlane({});
+    plane = await startControlPlane(await mode.options());
     client = api(plane.url);
     const workspace = await workspaceOf(client);
     workspaceId = workspace.workspaceId;
