@@ -15,7 +15,7 @@ export interface AgentConfig {
   readonly logLevel: string;
   /** GANTRY_AGENT_SHUTDOWN_GRACE_MS: on SIGTERM, scripts get this long after TERM before KILL. */
   readonly shutdownGraceMs: number;
-  /** GANTRY_AGENT_RETENTION_DAYS: a finished task's work folder and tombstone are kept this long (default 7). */
+  /** GANTRY_AGENT_RETENTION_DAYS: a finished task's work folder and tombstone, and an unused cached package, are kept this long (default 7). */
   readonly retentionMs: number;
 }
 

@@ -1,8 +1,9 @@
 // The agent's package cache: GANTRY_AGENT_HOME/packages/<id>/<version>/package, filled from the
-// control plane and verified by sha256 before it is used. `redownload` bypasses the cache.
+// control plane and verified by sha256 before it is used. `redownload` bypasses the cache. A
+// version's marker file is touched whenever a task uses it; `prune` drops versions unused since.
 import { createHash, randomBytes } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
-import { mkdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rename, rm, rmdir, stat, utimes, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -47,7 +48,11 @@ export class PackageCache {
     const file = path.join(dir, 'package');
     const marker = path.join(dir, 'package.sha256');
     const expected = ref.sha256.toLowerCase();
-    if (!options.redownload && expected !== '' && (await readMarker(marker)) === expected && (await exists(file))) return file;
+    if (!options.redownload && expected !== '' && (await readMarker(marker)) === expected && (await exists(file))) {
+      const now = new Date();
+      await utimes(marker, now, now);
+      return file;
+    }
 
     await mkdir(dir, { recursive: true });
     const partial = `${file}.download-${randomBytes(6).toString('hex')}`;
@@ -80,6 +85,27 @@ export class PackageCache {
       await rm(partial, { force: true });
       throw error;
     }
+  }
+
+  /**
+   * Removes the versions no task has used since `olderThanUnixMs` (and what a crash left
+   * half-downloaded that long ago); returns how many. A version being fetched is left alone.
+   */
+  async prune(olderThanUnixMs: number): Promise<number> {
+    let removed = 0;
+    for (const packageId of await readdir(this.#root).catch(() => [] as string[])) {
+      const packageDir = path.join(this.#root, packageId);
+      for (const version of await readdir(packageDir).catch(() => [] as string[])) {
+        if (this.#inflight.has(`${packageId}/${version}`)) continue;
+        const dir = path.join(packageDir, version);
+        const used = await stat(path.join(dir, 'package.sha256')).catch(() => stat(dir).catch(() => null));
+        if (!used || used.mtimeMs >= olderThanUnixMs) continue;
+        await rm(dir, { recursive: true, force: true });
+        removed++;
+      }
+      await rmdir(packageDir).catch(() => undefined); // only when no version is left
+    }
+    return removed;
   }
 }
 

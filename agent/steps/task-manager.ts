@@ -28,7 +28,8 @@ export interface TaskManagerOptions {
   readonly maxBatchBytes?: number;
   /**
    * A finished task's tombstone (which refuses a repeated task id) and its work folder are kept
-   * this long after it was acknowledged (default 7 days), then removed.
+   * this long after it was acknowledged, a cached package version this long after its last use
+   * (default 7 days); then they are removed.
    */
   readonly retentionMs?: number;
   /** How often a running agent looks for tasks past retention (default hourly; also at start). */
@@ -261,13 +262,16 @@ export class TaskManager implements SessionHandler {
   }
 
   /**
-   * Drops tasks past retention: their tombstones, and their work folders (extracted packages add
-   * up on a machine deployed to every day). Folders are removed in the background.
+   * Drops what is past retention: tombstones, their work folders and cached package versions no
+   * task has used since (extracted and downloaded packages add up on a machine deployed to every
+   * day). Files are removed in the background.
    */
   #prune(): void {
     this.#lastPruneMs = Date.now();
-    const { journal, workRoot, logger } = this.#options;
-    for (const record of journal.prune(this.#lastPruneMs - (this.#options.retentionMs ?? 7 * 24 * 3600 * 1000))) {
+    const { journal, packages, workRoot, logger } = this.#options;
+    const cutoff = this.#lastPruneMs - (this.#options.retentionMs ?? 7 * 24 * 3600 * 1000);
+    packages.prune(cutoff).catch((error: unknown) => logger.warn({ err: error }, 'removing cached packages past retention failed'));
+    for (const record of journal.prune(cutoff)) {
       // A cancel for a task never seen has no deployment, hence no folder.
       if (!isSafePathSegment(record.deploymentId)) continue;
       const deploymentFolder = path.join(workRoot, record.deploymentId);

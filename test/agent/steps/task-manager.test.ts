@@ -251,6 +251,38 @@ describe('TaskManager packages', () => {
     expect(existsSync(path.join(h.home, 'work', 'deployment-1', first.taskId, 'Acme.Web', 'app', 'hello.txt'))).toBe(true);
   });
 
+  it('drops cached package versions no task has used within retention, and downloads them again when needed', async () => {
+    await h.close();
+    h = createHarness({ 'Acme.Web@1.0.0': zip, 'Acme.Web@2.0.0': zip }, { retentionMs: 600, pruneEveryMs: 0 });
+    const ref = (version: string) => ({ packageId: 'Acme.Web', version, sha256, sizeBytes: String(zip.length), format: '' });
+    const done = async (task: ReturnType<typeof runTask>) => {
+      h.manager.onMessage({ runTask: task });
+      const finished = await result(task.taskId);
+      h.manager.onMessage({ ackResult: { taskId: task.taskId } });
+      h.manager.onMessage({ ackLogs: { taskId: task.taskId, seq: String(finished.lastLogSeq) } });
+    };
+    const cached = (version: string) => existsSync(path.join(h.home, 'packages', 'Acme.Web', version, 'package'));
+    const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+    // Each task done with looks for what is past retention (pruneEveryMs 0); times in ms from the start.
+    await done(runTask({ script: 'true', packages: [ref('2.0.0')] })); // 0: downloaded
+    await sleep(400);
+    await done(runTask({ script: 'true', packages: [ref('1.0.0')] })); // ~400: downloaded
+    await sleep(400);
+    await done(runTask({ script: 'true', packages: [ref('1.0.0')] })); // ~800: 2.0.0 unused for 800
+    await waitFor(() => !cached('2.0.0'));
+    expect(cached('1.0.0')).toBe(true);
+    expect(h.downloads).toBe(2); // the second use of 1.0.0 was a cache hit, and counts as use
+    await sleep(400);
+    await done(runTask({ script: 'true' })); // ~1200: 1.0.0 downloaded 800 ago, but used 400 ago
+    await sleep(100);
+    expect(cached('1.0.0')).toBe(true);
+    await sleep(600);
+    await done(runTask({ script: 'true' })); // ~1900: unused for 1100
+    await waitFor(() => !existsSync(path.join(h.home, 'packages', 'Acme.Web')));
+    await done(runTask({ script: 'true', packages: [ref('1.0.0')] }));
+    expect(h.downloads).toBe(3);
+  });
+
   it('fails the step when the sha256 does not match', async () => {
     await h.close();
     h = createHarness({ 'Acme.Web@1.0.0': zip });
