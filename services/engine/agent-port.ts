@@ -46,15 +46,17 @@ export interface AgentInfo {
 export interface AgentPort {
   /** The agent is alive (hello or heartbeat): refreshes its last-seen time and reported info. */
   heartbeat(machineId: string, info: AgentInfo): Promise<void>;
-  /** Every task the machine should be running now (dispatched and not finished). */
-  tasksFor(machineId: string): Promise<RunTaskPayload[]>;
+  /**
+   * The machine's dispatched tasks that are not finished: those to run, and those whose
+   * deployment asked to cancel them (one read; on Hello and at every heartbeat, so a lost
+   * wake-up or cancel event costs at most one heartbeat interval).
+   */
+  assignmentsFor(machineId: string): Promise<{ run: RunTaskPayload[]; cancel: string[] }>;
   /**
    * These tasks (just started, named by a tasks.dispatched event), where still running and not
    * being cancelled, with the machine each is for: one read for a whole window of machines.
    */
   dispatchedTasks(taskIds: readonly string[]): Promise<Array<{ machineId: string; payload: RunTaskPayload }>>;
-  /** Task IDs of the machine whose deployment asked to cancel them. */
-  cancellationsFor(machineId: string): Promise<string[]>;
   /**
    * Stores log lines of a task run by this machine; returns the highest seq now stored for the
    * task (for AckLogs). Lines of a task that is not the machine's are ignored.

@@ -139,18 +139,16 @@ export function createEngine(options: EngineOptions): Engine {
       await store.machines.recordHeartbeat(machineId, clock.now(), info);
     },
 
-    async tasksFor(machineId: string): Promise<RunTaskPayload[]> {
-      const payloads = await payloadsOf(await store.deploymentTasks.listDispatchedTo(machineId));
-      return payloads.map(({ payload }) => payload);
+    async assignmentsFor(machineId: string) {
+      const dispatchedTo = await store.deploymentTasks.listDispatchedTo(machineId);
+      const cancel = dispatchedTo.filter(({ deployment }) => deployment.cancellationRequestedUtc).map(({ task }) => task.id);
+      // payloadsOf leaves out the tasks of deployments being cancelled.
+      const run = (await payloadsOf(dispatchedTo)).map(({ payload }) => payload);
+      return { run, cancel };
     },
 
     async dispatchedTasks(taskIds: readonly string[]) {
       return payloadsOf(await store.deploymentTasks.listDispatchedByIds(taskIds));
-    },
-
-    async cancellationsFor(machineId: string): Promise<string[]> {
-      const dispatchedTo = await store.deploymentTasks.listDispatchedTo(machineId);
-      return dispatchedTo.filter(({ deployment }) => deployment.cancellationRequestedUtc).map(({ task }) => task.id);
     },
 
     async recordLogs(machineId: string, taskId: string, lines: AgentLogLine[]): Promise<number> {

@@ -42,6 +42,8 @@ export class AgentSession {
   #welcomedHello = false;
   /** Task IDs sent (or known to be running) on this call: a wake-up sends only the others. */
   #sentTaskIds = new Set<string>();
+  /** Task IDs a CancelTask was sent for on this call: the next sync sends only new ones. */
+  #sentCancelIds = new Set<string>();
   #outbox: ServerMessage[] = [];
   #blocked = false;
   #inbound: Promise<void> = Promise.resolve();
@@ -110,8 +112,10 @@ export class AgentSession {
     })();
   }
 
-  /** Tells the agent to stop a task. Harmless when repeated or when the agent never saw it. */
+  /** Tells the agent to stop a task, once per call (harmless when the agent never saw it). */
   cancelTask(taskId: string): void {
+    if (this.#sentCancelIds.has(taskId)) return;
+    this.#sentCancelIds.add(taskId);
     this.#send({ cancelTask: { taskId, graceMs: 0 } });
   }
 
@@ -226,8 +230,6 @@ export class AgentSession {
     for (const taskId of hello.runningTaskIds) this.#sentTaskIds.add(taskId);
     for (const result of hello.unacknowledgedResults) await this.#recordResult(result);
     this.#welcomedHello = true;
-    // Cancels first: a CancelTask for a task the agent never saw makes it refuse a later RunTask.
-    for (const taskId of await this.#port.cancellationsFor(this.machineId)) this.cancelTask(taskId);
     this.requestTaskSync();
   }
 
@@ -237,14 +239,17 @@ export class AgentSession {
   }
 
   async #syncTasks(): Promise<void> {
-    const tasks = await this.#port.tasksFor(this.machineId);
+    const { run, cancel } = await this.#port.assignmentsFor(this.machineId);
     if (this.#closed) return;
-    const current = new Set<string>();
-    for (const task of tasks) {
+    // Cancels first: a CancelTask for a task the agent never saw makes it refuse a later RunTask.
+    for (const taskId of cancel) this.cancelTask(taskId);
+    const current = new Set(cancel);
+    for (const task of run) {
       current.add(task.taskId);
       this.offerTask(task);
     }
     // Forget finished tasks so a long-lived call does not grow; task IDs are never reused.
     for (const taskId of this.#sentTaskIds) if (!current.has(taskId)) this.#sentTaskIds.delete(taskId);
+    for (const taskId of this.#sentCancelIds) if (!current.has(taskId)) this.#sentCancelIds.delete(taskId);
   }
 }

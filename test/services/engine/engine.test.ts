@@ -39,7 +39,7 @@ function fleet(machineIds: string[], behaviour: (task: RunTaskPayload, machineId
   const loop = async () => {
     while (!stopped) {
       for (const machineId of machineIds) {
-        for (const task of await engine.agentPort.tasksFor(machineId)) {
+        for (const task of (await engine.agentPort.assignmentsFor(machineId)).run) {
           if (seen.has(task.taskId)) continue;
           seen.add(task.taskId);
           started.push({ machineId, task, at: Date.now() });
@@ -198,10 +198,12 @@ describe('engine', () => {
     const agents = fleet([m], () => null);
     await engine.wake([id]);
     await waitFor(() => agents.started.length === 1, { timeoutMs: 10_000 });
-    expect(await engine.agentPort.cancellationsFor(m)).toEqual([]);
+    expect((await engine.agentPort.assignmentsFor(m)).cancel).toEqual([]);
     await t.deps.store.deployments.requestCancellation(id, new Date());
     await engine.wake([id]);
-    await waitFor(async () => (await engine.agentPort.cancellationsFor(m)).length === 1, { timeoutMs: 5_000 });
+    await waitFor(async () => (await engine.agentPort.assignmentsFor(m)).cancel.length === 1, { timeoutMs: 5_000 });
+    // Being cancelled, the task is no longer offered to run.
+    expect((await engine.agentPort.assignmentsFor(m)).run).toEqual([]);
     await engine.agentPort.recordResult(m, agents.started[0]!.task.taskId, { outcome: 'CANCELLED', exitCode: -1, message: 'killed', lastLogSeq: 0 });
     const done = await finalStatus(id);
     await agents.stop();

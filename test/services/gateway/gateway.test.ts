@@ -53,7 +53,7 @@ async function helloedAgent(hello: Record<string, unknown> = {}) {
   const machine = await registeredMachine();
   const stream = connect(machine.machineId, machine.credential);
   stream.send({ hello: { agentVersion: '1.0.0', os: 'linux x64', hostname: 'host-1', ...hello } });
-  await waitFor(() => port.callsOf('tasksFor', machine.machineId).length > 0, { description: 'tasks asked after Hello' });
+  await waitFor(() => port.callsOf('assignmentsFor', machine.machineId).length > 0, { description: 'tasks asked after Hello' });
   return { ...machine, stream };
 }
 
@@ -154,7 +154,7 @@ describe('Connect', () => {
     port.tasks.set(machine.machineId, []);
     const stream = connect(machine.machineId, machine.credential);
     stream.send({ hello: {} });
-    await waitFor(() => port.callsOf('tasksFor', machine.machineId).length === 1, { description: 'tasks asked' });
+    await waitFor(() => port.callsOf('assignmentsFor', machine.machineId).length === 1, { description: 'tasks asked' });
     expect(stream.status).toBeNull();
     expect(stream.of('runTask')).toEqual([]);
   });
@@ -184,11 +184,11 @@ describe('Connect', () => {
     port.tasks.set(machineId, [task('t1'), task('t2'), task('t3')]);
     await bus.publishEvent(EventSubject.machineWorkAvailable(machineId), { v: 1, type: 'machine.work-available', machineId });
     await waitFor(() => stream.of('runTask').length === 3, { description: 'two more tasks' });
-    const callsBefore = port.callsOf('tasksFor', machineId).length;
+    const callsBefore = port.callsOf('assignmentsFor', machineId).length;
     // An event for another machine wakes nobody here.
     await bus.publishEvent(EventSubject.machineWorkAvailable('unknown-machine'), { v: 1, type: 'machine.work-available', machineId: 'unknown-machine' });
     await bus.publishEvent(EventSubject.machineWorkAvailable(machineId), { v: 1, type: 'machine.work-available', machineId });
-    await waitFor(() => port.callsOf('tasksFor', machineId).length > callsBefore, { description: 'third sync' });
+    await waitFor(() => port.callsOf('assignmentsFor', machineId).length > callsBefore, { description: 'third sync' });
     await new Promise((resolve) => setTimeout(resolve, 50));
     expect(stream.of('runTask').map((r) => r.taskId)).toEqual(['t1', 't2', 't3']);
   });
@@ -258,6 +258,24 @@ describe('Connect', () => {
     await bus.publishEvent(EventSubject.taskCancel('task-c'), { v: 1, type: 'task.cancel', taskId: 'task-c', deploymentId: 'd-1', machineId });
     await waitFor(() => stream.of('cancelTask').length === 1, { description: 'CancelTask' });
     expect(stream.of('cancelTask')).toEqual([{ taskId: 'task-c', graceMs: 0 }]);
+  });
+
+  it("sends a cancel whose task.cancel event was lost at the agent's next Heartbeat, once per call", async () => {
+    const { machineId, stream } = await helloedAgent();
+    port.tasks.set(machineId, [task('keeps-running')]);
+    stream.send({ heartbeat: { sentUnixMs: Date.now() } });
+    await waitFor(() => stream.of('runTask').length === 1, { description: 'the running task' });
+    // Its deployment is cancelled, and the event never reaches this replica.
+    port.tasks.set(machineId, []);
+    port.cancellations.set(machineId, ['keeps-running']);
+    stream.send({ heartbeat: { sentUnixMs: Date.now() } });
+    await waitFor(() => stream.of('cancelTask').length === 1, { description: 'CancelTask after a heartbeat' });
+    // Still being cancelled at the next heartbeat, and the event arrives late: not sent again.
+    await bus.publishEvent(EventSubject.taskCancel('keeps-running'), { v: 1, type: 'task.cancel', taskId: 'keeps-running', deploymentId: 'd-1', machineId });
+    stream.send({ heartbeat: { sentUnixMs: Date.now() } });
+    await waitFor(() => port.callsOf('assignmentsFor', machineId).length >= 4, { description: 'the third heartbeat sync' });
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(stream.of('cancelTask')).toEqual([{ taskId: 'keeps-running', graceMs: 0 }]);
   });
 
   it('stores a LogBatch through the engine and answers AckLogs with the stored seq', async () => {

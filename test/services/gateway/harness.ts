@@ -13,9 +13,8 @@ import type { RegisterResponse__Output } from '../../../proto/gen/gantry/agent/v
 
 export type PortCall =
   | { method: 'heartbeat'; machineId: string; info: AgentInfo }
-  | { method: 'tasksFor'; machineId: string }
+  | { method: 'assignmentsFor'; machineId: string }
   | { method: 'dispatchedTasks'; machineId: ''; taskIds: string[] }
-  | { method: 'cancellationsFor'; machineId: string }
   | { method: 'recordLogs'; machineId: string; taskId: string; lines: AgentLogLine[] }
   | { method: 'recordResult'; machineId: string; taskId: string; result: AgentTaskResult };
 
@@ -39,21 +38,16 @@ export class FakeAgentPort implements AgentPort {
     this.#maybeFail('heartbeat', machineId);
   }
 
-  async tasksFor(machineId: string): Promise<RunTaskPayload[]> {
-    this.calls.push({ method: 'tasksFor', machineId });
-    this.#maybeFail('tasksFor', machineId);
-    return this.tasks.get(machineId) ?? [];
+  async assignmentsFor(machineId: string): Promise<{ run: RunTaskPayload[]; cancel: string[] }> {
+    this.calls.push({ method: 'assignmentsFor', machineId });
+    this.#maybeFail('assignmentsFor', machineId);
+    return { run: this.tasks.get(machineId) ?? [], cancel: this.cancellations.get(machineId) ?? [] };
   }
 
   async dispatchedTasks(taskIds: readonly string[]): Promise<Array<{ machineId: string; payload: RunTaskPayload }>> {
     this.calls.push({ method: 'dispatchedTasks', machineId: '', taskIds: [...taskIds] });
     this.#maybeFail('dispatchedTasks', '');
     return [...this.tasks].flatMap(([machineId, tasks]) => tasks.filter((t) => taskIds.includes(t.taskId)).map((payload) => ({ machineId, payload })));
-  }
-
-  async cancellationsFor(machineId: string): Promise<string[]> {
-    this.calls.push({ method: 'cancellationsFor', machineId });
-    return this.cancellations.get(machineId) ?? [];
   }
 
   async recordLogs(machineId: string, taskId: string, lines: AgentLogLine[]): Promise<number> {
