@@ -41,7 +41,7 @@ export function deploymentMachinesStore(db: Db) {
       const rows = await db<MachineRow>('machines as m')
         .join('machine_environments as me', 'me.machine_id', 'm.id')
         .where('me.environment_id', environmentId)
-        .select('m.id', 'm.workspace_id', 'm.name', 'm.tag_ids', 'm.enabled', 'm.agent_credential_hash', 'm.last_seen_at');
+        .select(...MACHINE_COLUMNS.map((column) => `m.${column}`));
       return rows.map(toTargetMachine);
     },
     async get(machineId: string): Promise<TargetMachine | null> {
