@@ -4,7 +4,13 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
-const UNSAFE_ANY = ['no-unsafe-argument', 'no-unsafe-assignment', 'no-unsafe-call', 'no-unsafe-member-access', 'no-unsafe-return'];
+const UNSAFE_ANY = [
+  'no-unsafe-argument',
+  'no-unsafe-assignment',
+  'no-unsafe-call',
+  'no-unsafe-member-access',
+  'no-unsafe-return',
+];
 const off = (rules) => Object.fromEntries(rules.map((rule) => [`@typescript-eslint/${rule}`, 'off']));
 
 export default tseslint.config(
@@ -18,7 +24,10 @@ export default tseslint.config(
       // A `let` read by a closure before its one assignment (the agent's connection) stays `let`.
       'prefer-const': ['error', { ignoreReadBeforeAssign: true }],
       '@typescript-eslint/consistent-type-imports': ['error', { fixStyle: 'inline-type-imports' }],
-      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', ignoreRestSiblings: true }],
+      '@typescript-eslint/no-unused-vars': [
+        'error',
+        { argsIgnorePattern: '^_', varsIgnorePattern: '^_', ignoreRestSiblings: true },
+      ],
       // Bus implementations, Fastify plugins and store methods are async by their contract.
       '@typescript-eslint/require-await': 'off',
       // The gateway throws gRPC statuses ({ code, details }): grpc-js sends them as the call's status.

@@ -30,21 +30,30 @@ export class AgentConfigError extends Error {
 const ADDRESS = /^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+):(\d{1,5})$/;
 
 export function parseAgentConfig(env: NodeJS.ProcessEnv): AgentConfig {
-  const servers = (env.GANTRY_SERVER ?? '127.0.0.1:8081').split(',').map((s) => s.trim()).filter((s) => s !== '');
-  if (servers.length === 0) throw new AgentConfigError('GANTRY_SERVER is empty: set it to host:port (or several, comma-separated)');
+  const servers = (env.GANTRY_SERVER ?? '127.0.0.1:8081')
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
+  if (servers.length === 0)
+    throw new AgentConfigError('GANTRY_SERVER is empty: set it to host:port (or several, comma-separated)');
   for (const server of servers) {
     const port = Number(ADDRESS.exec(server)?.[2] ?? NaN);
-    if (!(port > 0 && port < 65536)) throw new AgentConfigError(`GANTRY_SERVER entry "${server}" is not host:port (e.g. gantry.example.com:8081)`);
+    if (!(port > 0 && port < 65536))
+      throw new AgentConfigError(`GANTRY_SERVER entry "${server}" is not host:port (e.g. gantry.example.com:8081)`);
   }
   const graceText = env.GANTRY_AGENT_SHUTDOWN_GRACE_MS ?? '5000';
   const shutdownGraceMs = Number(graceText);
   if (!Number.isInteger(shutdownGraceMs) || shutdownGraceMs < 0) {
-    throw new AgentConfigError(`GANTRY_AGENT_SHUTDOWN_GRACE_MS must be a whole number of milliseconds, got "${graceText}"`);
+    throw new AgentConfigError(
+      `GANTRY_AGENT_SHUTDOWN_GRACE_MS must be a whole number of milliseconds, got "${graceText}"`,
+    );
   }
   const retentionText = env.GANTRY_AGENT_RETENTION_DAYS ?? '7';
   const retentionDays = Number(retentionText);
   if (retentionText.trim() === '' || !Number.isFinite(retentionDays) || retentionDays <= 0) {
-    throw new AgentConfigError(`GANTRY_AGENT_RETENTION_DAYS must be a number of days above 0 (e.g. 7 or 0.5), got "${retentionText}"`);
+    throw new AgentConfigError(
+      `GANTRY_AGENT_RETENTION_DAYS must be a number of days above 0 (e.g. 7 or 0.5), got "${retentionText}"`,
+    );
   }
   return {
     servers,

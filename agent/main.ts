@@ -6,13 +6,22 @@ import { arch, hostname, platform } from 'node:os';
 import path from 'node:path';
 import pino from 'pino';
 import { AgentConfigError, parseAgentConfig, scriptBaseEnv } from './config.ts';
-import { AgentConnection, createChannelCredentials, DEFAULT_BACKOFF, ensureIdentity, RegistrationError } from './connection/index.ts';
+import {
+  AgentConnection,
+  createChannelCredentials,
+  DEFAULT_BACKOFF,
+  ensureIdentity,
+  RegistrationError,
+} from './connection/index.ts';
 import { PackageCache, TaskJournal, TaskManager } from './steps/index.ts';
 import { AGENT_VERSION } from './version.ts';
 
 async function main(): Promise<void> {
   const config = parseAgentConfig(process.env);
-  const logger = pino({ level: config.logLevel, redact: { paths: ['registrationToken', 'credential', '*.credential'], censor: '[redacted]' } });
+  const logger = pino({
+    level: config.logLevel,
+    redact: { paths: ['registrationToken', 'credential', '*.credential'], censor: '[redacted]' },
+  });
   mkdirSync(config.homeDir, { recursive: true, mode: 0o700 });
 
   let connection: AgentConnection | undefined;
@@ -74,6 +83,8 @@ async function main(): Promise<void> {
 
 main().catch((error: unknown) => {
   const known = error instanceof AgentConfigError || error instanceof RegistrationError;
-  process.stderr.write(`gantry agent: ${known ? (error as Error).message : String((error as Error)?.stack ?? error)}\n`);
+  process.stderr.write(
+    `gantry agent: ${known ? (error as Error).message : String((error as Error)?.stack ?? error)}\n`,
+  );
   process.exit(1);
 });

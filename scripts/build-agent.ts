@@ -30,7 +30,9 @@ export function buildAgent(outDir: string): string {
     target: 'node20',
     logLevel: 'warning',
     // Bundled CommonJS dependencies call require(); an ES module has none of its own.
-    banner: { js: "import { createRequire as __gantryRequire } from 'node:module'; const require = __gantryRequire(import.meta.url);" },
+    banner: {
+      js: "import { createRequire as __gantryRequire } from 'node:module'; const require = __gantryRequire(import.meta.url);",
+    },
   });
   // proto/load.ts reads the contract from the folder of the module that loads it: the bundle's.
   const proto = path.join(outDir, AGENT_PROTO_FILE);

@@ -15,7 +15,14 @@ import { createDb, createStore, migrateToLatest, startEmbeddedPostgres, type Emb
 import { createBus } from './bus/index.ts';
 import { createEngine } from './engine/engine.ts';
 import { createGateway, type PackageSource } from './gateway/index.ts';
-import { createAzureBlobStore, createFilesystemBlobStore, createPackageService, loadUploadKey, stagingDirOf, type BlobStore } from './packages/index.ts';
+import {
+  createAzureBlobStore,
+  createFilesystemBlobStore,
+  createPackageService,
+  loadUploadKey,
+  stagingDirOf,
+  type BlobStore,
+} from './packages/index.ts';
 
 export interface RunningServer {
   app: FastifyInstance;
@@ -27,7 +34,10 @@ export interface RunningServer {
   stop(): Promise<void>;
 }
 
-async function writeGeneratedCredentials(dataDir: string, credentials: { serviceAccountId: string; apiKey: string }): Promise<string> {
+async function writeGeneratedCredentials(
+  dataDir: string,
+  credentials: { serviceAccountId: string; apiKey: string },
+): Promise<string> {
   await fs.mkdir(dataDir, { recursive: true, mode: 0o755 });
   const file = path.join(dataDir, 'bootstrap-credentials.json');
   await fs.writeFile(file, JSON.stringify(credentials, null, 2) + '\n', { mode: 0o600 });
@@ -44,10 +54,16 @@ async function loadGrpcTls(config: Config): Promise<{ cert: Buffer; key: Buffer 
       throw new Error(`${variable} (${file}) could not be read: ${(error as Error).message}`, { cause: error });
     }
   };
-  return { cert: await read(config.grpcTls.certFile, 'GANTRY_GRPC_TLS_CERT_FILE'), key: await read(config.grpcTls.keyFile, 'GANTRY_GRPC_TLS_KEY_FILE') };
+  return {
+    cert: await read(config.grpcTls.certFile, 'GANTRY_GRPC_TLS_CERT_FILE'),
+    key: await read(config.grpcTls.keyFile, 'GANTRY_GRPC_TLS_KEY_FILE'),
+  };
 }
 
-export async function startServer(config: Config, logger: Logger = createLogger(config.logLevel)): Promise<RunningServer> {
+export async function startServer(
+  config: Config,
+  logger: Logger = createLogger(config.logLevel),
+): Promise<RunningServer> {
   let embedded: EmbeddedDatabase | null = null;
   let databaseUrl = config.databaseUrl;
   if (!databaseUrl) {
@@ -72,9 +88,22 @@ export async function startServer(config: Config, logger: Logger = createLogger(
       );
     }
     const blobs: BlobStore = config.azureStorageConnectionString
-      ? await createAzureBlobStore({ connectionString: config.azureStorageConnectionString, container: config.azureStorageContainer })
-      : createFilesystemBlobStore({ root: path.join(config.dataDir, 'packages'), publicUrl: config.publicUrl, hmacKey: await loadUploadKey(config.dataDir) });
-    const packages = createPackageService({ deps, db, clock: deps.clock, blobs, stagingDir: stagingDirOf(config.dataDir) });
+      ? await createAzureBlobStore({
+          connectionString: config.azureStorageConnectionString,
+          container: config.azureStorageContainer,
+        })
+      : createFilesystemBlobStore({
+          root: path.join(config.dataDir, 'packages'),
+          publicUrl: config.publicUrl,
+          hmacKey: await loadUploadKey(config.dataDir),
+        });
+    const packages = createPackageService({
+      deps,
+      db,
+      clock: deps.clock,
+      blobs,
+      stagingDir: stagingDirOf(config.dataDir),
+    });
 
     const bus = await createBus({ natsUrl: config.natsUrl, prefix: config.natsPrefix, logger });
     const engine = createEngine({ store: deps.store, clock: deps.clock, bus, secrets: deps.secrets, logger });
@@ -89,12 +118,24 @@ export async function startServer(config: Config, logger: Logger = createLogger(
         return stream ? { stream } : null;
       },
     };
-    const gateway = createGateway({ store: deps.store, clock: deps.clock, bus, agentPort: engine.agentPort, packages: packageSource, logger, heartbeatIntervalMs: 15_000, tls: await loadGrpcTls(config) });
+    const gateway = createGateway({
+      store: deps.store,
+      clock: deps.clock,
+      bus,
+      agentPort: engine.agentPort,
+      packages: packageSource,
+      logger,
+      heartbeatIntervalMs: 15_000,
+      tls: await loadGrpcTls(config),
+    });
     await engine.start();
     const grpcPort = await gateway.start(config.grpcPort, config.httpHost);
     const app = await buildApp({ ...deps, packages }, { logger });
     const address = await app.listen({ port: config.httpPort, host: config.httpHost });
-    logger.info({ address, grpcPort, embedded: embedded !== null, nats: config.natsUrl !== null }, 'Gantry control plane listening');
+    logger.info(
+      { address, grpcPort, embedded: embedded !== null, nats: config.natsUrl !== null },
+      'Gantry control plane listening',
+    );
     return {
       app,
       db,

@@ -18,7 +18,9 @@ declare module 'vitest' {
 
 async function dropDatabases(pattern: (name: string) => boolean): Promise<void> {
   await withAdminClient(async (client) => {
-    const all = await client.query<{ datname: string }>('select datname from pg_database where datname like $1', [`${TEST_DB_PREFIX}%`]);
+    const all = await client.query<{ datname: string }>('select datname from pg_database where datname like $1', [
+      `${TEST_DB_PREFIX}%`,
+    ]);
     for (const { datname } of all.rows.filter((r) => pattern(r.datname))) {
       await client.query(`drop database if exists "${datname}" with (force)`);
     }
@@ -33,7 +35,9 @@ export default async function setup(project: TestProject): Promise<() => Promise
     const seconds = Number(name.slice(TEST_DB_PREFIX.length).split('_')[0]);
     return !Number.isFinite(seconds) || seconds < startedSeconds - 3600;
   }).catch((error: unknown) => {
-    throw new Error(`PostgreSQL at ${PG_ADMIN_URL} is not usable for tests (npm test starts it via scripts/ensure-services.sh): ${String(error)}`);
+    throw new Error(
+      `PostgreSQL at ${PG_ADMIN_URL} is not usable for tests (npm test starts it via scripts/ensure-services.sh): ${String(error)}`,
+    );
   });
   await withAdminClient((client) => client.query(`create database "${templateDb}"`));
   const db = createDb(urlFor(templateDb), { poolMax: 2 });

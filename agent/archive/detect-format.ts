@@ -28,5 +28,8 @@ export async function detectArchiveFormat(archiveFile: string): Promise<ArchiveF
 /** A nupkg is a zip with OPC content types and a .nuspec at its root. */
 async function isNupkg(archiveFile: string): Promise<boolean> {
   const names = await listZipNames(archiveFile);
-  return names.includes('[Content_Types].xml') && names.some((name) => !name.includes('/') && name.toLowerCase().endsWith('.nuspec'));
+  return (
+    names.includes('[Content_Types].xml') &&
+    names.some((name) => !name.includes('/') && name.toLowerCase().endsWith('.nuspec'))
+  );
 }

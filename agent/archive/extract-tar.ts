@@ -47,7 +47,9 @@ async function precheckTar(archiveFile: string, limits: ExtractLimits): Promise<
     });
   } catch (error) {
     if (error instanceof ArchiveRefusedError) throw error;
-    throw new ArchiveRefusedError(`Archive refused: not a readable tar archive (${errorMessage(error)})`, { cause: error });
+    throw new ArchiveRefusedError(`Archive refused: not a readable tar archive (${errorMessage(error)})`, {
+      cause: error,
+    });
   }
   if (problem) throw problem;
   if (entries === 0) throw new ArchiveRefusedError('Archive refused: the tar archive holds no entries');

@@ -26,7 +26,9 @@ export async function extractZip(archiveFile: string, targetDir: string, options
   const zip = await openZip(archiveFile);
   try {
     if (zip.entryCount > options.limits.maxEntries) {
-      throw new ArchiveRefusedError(`Archive refused: ${zip.entryCount} entries exceed the limit of ${options.limits.maxEntries}`);
+      throw new ArchiveRefusedError(
+        `Archive refused: ${zip.entryCount} entries exceed the limit of ${options.limits.maxEntries}`,
+      );
     }
     const budget = { bytes: 0 };
     await new Promise<void>((resolve, reject) => {
@@ -143,14 +145,22 @@ function decodeNupkgName(name: string): string {
   try {
     return decodeURIComponent(name);
   } catch (error) {
-    throw new ArchiveRefusedError(`Archive refused: entry ${JSON.stringify(name)} has an invalid %-escape`, { cause: error });
+    throw new ArchiveRefusedError(`Archive refused: entry ${JSON.stringify(name)} has an invalid %-escape`, {
+      cause: error,
+    });
   }
 }
 
 /** Open Packaging Convention bookkeeping that is not package content. */
 function isOpcPart(relative: string): boolean {
   const lower = relative.toLowerCase();
-  return lower === '[content_types].xml' || lower === '_rels' || lower.startsWith('_rels/') || lower === 'package' || lower.startsWith('package/');
+  return (
+    lower === '[content_types].xml' ||
+    lower === '_rels' ||
+    lower.startsWith('_rels/') ||
+    lower === 'package' ||
+    lower.startsWith('package/')
+  );
 }
 
 function isErrnoCode(error: unknown, code: string): boolean {

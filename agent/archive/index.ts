@@ -24,7 +24,11 @@ export interface ExtractOptions {
  * `<target>.partial-*` folder that is renamed into place only on success and removed on any
  * failure, so a refused archive leaves nothing behind.
  */
-export async function extractArchive(archiveFile: string, targetDir: string, options: ExtractOptions = {}): Promise<ArchiveFormat> {
+export async function extractArchive(
+  archiveFile: string,
+  targetDir: string,
+  options: ExtractOptions = {},
+): Promise<ArchiveFormat> {
   const target = path.resolve(targetDir);
   if (await exists(target)) throw new Error(`Extraction target ${target} already exists`);
   const limits: ExtractLimits = { ...DEFAULT_EXTRACT_LIMITS, ...options.limits };
@@ -33,7 +37,8 @@ export async function extractArchive(archiveFile: string, targetDir: string, opt
   const staging = `${target}.partial-${randomBytes(6).toString('hex')}`;
   await mkdir(staging);
   try {
-    if (format === 'zip' || format === 'nupkg') await extractZip(archiveFile, staging, { nupkg: format === 'nupkg', limits });
+    if (format === 'zip' || format === 'nupkg')
+      await extractZip(archiveFile, staging, { nupkg: format === 'nupkg', limits });
     else await extractTar(archiveFile, staging, limits);
     await rename(staging, target);
   } catch (error) {

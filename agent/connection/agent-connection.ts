@@ -95,7 +95,10 @@ export class AgentConnection implements AgentLink {
 
   /** Streams a package's bytes from the server of the current (or last) session. */
   downloadPackage(packageId: string, version: string, signal: AbortSignal): Readable {
-    const call = this.#client(this.#server).DownloadPackage({ packageId, version }, authMetadata(this.#options.identity));
+    const call = this.#client(this.#server).DownloadPackage(
+      { packageId, version },
+      authMetadata(this.#options.identity),
+    );
     const onAbort = (): void => call.cancel();
     signal.addEventListener('abort', onAbort, { once: true });
     return Readable.from(
@@ -163,7 +166,8 @@ export class AgentConnection implements AgentLink {
           clearTimeout(welcomeTimer);
           welcomedAt = Date.now();
           this.#welcomed = true;
-          const intervalMs = message.welcome.heartbeatIntervalMs > 0 ? message.welcome.heartbeatIntervalMs : DEFAULT_HEARTBEAT_MS;
+          const intervalMs =
+            message.welcome.heartbeatIntervalMs > 0 ? message.welcome.heartbeatIntervalMs : DEFAULT_HEARTBEAT_MS;
           heartbeat = setInterval(() => this.trySend({ heartbeat: { sentUnixMs: String(Date.now()) } }), intervalMs);
           logger.info({ server }, 'connected to the control plane');
           handler.onWritable();

@@ -35,7 +35,12 @@ export class RegistrationError extends Error {
   }
 }
 
-const FATAL_CODES = new Set([grpc.status.UNAUTHENTICATED, grpc.status.PERMISSION_DENIED, grpc.status.INVALID_ARGUMENT, grpc.status.NOT_FOUND]);
+const FATAL_CODES = new Set([
+  grpc.status.UNAUTHENTICATED,
+  grpc.status.PERMISSION_DENIED,
+  grpc.status.INVALID_ARGUMENT,
+  grpc.status.NOT_FOUND,
+]);
 const REGISTER_DEADLINE_MS = 10_000;
 
 export async function ensureIdentity(options: EnsureIdentityOptions): Promise<AgentIdentity> {
@@ -73,7 +78,9 @@ export async function ensureIdentity(options: EnsureIdentityOptions): Promise<Ag
     } catch (error) {
       const status = error as Partial<grpc.ServiceError>;
       if (status.code !== undefined && FATAL_CODES.has(status.code)) {
-        throw new RegistrationError(`The control plane refused the registration token (${status.details ?? status.message}): create a new one with POST /api/machine`);
+        throw new RegistrationError(
+          `The control plane refused the registration token (${status.details ?? status.message}): create a new one with POST /api/machine`,
+        );
       }
       const delayMs = backoffDelayMs(attempt, options.backoff);
       options.logger.warn({ server, delayMs, error: status.message }, 'registration failed; retrying');

@@ -17,7 +17,13 @@ export function createMasker(values: readonly string[]): Masker {
     for (const line of value.split(/\r?\n/)) if (line.trim() !== '') needles.add(line);
   }
   if (needles.size === 0) return (text) => text;
-  const pattern = new RegExp([...needles].sort((a, b) => b.length - a.length).map(escapeRegExp).join('|'), 'g');
+  const pattern = new RegExp(
+    [...needles]
+      .sort((a, b) => b.length - a.length)
+      .map(escapeRegExp)
+      .join('|'),
+    'g',
+  );
   return (text) => text.replace(pattern, MASK);
 }
 

@@ -66,16 +66,25 @@ export class PackageCache {
       },
     });
     try {
-      await pipeline(this.#source.download(ref.packageId, ref.version, options.signal), hasher, createWriteStream(partial, { flags: 'wx' }), {
-        signal: options.signal,
-      });
+      await pipeline(
+        this.#source.download(ref.packageId, ref.version, options.signal),
+        hasher,
+        createWriteStream(partial, { flags: 'wx' }),
+        {
+          signal: options.signal,
+        },
+      );
       const actual = hash.digest('hex');
       if (expected !== '' && actual !== expected) {
-        throw new Error(`Package ${ref.packageId} ${ref.version} failed verification: sha256 ${actual}, expected ${expected}`);
+        throw new Error(
+          `Package ${ref.packageId} ${ref.version} failed verification: sha256 ${actual}, expected ${expected}`,
+        );
       }
       const expectedSize = Number(ref.sizeBytes);
       if (expectedSize > 0 && bytes !== expectedSize) {
-        throw new Error(`Package ${ref.packageId} ${ref.version} failed verification: ${bytes} bytes, expected ${expectedSize}`);
+        throw new Error(
+          `Package ${ref.packageId} ${ref.version} failed verification: ${bytes} bytes, expected ${expectedSize}`,
+        );
       }
       await rm(marker, { force: true });
       await rename(partial, file);

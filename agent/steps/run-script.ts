@@ -49,10 +49,13 @@ const OUTPUT_DRAIN_MS = 2000;
 
 export async function startScript(spec: ScriptSpec): Promise<RunningScript> {
   const interpreter = interpreterFor(spec.language);
-  if (!interpreter) throw new ScriptStartError(`Unsupported script language "${spec.language}" (use bash, sh, python or powershell)`);
+  if (!interpreter)
+    throw new ScriptStartError(`Unsupported script language "${spec.language}" (use bash, sh, python or powershell)`);
   const executable = findExecutable(interpreter.command, spec.env.PATH);
   if (!executable) {
-    throw new ScriptStartError(`${interpreter.command} is not installed on this machine (needed for ${spec.language} scripts)`);
+    throw new ScriptStartError(
+      `${interpreter.command} is not installed on this machine (needed for ${spec.language} scripts)`,
+    );
   }
   const scriptFile = path.join(spec.workDir, `.gantry-script${interpreter.fileExtension}`);
   // Synchronous: open, write and close would each be a hand-off to libuv's thread pool.
@@ -65,9 +68,14 @@ export async function startScript(spec: ScriptSpec): Promise<RunningScript> {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   try {
-    await Promise.race([once(child, 'spawn'), once(child, 'error').then(([error]) => Promise.reject(error instanceof Error ? error : new Error(String(error))))]);
+    await Promise.race([
+      once(child, 'spawn'),
+      once(child, 'error').then(([error]) => Promise.reject(error instanceof Error ? error : new Error(String(error)))),
+    ]);
   } catch (error) {
-    throw new ScriptStartError(`${interpreter.command} could not be started: ${(error as Error).message}`, { cause: error });
+    throw new ScriptStartError(`${interpreter.command} could not be started: ${(error as Error).message}`, {
+      cause: error,
+    });
   }
   const pid = child.pid;
   if (pid === undefined) throw new ScriptStartError(`${interpreter.command} could not be started`);

@@ -72,17 +72,28 @@ export class StepExecution {
       await this.#preparePackages(workDir, env);
       if (this.#stopReason) return this.#stoppedOutcome(-1);
 
-      const script = await startScript({ language: task.scriptLanguage, script: task.script, workDir, env, onLine: this.#deps.write });
+      const script = await startScript({
+        language: task.scriptLanguage,
+        script: task.script,
+        workDir,
+        env,
+        onLine: this.#deps.write,
+      });
       this.#script = script;
       this.#deps.onScriptStarted(script.pid, script.startTicks);
       if (this.#stopReason) script.stop(this.#graceMs);
-      const timer = task.timeoutSeconds > 0 ? setTimeout(() => this.stop('timeout', 10_000), task.timeoutSeconds * 1000) : undefined;
+      const timer =
+        task.timeoutSeconds > 0
+          ? setTimeout(() => this.stop('timeout', 10_000), task.timeoutSeconds * 1000)
+          : undefined;
       const exit = await script.exited.finally(() => clearTimeout(timer));
 
       const exitCode = exit.exitCode ?? -1;
       if (this.#stopReason) return this.#stoppedOutcome(exitCode);
       if (exitCode === 0) return { outcome: 'SUCCEEDED', exitCode, message: '' };
-      const message = exit.signal ? `The script was killed by ${exit.signal}` : `The script exited with code ${exitCode}`;
+      const message = exit.signal
+        ? `The script was killed by ${exit.signal}`
+        : `The script exited with code ${exitCode}`;
       this.#deps.write('SYSTEM', message);
       return { outcome: 'FAILED', exitCode, message };
     } catch (error) {
@@ -96,9 +107,14 @@ export class StepExecution {
   async #preparePackages(workDir: string, env: Record<string, string>): Promise<void> {
     for (const ref of this.#task.packages) {
       this.#deps.write('SYSTEM', `Fetching package ${ref.packageId} ${ref.version}`);
-      const file = await this.#deps.packages.get(ref, { redownload: this.#task.redownloadPackages, signal: this.#abort.signal });
+      const file = await this.#deps.packages.get(ref, {
+        redownload: this.#task.redownloadPackages,
+        signal: this.#abort.signal,
+      });
       const folder = path.join(workDir, ref.packageId);
-      const format = await extractArchive(file, folder, { format: isArchiveFormat(ref.format) ? ref.format : undefined });
+      const format = await extractArchive(file, folder, {
+        format: isArchiveFormat(ref.format) ? ref.format : undefined,
+      });
       this.#deps.write('SYSTEM', `Extracted package ${ref.packageId} ${ref.version} (${format}) to ${folder}`);
       env.PackageFolder ??= folder;
       env[`PackageFolder_${ref.packageId.replace(/[^A-Za-z0-9_]/g, '_')}`] = folder;
@@ -107,6 +123,10 @@ export class StepExecution {
 
   #stoppedOutcome(exitCode: number): TaskOutcome {
     const reason = this.#stopReason ?? 'cancelled';
-    return { outcome: reason === 'cancelled' ? 'CANCELLED' : 'FAILED', exitCode, message: STOP_MESSAGES[reason](this.#task) };
+    return {
+      outcome: reason === 'cancelled' ? 'CANCELLED' : 'FAILED',
+      exitCode,
+      message: STOP_MESSAGES[reason](this.#task),
+    };
   }
 }

@@ -9,7 +9,21 @@
 // files per task: creating and deleting inodes is what cost here — ~1.6–2 ms of CPU per task on
 // ext4 (inode allocation scans past recently deleted inodes), against ~0.01 ms for the appends.
 // The file is rewritten with only what is still needed once most of it is history.
-import { closeSync, existsSync, fstatSync, fsyncSync, ftruncateSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, renameSync, rmSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  existsSync,
+  fstatSync,
+  fsyncSync,
+  ftruncateSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  readSync,
+  renameSync,
+  rmSync,
+  writeSync,
+} from 'node:fs';
 import path from 'node:path';
 import type { LogStream, Outcome } from './step-execution.ts';
 

@@ -91,7 +91,10 @@ export class TaskManager implements SessionHandler {
       const task = this.#activate(record, []);
       if (record.status === 'finished') continue;
       if (record.pid !== undefined && killOrphanGroup(record.pid, record.pidStartTicks)) {
-        this.#options.logger.warn({ taskId: record.taskId, pid: record.pid }, 'killed the script left running by the previous agent process');
+        this.#options.logger.warn(
+          { taskId: record.taskId, pid: record.pid },
+          'killed the script left running by the previous agent process',
+        );
       }
       this.#write(task, 'SYSTEM', `The ${RESTARTED_MESSAGE}; the step is not run again`);
       this.#finish(task, { outcome: 'FAILED', exitCode: -1, message: RESTARTED_MESSAGE });
@@ -127,7 +130,8 @@ export class TaskManager implements SessionHandler {
   onMessage(message: ServerMessage): void {
     if (message.runTask) this.#runTask(message.runTask);
     else if (message.cancelTask) this.#cancelTask(message.cancelTask);
-    else if (message.ackResult) this.#acknowledge(message.ackResult.taskId, (record) => (record.resultAcknowledged = true));
+    else if (message.ackResult)
+      this.#acknowledge(message.ackResult.taskId, (record) => (record.resultAcknowledged = true));
     else if (message.ackLogs) {
       const seq = Number(message.ackLogs.seq);
       this.#acknowledge(message.ackLogs.taskId, (record, task) => {
@@ -142,7 +146,9 @@ export class TaskManager implements SessionHandler {
 
   /** Tasks accepted and not finished (for tests and shutdown). */
   runningTaskIds(): string[] {
-    return [...this.#tasks.values()].filter((task) => task.record.status !== 'finished').map((task) => task.record.taskId);
+    return [...this.#tasks.values()]
+      .filter((task) => task.record.status !== 'finished')
+      .map((task) => task.record.taskId);
   }
 
   /** Stops every running script (TERM, KILL after graceMs) and waits until their results are stored. */
@@ -161,7 +167,14 @@ export class TaskManager implements SessionHandler {
     const { taskId, deploymentId } = run;
     if (!isSafePathSegment(taskId) || !isSafePathSegment(deploymentId)) {
       this.#options.logger.warn({ taskId, deploymentId }, 'refused a task with an unusable id');
-      this.#link.trySend({ taskResult: { taskId, outcome: 'FAILED', exitCode: -1, message: 'The task or deployment id is not usable as a folder name' } });
+      this.#link.trySend({
+        taskResult: {
+          taskId,
+          outcome: 'FAILED',
+          exitCode: -1,
+          message: 'The task or deployment id is not usable as a folder name',
+        },
+      });
       return;
     }
     const known = this.#tasks.get(taskId);
@@ -213,7 +226,10 @@ export class TaskManager implements SessionHandler {
     task.execution = execution;
     const outcome = await execution.run();
     this.#finish(task, outcome);
-    this.#options.logger.info({ taskId: record.taskId, outcome: outcome.outcome, exitCode: outcome.exitCode }, 'task finished');
+    this.#options.logger.info(
+      { taskId: record.taskId, outcome: outcome.outcome, exitCode: outcome.exitCode },
+      'task finished',
+    );
   }
 
   #cancelTask(cancel: CancelTask): void {
@@ -241,7 +257,11 @@ export class TaskManager implements SessionHandler {
       forgotten: false,
     };
     this.#options.journal.save(record);
-    this.#finish(this.#activate(record, []), { outcome: 'CANCELLED', exitCode: -1, message: 'The step was cancelled before it started' });
+    this.#finish(this.#activate(record, []), {
+      outcome: 'CANCELLED',
+      exitCode: -1,
+      message: 'The step was cancelled before it started',
+    });
   }
 
   /**
@@ -254,7 +274,11 @@ export class TaskManager implements SessionHandler {
     if (!task) return;
     apply(task.record, task);
     const { record } = task;
-    if (record.status === 'finished' && record.resultAcknowledged && record.logsAcknowledgedSeq >= (record.result?.lastLogSeq ?? 0)) {
+    if (
+      record.status === 'finished' &&
+      record.resultAcknowledged &&
+      record.logsAcknowledgedSeq >= (record.result?.lastLogSeq ?? 0)
+    ) {
       this.#options.journal.forget(record);
       this.#tasks.delete(taskId);
       if (Date.now() - this.#lastPruneMs >= (this.#options.pruneEveryMs ?? 3600 * 1000)) this.#prune();
@@ -270,7 +294,9 @@ export class TaskManager implements SessionHandler {
     this.#lastPruneMs = Date.now();
     const { journal, packages, workRoot, logger } = this.#options;
     const cutoff = this.#lastPruneMs - (this.#options.retentionMs ?? 7 * 24 * 3600 * 1000);
-    packages.prune(cutoff).catch((error: unknown) => logger.warn({ err: error }, 'removing cached packages past retention failed'));
+    packages
+      .prune(cutoff)
+      .catch((error: unknown) => logger.warn({ err: error }, 'removing cached packages past retention failed'));
     for (const record of journal.prune(cutoff)) {
       // A cancel for a task never seen has no deployment, hence no folder.
       if (!isSafePathSegment(record.deploymentId)) continue;
@@ -278,7 +304,9 @@ export class TaskManager implements SessionHandler {
       rm(path.join(deploymentFolder, record.taskId), { recursive: true, force: true })
         // The deployment's folder goes with its last task (refused while another one is in it).
         .then(() => rmdir(deploymentFolder).catch(() => undefined))
-        .catch((error: unknown) => logger.warn({ err: error, taskId: record.taskId }, 'removing a work folder past retention failed'));
+        .catch((error: unknown) =>
+          logger.warn({ err: error, taskId: record.taskId }, 'removing a work folder past retention failed'),
+        );
     }
   }
 
@@ -332,7 +360,9 @@ export class TaskManager implements SessionHandler {
   #pump(task: ActiveTask): void {
     const { taskId } = task.record;
     while (task.sentSeq < task.appendedSeq) {
-      const lines = task.unsent ? takeBatch(task.unsent, this.#maxBatchBytes) : this.#options.journal.readLogs(taskId, task.sentSeq, this.#maxBatchBytes);
+      const lines = task.unsent
+        ? takeBatch(task.unsent, this.#maxBatchBytes)
+        : this.#options.journal.readLogs(taskId, task.sentSeq, this.#maxBatchBytes);
       const last = lines.at(-1);
       if (!last) break;
       if (!this.#link.trySend({ logBatch: { taskId, lines: lines.map(toWireLine) } })) return;
@@ -353,7 +383,12 @@ export class TaskManager implements SessionHandler {
     record.finishedUnixMs = Date.now();
     record.pid = undefined;
     record.pidStartTicks = undefined;
-    record.result = { outcome: outcome.outcome, exitCode: outcome.exitCode, message: task.mask(outcome.message), lastLogSeq: task.lastSeq };
+    record.result = {
+      outcome: outcome.outcome,
+      exitCode: outcome.exitCode,
+      message: task.mask(outcome.message),
+      lastLogSeq: task.lastSeq,
+    };
     this.#options.journal.save(record);
     task.resultSent = false;
     this.#pump(task);

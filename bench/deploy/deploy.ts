@@ -20,7 +20,15 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import pg from 'pg';
 import { waitFor } from '../../test/helpers/wait-for.ts';
-import { api, cleanup, startAgent, startControlPlane, workspaceOf, type Api, type ControlPlane } from '../../test/e2e/harness.ts';
+import {
+  api,
+  cleanup,
+  startAgent,
+  startControlPlane,
+  workspaceOf,
+  type Api,
+  type ControlPlane,
+} from '../../test/e2e/harness.ts';
 import { combine, NO_CPU, snapshot, type CpuSplit } from './cpu.ts';
 import { median, ms, percentile, table } from './stats.ts';
 
@@ -106,7 +114,9 @@ async function directBash(count: number, parallel: boolean): Promise<number> {
       let out = '';
       child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
       child.on('error', reject);
-      child.on('close', (code) => (code === 0 && out.startsWith('ready\n') ? resolve() : reject(new Error(`bash exited ${code}: ${out}`))));
+      child.on('close', (code) =>
+        code === 0 && out.startsWith('ready\n') ? resolve() : reject(new Error(`bash exited ${code}: ${out}`)),
+      );
     });
   const start = performance.now();
   if (parallel) await Promise.all(Array.from({ length: count }, once));
@@ -114,7 +124,15 @@ async function directBash(count: number, parallel: boolean): Promise<number> {
   return performance.now() - start;
 }
 
-async function setUp(n: number): Promise<{ plane: ControlPlane; client: Api; projectId: string; dropDatabase: () => Promise<void>; agentPids: number[] }> {
+async function setUp(
+  n: number,
+): Promise<{
+  plane: ControlPlane;
+  client: Api;
+  projectId: string;
+  dropDatabase: () => Promise<void>;
+  agentPids: number[];
+}> {
   let databaseUrl: string | undefined;
   let dropDatabase = async () => {};
   if (usePostgres) {
@@ -132,7 +150,12 @@ async function setUp(n: number): Promise<{ plane: ControlPlane; client: Api; pro
       ...(process.env.GANTRY_BENCH_NODE_OPTIONS ? { NODE_OPTIONS: process.env.GANTRY_BENCH_NODE_OPTIONS } : {}),
     },
     ...(databaseUrl ? { databaseUrl } : {}),
-    ...(useNats ? { natsUrl: process.env.NATS_URL || 'nats://127.0.0.1:4222', natsPrefix: `bench_${randomBytes(4).toString('hex')}` } : {}),
+    ...(useNats
+      ? {
+          natsUrl: process.env.NATS_URL || 'nats://127.0.0.1:4222',
+          natsPrefix: `bench_${randomBytes(4).toString('hex')}`,
+        }
+      : {}),
   });
   const client = api(plane.url);
   const must = async (response: Promise<{ status: number; body: any; text: string }>, what: string) => {
@@ -141,13 +164,23 @@ async function setUp(n: number): Promise<{ plane: ControlPlane; client: Api; pro
     return r.body;
   };
   // Every machine of the step runs at once (the organization's default cap is 8).
-  await must(client.put('/api/organization/settings', { maxParallelMachines: Math.max(8, n) }), 'organization settings');
+  await must(
+    client.put('/api/organization/settings', { maxParallelMachines: Math.max(8, n) }),
+    'organization settings',
+  );
   const { workspaceId, environments, defaultLifecycleId: lifecycleId } = await workspaceOf(client);
   const stagingId = environments.Staging!;
 
   const tokens: string[] = [];
   for (let i = 0; i < n; i++) {
-    const machine = await must(client.post('/api/machine', { workspaceId, name: `bench-${String(i).padStart(2, '0')}`, environmentIds: [stagingId] }), 'machine');
+    const machine = await must(
+      client.post('/api/machine', {
+        workspaceId,
+        name: `bench-${String(i).padStart(2, '0')}`,
+        environmentIds: [stagingId],
+      }),
+      'machine',
+    );
     tokens.push(machine.registrationToken);
   }
   const started = performance.now();
@@ -162,10 +195,29 @@ async function setUp(n: number): Promise<{ plane: ControlPlane; client: Api; pro
   );
   console.log(`  ${n} agent(s) online after ${ms(performance.now() - started)}`);
 
-  const projectId = (await must(client.post('/api/project', { workspaceId, name: `Bench ${n} ${randomBytes(3).toString('hex')}`, lifecycleId }), 'project')).projectId as string;
-  const template = await must(client.post('/api/step-template', { workspaceId, name: `bench-noop-${randomBytes(3).toString('hex')}`, script: SCRIPT, scriptLanguage: 'bash' }), 'step template');
-  const step = await must(client.post('/api/project/step', { projectId, name: 'Noop', stepTemplateId: template.stepTemplateId }), 'step');
-  await must(client.put('/api/project/step', { projectStepId: step.projectStepId, parallelMachines: n }), 'step parallelMachines');
+  const projectId = (
+    await must(
+      client.post('/api/project', { workspaceId, name: `Bench ${n} ${randomBytes(3).toString('hex')}`, lifecycleId }),
+      'project',
+    )
+  ).projectId as string;
+  const template = await must(
+    client.post('/api/step-template', {
+      workspaceId,
+      name: `bench-noop-${randomBytes(3).toString('hex')}`,
+      script: SCRIPT,
+      scriptLanguage: 'bash',
+    }),
+    'step template',
+  );
+  const step = await must(
+    client.post('/api/project/step', { projectId, name: 'Noop', stepTemplateId: template.stepTemplateId }),
+    'step',
+  );
+  await must(
+    client.put('/api/project/step', { projectStepId: step.projectStepId, parallelMachines: n }),
+    'step parallelMachines',
+  );
   await must(client.post('/api/release', { projectid: projectId, version: '1.0.0' }), 'release');
   return { plane, client, projectId, dropDatabase, agentPids };
 }
@@ -222,7 +274,10 @@ async function stopPlane(plane: ControlPlane): Promise<void> {
   // SIGTERM so the embedded PostgreSQL is stopped by its owner; cleanup() SIGKILLs the rest.
   if (plane.child.exitCode === null) {
     plane.child.kill('SIGTERM');
-    await waitFor(() => plane.child.exitCode !== null || plane.child.signalCode !== null, { timeoutMs: 20_000, intervalMs: 100 }).catch(() => undefined);
+    await waitFor(() => plane.child.exitCode !== null || plane.child.signalCode !== null, {
+      timeoutMs: 20_000,
+      intervalMs: 100,
+    }).catch(() => undefined);
   }
 }
 
@@ -250,7 +305,9 @@ async function run(n: number): Promise<Result> {
       bashParallel.push(await directBash(n, true));
       bashSequential.push(await directBash(n, false));
       const last = iterations.at(-1)!;
-      console.log(`  #${i + 1}: first line visible ${ms(last.firstVisible)}, completed ${ms(last.completed)} (polled every ${POLL_FINE_MS} ms) / ${ms(paced.at(-1)!.completed)} (every ${POLL_CLIENT_MS} ms)`);
+      console.log(
+        `  #${i + 1}: first line visible ${ms(last.firstVisible)}, completed ${ms(last.completed)} (polled every ${POLL_FINE_MS} ms) / ${ms(paced.at(-1)!.completed)} (every ${POLL_CLIENT_MS} ms)`,
+      );
     }
     if (process.env.GANTRY_BENCH_LOG_LEVEL) {
       const file = path.join(os.tmpdir(), `gantry-bench-deploy-${n}.log`);
@@ -266,8 +323,14 @@ async function run(n: number): Promise<Result> {
 }
 
 function report(results: Result[]): void {
-  const mode = useNats ? 'PostgreSQL 127.0.0.1:5432 + NATS JetStream' : usePostgres ? 'PostgreSQL 127.0.0.1:5432, in-process bus' : 'embedded PostgreSQL, in-process bus';
-  console.log(`\nbench/deploy — one '${SCRIPT}' step, ${mode}${agentsNice !== 0 ? `, agents at nice ${agentsNice}` : ''}, Node ${process.version}\n`);
+  const mode = useNats
+    ? 'PostgreSQL 127.0.0.1:5432 + NATS JetStream'
+    : usePostgres
+      ? 'PostgreSQL 127.0.0.1:5432, in-process bus'
+      : 'embedded PostgreSQL, in-process bus';
+  console.log(
+    `\nbench/deploy — one '${SCRIPT}' step, ${mode}${agentsNice !== 0 ? `, agents at nice ${agentsNice}` : ''}, Node ${process.version}\n`,
+  );
   const rows = results.map((r) => {
     const first = r.iterations.map((i) => i.firstVisible);
     const wall = median(r.paced.map((i) => i.completed));
@@ -305,8 +368,12 @@ function report(results: Result[]): void {
       rows,
     ),
   );
-  console.log(`\nFirst line: promotes polled every ${POLL_FINE_MS} ms. Wall and overhead: other promotes, polled every ${POLL_CLIENT_MS} ms like a pipeline (CompleteDate is server time).`);
-  console.log(`\nWhere the time goes (p50 of each milestone, ms after the promote request was sent; promotes polled every ${POLL_FINE_MS} ms):\n`);
+  console.log(
+    `\nFirst line: promotes polled every ${POLL_FINE_MS} ms. Wall and overhead: other promotes, polled every ${POLL_CLIENT_MS} ms like a pipeline (CompleteDate is server time).`,
+  );
+  console.log(
+    `\nWhere the time goes (p50 of each milestone, ms after the promote request was sent; promotes polled every ${POLL_FINE_MS} ms):\n`,
+  );
   const milestones: Array<[string, keyof Iteration]> = [
     ['promote answered', 'response'],
     ['Validating (engine picked it up)', 'validating'],
@@ -317,17 +384,32 @@ function report(results: Result[]): void {
     ['last line read by an agent', 'lastRead'],
     ['deployment completed', 'completed'],
   ];
-  console.log(table(['milestone', ...results.map((r) => `N = ${r.n}`)], milestones.map(([label, key]) => [label, ...results.map((r) => ms(median(r.iterations.map((i) => i[key]))))])));
-  console.log(`\nWhere the CPU goes (ms of CPU per deployment polled every ${POLL_CLIENT_MS} ms, mean over K; this machine has ${os.cpus().length} cores):\n`);
+  console.log(
+    table(
+      ['milestone', ...results.map((r) => `N = ${r.n}`)],
+      milestones.map(([label, key]) => [label, ...results.map((r) => ms(median(r.iterations.map((i) => i[key]))))]),
+    ),
+  );
+  console.log(
+    `\nWhere the CPU goes (ms of CPU per deployment polled every ${POLL_CLIENT_MS} ms, mean over K; this machine has ${os.cpus().length} cores):\n`,
+  );
   const perDeployment = (r: Result, pick: (c: CpuSplit) => number) => ms(pick(r.cpu) / r.k);
   const shares: Array<[string, (c: CpuSplit) => number]> = [
     ['all cores busy', (c) => c.machine],
     ['control plane (Node.js)', (c) => c.controlPlane],
     ['agents (Node.js)', (c) => c.agents],
     ["the agents' scripts (bash)", (c) => c.scripts],
-    ['the rest: PostgreSQL, the bench client, other processes', (c) => c.machine - c.controlPlane - c.agents - c.scripts],
+    [
+      'the rest: PostgreSQL, the bench client, other processes',
+      (c) => c.machine - c.controlPlane - c.agents - c.scripts,
+    ],
   ];
-  console.log(table(['CPU', ...results.map((r) => `N = ${r.n}`)], shares.map(([label, pick]) => [label, ...results.map((r) => perDeployment(r, pick))])));
+  console.log(
+    table(
+      ['CPU', ...results.map((r) => `N = ${r.n}`)],
+      shares.map(([label, pick]) => [label, ...results.map((r) => perDeployment(r, pick))]),
+    ),
+  );
 }
 
 async function main(): Promise<void> {

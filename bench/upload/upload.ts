@@ -48,7 +48,7 @@ async function generateTar(file: string, total: number): Promise<string> {
     return out.write(chunk) ? Promise.resolve() : new Promise<void>((resolve) => out.once('drain', () => resolve()));
   };
   await write(header.block as Buffer);
-  for (let left = bodySize; left > 0; ) {
+  for (let left = bodySize; left > 0;) {
     const n = Math.min(left, 4 * MIB);
     await write(randomBytes(n));
     left -= n;
@@ -66,7 +66,13 @@ function statusKiB(pid: number, field: 'VmRSS' | 'VmHWM'): number {
 }
 
 /** POSTs the multipart form, streaming the file from disk with an exact Content-Length. */
-function uploadMultipart(port: number, workspaceId: string, file: string, fileName: string, size: number): Promise<{ status: number; body: string }> {
+function uploadMultipart(
+  port: number,
+  workspaceId: string,
+  file: string,
+  fileName: string,
+  size: number,
+): Promise<{ status: number; body: string }> {
   const boundary = `----gantrybench${randomBytes(8).toString('hex')}`;
   const head = Buffer.from(
     `--${boundary}\r\nContent-Disposition: form-data; name="workspaceId"\r\n\r\n${workspaceId}\r\n` +
@@ -144,12 +150,17 @@ async function main(): Promise<void> {
     });
     const pid = server.pid as number;
     for (let i = 0; ; i++) {
-      const up = await fetch(`http://127.0.0.1:${port}/api/openapi.json`).then((r) => r.ok, () => false);
+      const up = await fetch(`http://127.0.0.1:${port}/api/openapi.json`).then(
+        (r) => r.ok,
+        () => false,
+      );
       if (up) break;
       if (i > 300) throw new Error('the server did not start');
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
-    const workspaces = (await api(port, '/api/workspace')) as { workspaces: Array<{ workspaceId: string; name: string }> };
+    const workspaces = (await api(port, '/api/workspace')) as {
+      workspaces: Array<{ workspaceId: string; name: string }>;
+    };
     const workspaceId = workspaces.workspaces.find((w) => w.name === 'Main')?.workspaceId as string;
 
     // Warm-up: one small upload, so the baseline includes loaded code paths, not just startup.
@@ -172,11 +183,15 @@ async function main(): Promise<void> {
     const hwmKiB = statusKiB(pid, 'VmHWM');
     if (result.status !== 200) throw new Error(`upload failed: ${result.status} ${result.body}`);
 
-    const listed = (await api(port, `/api/packagestore/packages?workspaceId=${workspaceId}&packageId=Bench.Package`)) as {
+    const listed = (await api(
+      port,
+      `/api/packagestore/packages?workspaceId=${workspaceId}&packageId=Bench.Package`,
+    )) as {
       packages: Array<{ sha256: string; sizeBytes: number }>;
     };
     const stored = listed.packages[0];
-    if (stored?.sha256 !== sha256 || stored.sizeBytes !== SIZE_BYTES) throw new Error('the stored package does not match the generated file');
+    if (stored?.sha256 !== sha256 || stored.sizeBytes !== SIZE_BYTES)
+      throw new Error('the stored package does not match the generated file');
 
     const mibPerSecond = (seconds: number) => SIZE_BYTES / MIB / seconds;
     const ratio = copySeconds / uploadSeconds;
@@ -184,11 +199,23 @@ async function main(): Promise<void> {
     const rows: Array<[string, string]> = [
       ['package size', `${SIZE_BYTES / MIB} MiB (tar, random content, sha256 verified after upload)`],
       ['local streamed copy', `${copySeconds.toFixed(2)} s  (${mibPerSecond(copySeconds).toFixed(0)} MiB/s)`],
-      ['multipart upload', `${uploadSeconds.toFixed(2)} s  (${mibPerSecond(uploadSeconds).toFixed(0)} MiB/s, incl. hashing + archive check)`],
-      ['ratio upload/copy', `${ratio.toFixed(2)}  (target ≥ ${TARGET_RATIO}) ${ratio >= TARGET_RATIO ? 'PASS' : 'FAIL'}`],
+      [
+        'multipart upload',
+        `${uploadSeconds.toFixed(2)} s  (${mibPerSecond(uploadSeconds).toFixed(0)} MiB/s, incl. hashing + archive check)`,
+      ],
+      [
+        'ratio upload/copy',
+        `${ratio.toFixed(2)}  (target ≥ ${TARGET_RATIO}) ${ratio >= TARGET_RATIO ? 'PASS' : 'FAIL'}`,
+      ],
       ['server RSS baseline', `${(baselineKiB / 1024).toFixed(1)} MiB`],
-      ['server RSS peak', `${(Math.max(peakKiB, hwmKiB) / 1024).toFixed(1)} MiB (sampled ${(peakKiB / 1024).toFixed(1)}, VmHWM ${(hwmKiB / 1024).toFixed(1)})`],
-      ['RSS growth', `${growthMiB.toFixed(1)} MiB  (target ≤ ${TARGET_RSS_MIB}) ${growthMiB <= TARGET_RSS_MIB ? 'PASS' : 'FAIL'}`],
+      [
+        'server RSS peak',
+        `${(Math.max(peakKiB, hwmKiB) / 1024).toFixed(1)} MiB (sampled ${(peakKiB / 1024).toFixed(1)}, VmHWM ${(hwmKiB / 1024).toFixed(1)})`,
+      ],
+      [
+        'RSS growth',
+        `${growthMiB.toFixed(1)} MiB  (target ≤ ${TARGET_RSS_MIB}) ${growthMiB <= TARGET_RSS_MIB ? 'PASS' : 'FAIL'}`,
+      ],
     ];
     for (const [name, value] of rows) console.log(`${name.padEnd(22)} ${value}`);
     process.exitCode = ratio >= TARGET_RATIO && growthMiB <= TARGET_RSS_MIB ? 0 : 1;

@@ -38,7 +38,13 @@ declare module 'fastify' {
  * with coercion (everything arrives as text there).
  */
 function validators() {
-  const common = { useDefaults: true, removeAdditional: true, allErrors: false, strict: false, validateFormats: false } as const;
+  const common = {
+    useDefaults: true,
+    removeAdditional: true,
+    allErrors: false,
+    strict: false,
+    validateFormats: false,
+  } as const;
   return { body: new Ajv({ ...common, coerceTypes: false }), query: new Ajv({ ...common, coerceTypes: 'array' }) };
 }
 
@@ -87,7 +93,11 @@ export async function buildApp(deps: ApiDeps, options: BuildAppOptions): Promise
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
-      info: { title: 'Gantry API', version: '1', description: 'Deployment automation; compatible with the Jaws Deploy REST API.' },
+      info: {
+        title: 'Gantry API',
+        version: '1',
+        description: 'Deployment automation; compatible with the Jaws Deploy REST API.',
+      },
       components: { securitySchemes: { basic: { type: 'http', scheme: 'basic' } } },
       security: [{ basic: [] }],
     },

@@ -25,7 +25,9 @@ export const ErrorBody = Type.Object(
     error: Type.String(),
     errorcode: Type.Integer(),
     requestid: Nullable(Type.String()),
-    validationErrors: Type.Optional(Type.Array(Type.Object({ property: Type.String(), messages: Type.Array(Type.String()) }))),
+    validationErrors: Type.Optional(
+      Type.Array(Type.Object({ property: Type.String(), messages: Type.Array(Type.String()) })),
+    ),
     resourceUsageErrors: Type.Optional(
       Type.Array(Type.Object({ resource: Type.String(), limit: Type.Number(), current: Type.Number() })),
     ),

@@ -56,7 +56,14 @@ export class NatsJetStreamBus implements Bus {
   readonly #watched = new Set<string>();
   #closed = false;
 
-  private constructor(nc: NatsConnection, jsm: JetStreamManager, url: string, prefix: string, tuning: Required<WorkTuning>, logger: Logger) {
+  private constructor(
+    nc: NatsConnection,
+    jsm: JetStreamManager,
+    url: string,
+    prefix: string,
+    tuning: Required<WorkTuning>,
+    logger: Logger,
+  ) {
     this.#nc = nc;
     this.#url = url;
     this.#jsm = jsm;
@@ -97,7 +104,11 @@ export class NatsJetStreamBus implements Bus {
   async publishWork(queue: string, message: WorkMessage, options: PublishWorkOptions = {}): Promise<void> {
     this.#assertOpen();
     assertBusName('queue', queue);
-    await this.#js.publish(workSubject(this.#prefix, queue), JSON.stringify(message), options.id === undefined ? {} : { msgID: options.id });
+    await this.#js.publish(
+      workSubject(this.#prefix, queue),
+      JSON.stringify(message),
+      options.id === undefined ? {} : { msgID: options.id },
+    );
   }
 
   async consumeWork(queue: string, handler: WorkHandler, options: ConsumeWorkOptions = {}): Promise<Subscription> {
@@ -154,7 +165,9 @@ export class NatsJetStreamBus implements Bus {
           logger.warn({ err: toError(error) }, 'work fetch failed; retrying');
           await new Promise((resolve) => setTimeout(resolve, FETCH_ERROR_PAUSE_MS));
           // A NATS restart without its JetStream store loses the stream; put it back (idempotent).
-          await this.#recreate(queue).catch((err: unknown) => logger.warn({ err: toError(err) }, 'work stream recreation failed'));
+          await this.#recreate(queue).catch((err: unknown) =>
+            logger.warn({ err: toError(err) }, 'work stream recreation failed'),
+          );
         }
       }
     };
@@ -188,7 +201,8 @@ export class NatsJetStreamBus implements Bus {
         } catch {
           payload = undefined;
         }
-        if (!isMessageEnvelope(payload)) return this.#logger.warn({ subject }, 'event dropped: not a { v, type } envelope');
+        if (!isMessageEnvelope(payload))
+          return this.#logger.warn({ subject }, 'event dropped: not a { v, type } envelope');
         Promise.resolve()
           .then(() => handler(payload as EventMessage, subject))
           .catch((err: unknown) => this.#logger.warn({ subject, err: toError(err) }, 'event handler failed'));
@@ -234,20 +248,24 @@ export class NatsJetStreamBus implements Bus {
   #watchExhausted(queue: string): void {
     this.#watched.add(queue);
     const logger = this.#logger.child({ queue });
-    const sub: NatsSubscription = this.#nc.subscribe(`$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.${this.#stream}.${queue}`, {
-      callback: (error, msg) => {
-        if (error) return;
-        const advisory = msg.json<{ stream_seq?: number; deliveries?: number }>();
-        if (typeof advisory.stream_seq !== 'number') return;
-        // Every replica sees the advisory; only the one whose delete succeeds logs it.
-        this.#jsm.streams
-          .deleteMessage(this.#stream, advisory.stream_seq, false)
-          .then((deleted) => {
-            if (deleted) logger.error({ deliveryCount: advisory.deliveries }, 'work message dropped after max deliveries');
-          })
-          .catch(() => undefined);
+    const sub: NatsSubscription = this.#nc.subscribe(
+      `$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.${this.#stream}.${queue}`,
+      {
+        callback: (error, msg) => {
+          if (error) return;
+          const advisory = msg.json<{ stream_seq?: number; deliveries?: number }>();
+          if (typeof advisory.stream_seq !== 'number') return;
+          // Every replica sees the advisory; only the one whose delete succeeds logs it.
+          this.#jsm.streams
+            .deleteMessage(this.#stream, advisory.stream_seq, false)
+            .then((deleted) => {
+              if (deleted)
+                logger.error({ deliveryCount: advisory.deliveries }, 'work message dropped after max deliveries');
+            })
+            .catch(() => undefined);
+        },
       },
-    });
+    );
     this.#track(async () => sub.unsubscribe());
   }
 

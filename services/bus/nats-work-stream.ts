@@ -29,7 +29,12 @@ export function workStreamName(prefix: string): string {
 }
 
 /** One WorkQueue stream per prefix holding `<prefix>.work.>`; idempotent across replicas. */
-export async function ensureWorkStream(jsm: JetStreamManager, url: string, prefix: string, dedupWindowMs: number): Promise<void> {
+export async function ensureWorkStream(
+  jsm: JetStreamManager,
+  url: string,
+  prefix: string,
+  dedupWindowMs: number,
+): Promise<void> {
   const name = workStreamName(prefix);
   const config = {
     name,
@@ -61,7 +66,12 @@ export async function ensureWorkStream(jsm: JetStreamManager, url: string, prefi
 }
 
 /** One durable pull consumer per queue; its filter subject is unique, as 2.9 requires on a WorkQueue stream. */
-export async function ensureWorkConsumer(jsm: JetStreamManager, prefix: string, queue: string, tuning: Required<WorkTuning>): Promise<void> {
+export async function ensureWorkConsumer(
+  jsm: JetStreamManager,
+  prefix: string,
+  queue: string,
+  tuning: Required<WorkTuning>,
+): Promise<void> {
   const { ackWaitMs, maxDeliver } = tuning;
   // Deliberately no consumer `backoff` list. On 2.9.10 a nak(delay) is scheduled as
   // "now - ack_wait + delay" and then checked against backoff[n] instead of ack_wait, so with

@@ -26,7 +26,11 @@ export class BoundedCache<V> {
    * The cached value, or `load`'s, remembered when `keep` accepts it (by default: when it is not
    * null). Concurrent misses each load; the values are immutable, so the last one simply wins.
    */
-  async getOrLoad(key: string, load: () => Promise<V | null>, keep: (value: V) => boolean = () => true): Promise<V | null> {
+  async getOrLoad(
+    key: string,
+    load: () => Promise<V | null>,
+    keep: (value: V) => boolean = () => true,
+  ): Promise<V | null> {
     const known = this.#entries.get(key);
     if (known !== undefined) return known;
     const value = await load();

@@ -75,7 +75,5 @@ export function toError(value: unknown): Error {
 
 /** Shorthand for the most common refusal: an identifier that is unknown in the caller's scope. */
 export function unknownId(property: string): InvalidParameterError {
-  return new InvalidParameterError(`Invalid ${property}: not found`, [
-    { property, messages: ['not found'] },
-  ]);
+  return new InvalidParameterError(`Invalid ${property}: not found`, [{ property, messages: ['not found'] }]);
 }

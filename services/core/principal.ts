@@ -49,7 +49,11 @@ function grants(role: Role, capability: Capability, target: Target): boolean {
 }
 
 /** True when some role of the principal grants one of the capabilities for the target. */
-export function can(principal: Principal, capabilities: Capability | readonly Capability[], target: Target = {}): boolean {
+export function can(
+  principal: Principal,
+  capabilities: Capability | readonly Capability[],
+  target: Target = {},
+): boolean {
   const wanted = typeof capabilities === 'string' ? [capabilities] : capabilities;
   return principal.roles.some((role) => wanted.some((c) => grants(role, c, target)));
 }
@@ -58,16 +62,20 @@ export function can(principal: Principal, capabilities: Capability | readonly Ca
  * The one authorization check. Throws 401/2003 naming the missing capability. With environment
  * targets, the message lists the refused environment IDs (spec §7.3, promote).
  */
-export function authorize(principal: Principal, capabilities: Capability | readonly Capability[], target: Target = {}): void {
+export function authorize(
+  principal: Principal,
+  capabilities: Capability | readonly Capability[],
+  target: Target = {},
+): void {
   if (can(principal, capabilities, target)) return;
   const wanted = typeof capabilities === 'string' ? [capabilities] : [...capabilities];
   const named = wanted.join(' or ');
   const envs = target.environmentIds ?? [];
   if (envs.length > 0 && can(principal, capabilities, { projectId: target.projectId })) {
-    const refused = envs.filter((id) => !can(principal, capabilities, { projectId: target.projectId, environmentIds: [id] }));
-    throw new InsufficientPermissionsError(
-      `Missing permission '${named}' for environments: ${refused.join(', ')}`,
+    const refused = envs.filter(
+      (id) => !can(principal, capabilities, { projectId: target.projectId, environmentIds: [id] }),
     );
+    throw new InsufficientPermissionsError(`Missing permission '${named}' for environments: ${refused.join(', ')}`);
   }
   const where = target.projectId ? ` on project ${target.projectId}` : '';
   throw new InsufficientPermissionsError(`Missing permission '${named}'${where}`);

@@ -3,7 +3,15 @@
  * packages) may have, and may bind its own lifecycle. At most one channel per project is the
  * default: marking one clears the others in the same transaction, under a lock on the project.
  */
-import { authorize, Capability, InvalidParameterError, newId, unknownId, type Principal, type ValidationError } from '../core/index.ts';
+import {
+  authorize,
+  Capability,
+  InvalidParameterError,
+  newId,
+  unknownId,
+  type Principal,
+  type ValidationError,
+} from '../core/index.ts';
 import type { Channel, ChannelPatch, PackageRule } from '../store/channels.ts';
 import { compilePreReleaseTag, isValidVersionRange } from './channel-rules.ts';
 import type { DomainDeps } from './deps.ts';
@@ -32,21 +40,33 @@ function orNull(value: string | null | undefined): string | null | undefined {
 }
 
 /** Collects rule errors for one rule, naming properties under `prefix`. */
-function checkRule(rule: { versionRange?: string | null | undefined; preReleaseTag?: string | null | undefined }, prefix: string, errors: ValidationError[]): void {
+function checkRule(
+  rule: { versionRange?: string | null | undefined; preReleaseTag?: string | null | undefined },
+  prefix: string,
+  errors: ValidationError[],
+): void {
   const range = orNull(rule.versionRange);
-  if (range && !isValidVersionRange(range)) errors.push({ property: `${prefix}versionRange`, messages: [`'${range}' is not a valid SemVer range`] });
+  if (range && !isValidVersionRange(range))
+    errors.push({ property: `${prefix}versionRange`, messages: [`'${range}' is not a valid SemVer range`] });
   const tag = orNull(rule.preReleaseTag);
-  if (tag && !compilePreReleaseTag(tag)) errors.push({ property: `${prefix}preReleaseTag`, messages: ['is not a valid regular expression'] });
+  if (tag && !compilePreReleaseTag(tag))
+    errors.push({ property: `${prefix}preReleaseTag`, messages: ['is not a valid regular expression'] });
 }
 
 /** Validates the version rules sent and returns them normalized (undefined = not sent). */
-function versionRules(input: Partial<ChannelInput>): Pick<ChannelPatch, 'versionRange' | 'preReleaseTag' | 'packageRules'> {
+function versionRules(
+  input: Partial<ChannelInput>,
+): Pick<ChannelPatch, 'versionRange' | 'preReleaseTag' | 'packageRules'> {
   const errors: ValidationError[] = [];
   checkRule(input, '', errors);
   const seen = new Set<string>();
   (input.packageRules ?? []).forEach((rule, index) => {
     const key = rule.packageId.toLowerCase();
-    if (seen.has(key)) errors.push({ property: `packageRules[${index}].packageId`, messages: [`'${rule.packageId}' has more than one rule`] });
+    if (seen.has(key))
+      errors.push({
+        property: `packageRules[${index}].packageId`,
+        messages: [`'${rule.packageId}' has more than one rule`],
+      });
     seen.add(key);
     checkRule(rule, `packageRules[${index}].`, errors);
   });
@@ -56,11 +76,19 @@ function versionRules(input: Partial<ChannelInput>): Pick<ChannelPatch, 'version
   return {
     versionRange: orNull(input.versionRange),
     preReleaseTag: orNull(input.preReleaseTag),
-    packageRules: rules?.map((r): PackageRule => ({ packageId: r.packageId, versionRange: orNull(r.versionRange) ?? null, preReleaseTag: orNull(r.preReleaseTag) ?? null })),
+    packageRules: rules?.map((r): PackageRule => ({
+      packageId: r.packageId,
+      versionRange: orNull(r.versionRange) ?? null,
+      preReleaseTag: orNull(r.preReleaseTag) ?? null,
+    })),
   };
 }
 
-async function checkLifecycle(deps: DomainDeps, workspaceId: string, lifecycleId: string | null | undefined): Promise<void> {
+async function checkLifecycle(
+  deps: DomainDeps,
+  workspaceId: string,
+  lifecycleId: string | null | undefined,
+): Promise<void> {
   if (lifecycleId === undefined || lifecycleId === null) return;
   const lifecycle = await deps.store.lifecycles.get(lifecycleId);
   if (!lifecycle || lifecycle.workspaceId !== workspaceId) throw unknownId('lifecycleId');
@@ -70,13 +98,21 @@ async function visibleChannel(deps: DomainDeps, principal: Principal, channelId:
   return visibleResource(deps, principal, deps.store.channels.get(channelId), 'channelId');
 }
 
-export async function listChannels(deps: DomainDeps, principal: Principal, projectId: string): Promise<{ projectId: string; channels: Channel[] }> {
+export async function listChannels(
+  deps: DomainDeps,
+  principal: Principal,
+  projectId: string,
+): Promise<{ projectId: string; channels: Channel[] }> {
   const project = await visibleProject(deps, principal, projectId);
   authorize(principal, Capability.View, { projectId: project.id });
   return { projectId: project.id, channels: await deps.store.channels.listByProject(project.id) };
 }
 
-export async function createChannel(deps: DomainDeps, principal: Principal, input: { projectId: string } & ChannelInput): Promise<{ channelId: string }> {
+export async function createChannel(
+  deps: DomainDeps,
+  principal: Principal,
+  input: { projectId: string } & ChannelInput,
+): Promise<{ channelId: string }> {
   const project = await visibleProject(deps, principal, input.projectId);
   authorize(principal, Capability.EditProject, { projectId: project.id });
   const rules = versionRules(input);
@@ -104,7 +140,11 @@ export async function createChannel(deps: DomainDeps, principal: Principal, inpu
 }
 
 /** Changes only the fields sent; `packageRules`, when sent, replaces the list (null clears it). */
-export async function updateChannel(deps: DomainDeps, principal: Principal, input: { channelId: string } & Partial<ChannelInput>): Promise<void> {
+export async function updateChannel(
+  deps: DomainDeps,
+  principal: Principal,
+  input: { channelId: string } & Partial<ChannelInput>,
+): Promise<void> {
   const channel = await visibleChannel(deps, principal, input.channelId);
   authorize(principal, Capability.EditProject, { projectId: channel.projectId });
   const rules = versionRules(input);
@@ -130,9 +170,10 @@ export async function deleteChannel(deps: DomainDeps, principal: Principal, chan
   // A value scoped to a vanished channel would silently stop applying: refuse instead.
   const variables = await deps.store.channels.usedByVariables(channel.id);
   if (variables.length > 0) {
-    throw new InvalidParameterError(`Channel '${channel.name}' still scopes values of ${variables.map((n) => `variable '${n}'`).join(', ')}`, [
-      { property: 'channelId', messages: ['in use'] },
-    ]);
+    throw new InvalidParameterError(
+      `Channel '${channel.name}' still scopes values of ${variables.map((n) => `variable '${n}'`).join(', ')}`,
+      [{ property: 'channelId', messages: ['in use'] }],
+    );
   }
   await deps.store.channels.delete(channel.id);
 }

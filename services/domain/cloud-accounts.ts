@@ -36,13 +36,16 @@ export function isSecretKey(key: string): boolean {
   return lower.endsWith('key') || SECRET_PARTS.some((part) => lower.includes(part));
 }
 
-const isPlainObject = (value: unknown): value is CloudConfig => value !== null && typeof value === 'object' && !Array.isArray(value);
+const isPlainObject = (value: unknown): value is CloudConfig =>
+  value !== null && typeof value === 'object' && !Array.isArray(value);
 
 /** The config as callers may see it: secret properties replaced by null, at every depth. */
 export function maskConfig(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(maskConfig);
   if (!isPlainObject(value)) return value;
-  return Object.fromEntries(Object.entries(value).map(([key, inner]) => [key, isSecretKey(key) ? null : maskConfig(inner)]));
+  return Object.fromEntries(
+    Object.entries(value).map(([key, inner]) => [key, isSecretKey(key) ? null : maskConfig(inner)]),
+  );
 }
 
 /**
@@ -77,16 +80,28 @@ function readConfig(deps: DomainDeps, account: CloudAccount): CloudConfig {
 function sealConfig(deps: DomainDeps, config: unknown): string {
   const json = JSON.stringify(config);
   if (Buffer.byteLength(json, 'utf8') > MAX_CONFIG_BYTES) {
-    throw new InvalidParameterError(`Invalid config: larger than ${MAX_CONFIG_BYTES} bytes`, [{ property: 'config', messages: ['too large'] }]);
+    throw new InvalidParameterError(`Invalid config: larger than ${MAX_CONFIG_BYTES} bytes`, [
+      { property: 'config', messages: ['too large'] },
+    ]);
   }
   return deps.secrets.encrypt(json);
 }
 
 function toView(deps: DomainDeps, account: CloudAccount): CloudAccountView {
-  return { id: account.id, workspaceId: account.workspaceId, name: account.name, type: account.type, config: maskConfig(readConfig(deps, account)) as CloudConfig };
+  return {
+    id: account.id,
+    workspaceId: account.workspaceId,
+    name: account.name,
+    type: account.type,
+    config: maskConfig(readConfig(deps, account)) as CloudConfig,
+  };
 }
 
-async function visibleCloudAccount(deps: DomainDeps, principal: Principal, cloudAccountId: string): Promise<CloudAccount> {
+async function visibleCloudAccount(
+  deps: DomainDeps,
+  principal: Principal,
+  cloudAccountId: string,
+): Promise<CloudAccount> {
   return visibleResource(deps, principal, deps.store.cloudAccounts.get(cloudAccountId), 'cloudAccountId');
 }
 
@@ -101,7 +116,11 @@ export async function listCloudAccounts(
   return { items: page.items.map((a) => toView(deps, a)), totalCount: page.totalCount };
 }
 
-export async function getCloudAccount(deps: DomainDeps, principal: Principal, cloudAccountId: string): Promise<CloudAccountView> {
+export async function getCloudAccount(
+  deps: DomainDeps,
+  principal: Principal,
+  cloudAccountId: string,
+): Promise<CloudAccountView> {
   const account = await visibleCloudAccount(deps, principal, cloudAccountId);
   authorize(principal, Capability.View);
   return toView(deps, account);
@@ -120,7 +139,13 @@ export async function createCloudAccount(
 ): Promise<{ cloudAccountId: string }> {
   const workspace = await visibleWorkspace(deps, principal, input.workspaceId);
   authorize(principal, Capability.ManageWorkspace);
-  const account: CloudAccount = { id: newId(), workspaceId: workspace.id, name: input.name, type: input.type, configEncrypted: sealConfig(deps, input.config) };
+  const account: CloudAccount = {
+    id: newId(),
+    workspaceId: workspace.id,
+    name: input.name,
+    type: input.type,
+    configEncrypted: sealConfig(deps, input.config),
+  };
   await withUniqueName('name', input.name, () => deps.store.cloudAccounts.insert(account));
   return { cloudAccountId: account.id };
 }
@@ -128,17 +153,27 @@ export async function createCloudAccount(
 export async function updateCloudAccount(
   deps: DomainDeps,
   principal: Principal,
-  input: { cloudAccountId: string; name?: string | undefined; type?: CloudAccountType | undefined; config?: CloudConfig | undefined },
+  input: {
+    cloudAccountId: string;
+    name?: string | undefined;
+    type?: CloudAccountType | undefined;
+    config?: CloudConfig | undefined;
+  },
 ): Promise<void> {
   const account = await visibleCloudAccount(deps, principal, input.cloudAccountId);
   authorize(principal, Capability.ManageWorkspace);
-  const configEncrypted = input.config === undefined ? undefined : sealConfig(deps, mergeConfig(input.config, readConfig(deps, account)));
+  const configEncrypted =
+    input.config === undefined ? undefined : sealConfig(deps, mergeConfig(input.config, readConfig(deps, account)));
   await withUniqueName('name', input.name ?? account.name, () =>
     deps.store.cloudAccounts.update(account.id, { name: input.name, type: input.type, configEncrypted }),
   );
 }
 
-export async function deleteCloudAccount(deps: DomainDeps, principal: Principal, cloudAccountId: string): Promise<void> {
+export async function deleteCloudAccount(
+  deps: DomainDeps,
+  principal: Principal,
+  cloudAccountId: string,
+): Promise<void> {
   const account = await visibleCloudAccount(deps, principal, cloudAccountId);
   authorize(principal, Capability.ManageWorkspace);
   await deps.store.cloudAccounts.delete(account.id);

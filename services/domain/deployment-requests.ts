@@ -19,7 +19,13 @@ import { computeProgression } from './lifecycle-progression.ts';
 import { visibleProject } from './projects.ts';
 import { visibleResource } from './scope.ts';
 
-export type EnvironmentRequest = string | { environmentName: string; machineMode?: 'All' | 'Include' | 'Exclude' | undefined; machineIds?: string[] | undefined };
+export type EnvironmentRequest =
+  | string
+  | {
+      environmentName: string;
+      machineMode?: 'All' | 'Include' | 'Exclude' | undefined;
+      machineIds?: string[] | undefined;
+    };
 
 export interface TargetRequest {
   phaseName?: string | undefined;
@@ -40,18 +46,31 @@ interface ResolvedTarget {
 /** The newest representable date plus a margin: anything later is a client error, not a schedule. */
 const MAX_SCHEDULE_MS = Date.UTC(9999, 0, 1);
 
-function resolveTargets(release: Release, workspaceEnvironments: Environment[], request: TargetRequest): ResolvedTarget[] {
+function resolveTargets(
+  release: Release,
+  workspaceEnvironments: Environment[],
+  request: TargetRequest,
+): ResolvedTarget[] {
   const byName = new Map(workspaceEnvironments.map((e) => [e.name.toLowerCase(), e]));
   const wanted: Array<{ name: string; machineMode: ResolvedTarget['machineMode']; machineIds: string[] }> = [];
   for (const item of request.environments ?? []) {
     if (typeof item === 'string') wanted.push({ name: item, machineMode: 'All', machineIds: [] });
-    else wanted.push({ name: item.environmentName, machineMode: item.machineMode ?? 'All', machineIds: item.machineIds ?? [] });
+    else
+      wanted.push({
+        name: item.environmentName,
+        machineMode: item.machineMode ?? 'All',
+        machineIds: item.machineIds ?? [],
+      });
   }
   if (request.environmentName) wanted.push({ name: request.environmentName, machineMode: 'All', machineIds: [] });
   if (request.phaseName) {
-    const phase = release.snapshot.lifecycle?.phases.find((p) => p.name.toLowerCase() === request.phaseName!.toLowerCase());
+    const phase = release.snapshot.lifecycle?.phases.find(
+      (p) => p.name.toLowerCase() === request.phaseName!.toLowerCase(),
+    );
     if (!phase) {
-      throw new InvalidParameterError(`Phase '${request.phaseName}' is not in the release's lifecycle`, [{ property: 'phaseName', messages: ['unknown phase'] }]);
+      throw new InvalidParameterError(`Phase '${request.phaseName}' is not in the release's lifecycle`, [
+        { property: 'phaseName', messages: ['unknown phase'] },
+      ]);
     }
     for (const e of phase.environments) wanted.push({ name: e.environmentName, machineMode: 'All', machineIds: [] });
   }
@@ -62,17 +81,25 @@ function resolveTargets(release: Release, workspaceEnvironments: Environment[], 
   }
   const unknown = wanted.filter((w) => !byName.has(w.name.toLowerCase())).map((w) => w.name);
   if (unknown.length > 0) {
-    throw new InvalidParameterError(`No matching environments: ${unknown.join(', ')}`, [{ property: 'environments', messages: unknown.map((n) => `unknown environment '${n}'`) }]);
+    throw new InvalidParameterError(`No matching environments: ${unknown.join(', ')}`, [
+      { property: 'environments', messages: unknown.map((n) => `unknown environment '${n}'`) },
+    ]);
   }
   const targets = new Map<string, ResolvedTarget>();
   for (const w of wanted) {
     const environment = byName.get(w.name.toLowerCase())!;
-    if (!targets.has(environment.id)) targets.set(environment.id, { environment, machineMode: w.machineMode, machineIds: [...new Set(w.machineIds)] });
+    if (!targets.has(environment.id))
+      targets.set(environment.id, { environment, machineMode: w.machineMode, machineIds: [...new Set(w.machineIds)] });
   }
   return [...targets.values()];
 }
 
-function checkAvailability(release: Release, environments: Environment[], deployments: Deployment[], targets: ResolvedTarget[]): void {
+function checkAvailability(
+  release: Release,
+  environments: Environment[],
+  deployments: Deployment[],
+  targets: ResolvedTarget[],
+): void {
   const progression = computeProgression(
     release.snapshot.lifecycle,
     environments.map((e) => ({ environmentId: e.id, name: e.name, enabled: e.enabled })),
@@ -112,12 +139,19 @@ function checkExcludedSteps(release: Release, names: string[]): void {
 function scheduleOf(millis: number | undefined): Date | null {
   if (millis === undefined) return null;
   if (!Number.isFinite(millis) || millis < 0 || millis > MAX_SCHEDULE_MS) {
-    throw new InvalidParameterError('deploymentDateUnixMillis must be Unix epoch milliseconds', [{ property: 'deploymentDateUnixMillis', messages: ['out of range'] }]);
+    throw new InvalidParameterError('deploymentDateUnixMillis must be Unix epoch milliseconds', [
+      { property: 'deploymentDateUnixMillis', messages: ['out of range'] },
+    ]);
   }
   return new Date(millis);
 }
 
-async function createDeployments(deps: DomainDeps, principal: Principal, release: Release, request: TargetRequest): Promise<string[]> {
+async function createDeployments(
+  deps: DomainDeps,
+  principal: Principal,
+  release: Release,
+  request: TargetRequest,
+): Promise<string[]> {
   const scheduledFor = scheduleOf(request.deploymentDateUnixMillis);
   // Read together (a promote is on the path to the first script line); checked in order below.
   const [environments, deployments, limits, active] = await Promise.all([
@@ -127,15 +161,19 @@ async function createDeployments(deps: DomainDeps, principal: Principal, release
     deps.store.deployments.countActiveInOrganizationOf(release.workspaceId),
   ]);
   const targets = resolveTargets(release, environments, request);
-  authorize(principal, Capability.Deploy, { projectId: release.projectId, environmentIds: targets.map((t) => t.environment.id) });
+  authorize(principal, Capability.Deploy, {
+    projectId: release.projectId,
+    environmentIds: targets.map((t) => t.environment.id),
+  });
   checkAvailability(release, environments, deployments, targets);
   await checkMachines(deps, release.workspaceId, targets);
   checkExcludedSteps(release, request.excludeStepNames ?? []);
 
   if (active + targets.length > limits.maxQueuedDeployments) {
-    throw new LimitExceededError(`Too many queued deployments: ${active} of ${limits.maxQueuedDeployments} are in use`, [
-      { resource: 'queuedDeployments', limit: limits.maxQueuedDeployments, current: active },
-    ]);
+    throw new LimitExceededError(
+      `Too many queued deployments: ${active} of ${limits.maxQueuedDeployments} are in use`,
+      [{ resource: 'queuedDeployments', limit: limits.maxQueuedDeployments, current: active }],
+    );
   }
   const rows = targets.map((t) => ({
     id: newId(),
@@ -157,7 +195,11 @@ async function createDeployments(deps: DomainDeps, principal: Principal, release
   return ids;
 }
 
-export async function deployRelease(deps: DomainDeps, principal: Principal, input: { releaseId: string } & TargetRequest): Promise<{ deploymentIds: string[] }> {
+export async function deployRelease(
+  deps: DomainDeps,
+  principal: Principal,
+  input: { releaseId: string } & TargetRequest,
+): Promise<{ deploymentIds: string[] }> {
   const release = await visibleResource(deps, principal, deps.store.releases.get(input.releaseId), 'releaseId');
   return { deploymentIds: await createDeployments(deps, principal, release, input) };
 }
@@ -170,11 +212,20 @@ export async function promoteRelease(
   // Exact match only (spec §9: `6.1` does not find `6.1.0`); without a version, the highest SemVer.
   // The versions are read while visibility is checked, and used only once it passed.
   const latest = input.version === undefined || input.version === '';
-  const [project, versions] = await Promise.all([visibleProject(deps, principal, input.projectId), latest ? deps.store.releases.listVersions(input.projectId) : []]);
+  const [project, versions] = await Promise.all([
+    visibleProject(deps, principal, input.projectId),
+    latest ? deps.store.releases.listVersions(input.projectId) : [],
+  ]);
   const version = latest ? maxSemVer(versions.map((r) => r.version)) : input.version;
-  if (!version) throw new InvalidParameterError('The project has no release to promote', [{ property: 'projectId', messages: ['no release found'] }]);
+  if (!version)
+    throw new InvalidParameterError('The project has no release to promote', [
+      { property: 'projectId', messages: ['no release found'] },
+    ]);
   const found = await deps.store.releases.findByVersion(project.id, version);
-  if (!found) throw new InvalidParameterError(`No release '${version}' found in the project`, [{ property: 'version', messages: ['no release found'] }]);
+  if (!found)
+    throw new InvalidParameterError(`No release '${version}' found in the project`, [
+      { property: 'version', messages: ['no release found'] },
+    ]);
   const ids = await createDeployments(deps, principal, found, input);
   return { deploymentId: ids[0]!, deploymentIds: ids };
 }

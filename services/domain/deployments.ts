@@ -31,7 +31,9 @@ async function visibleDeployment(deps: DomainDeps, principal: Principal, deploym
 function parseTick(raw: string | undefined): bigint | null {
   if (raw === undefined || raw === '') return null;
   if (!/^\d{1,20}$/.test(raw)) {
-    throw new InvalidParameterError('getLogsAfter must be a .NET ticks value (a non-negative integer)', [{ property: 'getLogsAfter', messages: ['not an integer'] }]);
+    throw new InvalidParameterError('getLogsAfter must be a .NET ticks value (a non-negative integer)', [
+      { property: 'getLogsAfter', messages: ['not an integer'] },
+    ]);
   }
   return BigInt(raw);
 }
@@ -52,18 +54,26 @@ export async function getDeployment(
   // the later state; a line committed in between is read again below, so that a client shown a
   // status has every line up to it (the last one commits with the final status).
   const read = () => deps.store.deploymentLogs.read(query.deploymentId, after, MAX_LOGS_PER_READ);
-  const [found, lines] = await Promise.all([deps.store.deployments.getWithOrganization(query.deploymentId), query.skipLogs ? null : read()]);
-  if (!found || !canSeeWorkspace(principal, { id: found.deployment.workspaceId, organizationId: found.organizationId })) throw unknownId('deploymentId');
+  const [found, lines] = await Promise.all([
+    deps.store.deployments.getWithOrganization(query.deploymentId),
+    query.skipLogs ? null : read(),
+  ]);
+  if (!found || !canSeeWorkspace(principal, { id: found.deployment.workspaceId, organizationId: found.organizationId }))
+    throw unknownId('deploymentId');
   const { deployment } = found;
   authorize(principal, READ, { projectId: deployment.projectId, environmentIds: [deployment.environmentId] });
-  const missedLines = lines !== null && lines.length < MAX_LOGS_PER_READ && deployment.lastLogTick > (lines.at(-1)?.tick ?? after ?? 0n);
+  const missedLines =
+    lines !== null && lines.length < MAX_LOGS_PER_READ && deployment.lastLogTick > (lines.at(-1)?.tick ?? after ?? 0n);
   const logs = missedLines ? await read() : lines;
   return { deployment, logs };
 }
 
 export async function cancelDeployment(deps: DomainDeps, principal: Principal, deploymentId: string): Promise<void> {
   const deployment = await visibleDeployment(deps, principal, deploymentId);
-  authorize(principal, Capability.Deploy, { projectId: deployment.projectId, environmentIds: [deployment.environmentId] });
+  authorize(principal, Capability.Deploy, {
+    projectId: deployment.projectId,
+    environmentIds: [deployment.environmentId],
+  });
   const requested = await deps.store.deployments.requestCancellation(deployment.id, deps.clock.now());
   if (!requested) {
     throw new InvalidParameterError(`The deployment is already ${deployment.status} and cannot be cancelled`, [
@@ -100,14 +110,21 @@ export async function listDeployments(
     const project = await visibleProject(deps, principal, query.projectId);
     projectId = project.id;
     if (query.version) {
-      const matches = (await deps.store.releases.listVersions(project.id)).filter((r) => semverEquivalent(query.version!, r.version));
-      if (matches.length === 0) throw new InvalidParameterError(`No release '${query.version}' in the project`, [{ property: 'version', messages: ['no release found'] }]);
+      const matches = (await deps.store.releases.listVersions(project.id)).filter((r) =>
+        semverEquivalent(query.version!, r.version),
+      );
+      if (matches.length === 0)
+        throw new InvalidParameterError(`No release '${query.version}' in the project`, [
+          { property: 'version', messages: ['no release found'] },
+        ]);
       releaseId = matches[0]!.id;
     }
   } else if (query.workspaceId) {
     workspaceId = (await visibleWorkspace(deps, principal, query.workspaceId)).id;
   } else {
-    throw new InvalidParameterError('Give workspaceId, projectId or releaseId', [{ property: 'workspaceId', messages: ['one of workspaceId, projectId, releaseId is required'] }]);
+    throw new InvalidParameterError('Give workspaceId, projectId or releaseId', [
+      { property: 'workspaceId', messages: ['one of workspaceId, projectId, releaseId is required'] },
+    ]);
   }
   authorize(principal, READ, projectId ? { projectId } : {});
   const filter = { workspaceId, projectId, releaseId };
@@ -115,13 +132,17 @@ export async function listDeployments(
   // Release versions by release ID, read once per release on the page.
   const versions = new Map<string, string>();
   for (const d of page.items) {
-    if (!versions.has(d.releaseId)) versions.set(d.releaseId, (await deps.store.releases.get(d.releaseId))?.version ?? '');
+    if (!versions.has(d.releaseId))
+      versions.set(d.releaseId, (await deps.store.releases.get(d.releaseId))?.version ?? '');
   }
   return { ...page, versions, lastChangeTick: await deps.store.deployments.maxChangeTick(filter) };
 }
 
 function parseChangeTick(raw: string): bigint {
-  if (!/^\d{1,20}$/.test(raw)) throw new InvalidParameterError('changedAfterTick must be a non-negative integer', [{ property: 'changedAfterTick', messages: ['not an integer'] }]);
+  if (!/^\d{1,20}$/.test(raw))
+    throw new InvalidParameterError('changedAfterTick must be a non-negative integer', [
+      { property: 'changedAfterTick', messages: ['not an integer'] },
+    ]);
   return BigInt(raw);
 }
 
@@ -130,7 +151,11 @@ export interface TargetsView {
   steps: Array<{ stepId: string; name: string; tasks: DeploymentTask[] }>;
 }
 
-export async function getDeploymentTargets(deps: DomainDeps, principal: Principal, deploymentId: string): Promise<TargetsView> {
+export async function getDeploymentTargets(
+  deps: DomainDeps,
+  principal: Principal,
+  deploymentId: string,
+): Promise<TargetsView> {
   const deployment = await visibleDeployment(deps, principal, deploymentId);
   authorize(principal, READ, { projectId: deployment.projectId, environmentIds: [deployment.environmentId] });
   const release = await deps.store.releases.get(deployment.releaseId);

@@ -22,8 +22,17 @@ export async function listEnvironments(
   return deps.store.environments.list(workspace.id, toPage(query));
 }
 
-export async function getEnvironment(deps: DomainDeps, principal: Principal, environmentId: string): Promise<Environment> {
-  const environment = await visibleResource(deps, principal, deps.store.environments.get(environmentId), 'environmentId');
+export async function getEnvironment(
+  deps: DomainDeps,
+  principal: Principal,
+  environmentId: string,
+): Promise<Environment> {
+  const environment = await visibleResource(
+    deps,
+    principal,
+    deps.store.environments.get(environmentId),
+    'environmentId',
+  );
   authorize(principal, Capability.View);
   return environment;
 }
@@ -53,7 +62,12 @@ export async function updateEnvironment(
   principal: Principal,
   input: { environmentId: string } & Partial<EnvironmentInput>,
 ): Promise<void> {
-  const environment = await visibleResource(deps, principal, deps.store.environments.get(input.environmentId), 'environmentId');
+  const environment = await visibleResource(
+    deps,
+    principal,
+    deps.store.environments.get(input.environmentId),
+    'environmentId',
+  );
   authorize(principal, Capability.ManageWorkspace, { environmentIds: [environment.id] });
   await withUniqueName('name', input.name ?? environment.name, () =>
     deps.store.environments.update(environment.id, {
@@ -67,7 +81,12 @@ export async function updateEnvironment(
 }
 
 export async function deleteEnvironment(deps: DomainDeps, principal: Principal, environmentId: string): Promise<void> {
-  const environment = await visibleResource(deps, principal, deps.store.environments.get(environmentId), 'environmentId');
+  const environment = await visibleResource(
+    deps,
+    principal,
+    deps.store.environments.get(environmentId),
+    'environmentId',
+  );
   authorize(principal, Capability.ManageWorkspace, { environmentIds: [environment.id] });
   await deps.store.environments.softDelete(environment.id, deps.clock.now());
 }

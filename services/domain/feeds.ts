@@ -69,10 +69,14 @@ function requireUrl(url: string): string {
   try {
     parsed = new URL(url);
   } catch {
-    throw new InvalidParameterError('Invalid url: not an absolute URL', [{ property: 'url', messages: ['must be an absolute http(s) URL'] }]);
+    throw new InvalidParameterError('Invalid url: not an absolute URL', [
+      { property: 'url', messages: ['must be an absolute http(s) URL'] },
+    ]);
   }
   if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
-    throw new InvalidParameterError('Invalid url: only http and https are supported', [{ property: 'url', messages: ['must be an absolute http(s) URL'] }]);
+    throw new InvalidParameterError('Invalid url: only http and https are supported', [
+      { property: 'url', messages: ['must be an absolute http(s) URL'] },
+    ]);
   }
   return url;
 }
@@ -97,11 +101,17 @@ async function visibleFeed(deps: DomainDeps, principal: Principal, feedId: strin
 
 function refuseBuiltin(feed: Feed, what: string): void {
   if (feed.isBuiltin) {
-    throw new InvalidParameterError(`The built-in feed cannot be ${what}`, [{ property: 'feedId', messages: [`the built-in feed cannot be ${what}`] }]);
+    throw new InvalidParameterError(`The built-in feed cannot be ${what}`, [
+      { property: 'feedId', messages: [`the built-in feed cannot be ${what}`] },
+    ]);
   }
 }
 
-export async function listFeeds(deps: DomainDeps, principal: Principal, query: { workspaceId: string } & PageRequest): Promise<Paged<FeedView>> {
+export async function listFeeds(
+  deps: DomainDeps,
+  principal: Principal,
+  query: { workspaceId: string } & PageRequest,
+): Promise<Paged<FeedView>> {
   const workspace = await visibleWorkspace(deps, principal, query.workspaceId);
   authorize(principal, Capability.View);
   await ensureBuiltinFeed(deps, workspace.id);
@@ -123,7 +133,11 @@ export interface FeedInput {
   password?: string | null | undefined;
 }
 
-export async function createFeed(deps: DomainDeps, principal: Principal, input: { workspaceId: string } & FeedInput): Promise<{ feedId: string }> {
+export async function createFeed(
+  deps: DomainDeps,
+  principal: Principal,
+  input: { workspaceId: string } & FeedInput,
+): Promise<{ feedId: string }> {
   const workspace = await visibleWorkspace(deps, principal, input.workspaceId);
   authorize(principal, Capability.ManageWorkspace);
   // The built-in feed claims its name first, so no external feed can take it.
@@ -141,11 +155,17 @@ export async function createFeed(deps: DomainDeps, principal: Principal, input: 
   return { feedId: feed.id };
 }
 
-export async function updateFeed(deps: DomainDeps, principal: Principal, input: { feedId: string } & Partial<FeedInput>): Promise<void> {
+export async function updateFeed(
+  deps: DomainDeps,
+  principal: Principal,
+  input: { feedId: string } & Partial<FeedInput>,
+): Promise<void> {
   const feed = await visibleFeed(deps, principal, input.feedId);
   authorize(principal, Capability.ManageWorkspace);
   const { feedId: _feedId, ...fields } = input;
-  const changes = Object.entries(fields).filter(([key, value]) => value !== undefined && !(key === 'name' && value === feed.name));
+  const changes = Object.entries(fields).filter(
+    ([key, value]) => value !== undefined && !(key === 'name' && value === feed.name),
+  );
   if (changes.length > 0) refuseBuiltin(feed, 'changed');
   await ensureBuiltinFeed(deps, feed.workspaceId);
 

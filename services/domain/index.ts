@@ -24,7 +24,13 @@ export {
   listApiKeys,
   deleteApiKey,
 } from './service-accounts.ts';
-export { listEnvironments, getEnvironment, createEnvironment, updateEnvironment, deleteEnvironment } from './environments.ts';
+export {
+  listEnvironments,
+  getEnvironment,
+  createEnvironment,
+  updateEnvironment,
+  deleteEnvironment,
+} from './environments.ts';
 export { visibleProject, listProjects, getProject, createProject, updateProject, deleteProject } from './projects.ts';
 export { cloneProject } from './project-clone.ts';
 export { listTags, createTag, updateTag, deleteTag, requireTags } from './tags.ts';
@@ -61,10 +67,22 @@ export type { LifecycleReadModel, PhaseReadModel, PhaseInput, PhaseEnvironmentIn
 export { addPhase, updatePhase, deletePhase, setPhaseEnvironment, removePhaseEnvironment } from './lifecycle-phases.ts';
 export type { PhaseUpdate } from './lifecycle-phases.ts';
 export { computeProgression, automaticEnvironmentsDue } from './lifecycle-progression.ts';
-export type { Progression, PhaseProgress, EnvironmentAvailability, ProgressionDeployment, ProgressionEnvironment } from './lifecycle-progression.ts';
+export type {
+  Progression,
+  PhaseProgress,
+  EnvironmentAvailability,
+  ProgressionDeployment,
+  ProgressionEnvironment,
+} from './lifecycle-progression.ts';
 export { listChannels, createChannel, updateChannel, deleteChannel } from './channels.ts';
 export type { ChannelInput, PackageRuleInput } from './channels.ts';
-export { MAX_PRE_RELEASE_TAG_LENGTH, MAX_VERSION_RANGE_LENGTH, isValidVersionRange, compilePreReleaseTag, versionSatisfiesChannel } from './channel-rules.ts';
+export {
+  MAX_PRE_RELEASE_TAG_LENGTH,
+  MAX_VERSION_RANGE_LENGTH,
+  isValidVersionRange,
+  compilePreReleaseTag,
+  versionSatisfiesChannel,
+} from './channel-rules.ts';
 export type { VersionRule } from './channel-rules.ts';
 export {
   ScriptLanguage,
@@ -89,7 +107,13 @@ export {
   cloneProjectStep,
 } from './project-steps.ts';
 export type { ProjectStepUpdate } from './project-steps.ts';
-export { listRollingGroups, createRollingGroup, updateRollingGroup, deleteRollingGroup, moveStepToRollingGroup } from './rolling-groups.ts';
+export {
+  listRollingGroups,
+  createRollingGroup,
+  updateRollingGroup,
+  deleteRollingGroup,
+  moveStepToRollingGroup,
+} from './rolling-groups.ts';
 export type { RollingGroup } from './rolling-groups.ts';
 export {
   VariableKind,
@@ -131,7 +155,15 @@ export {
   substituteVariables,
   maskSecrets,
 } from './variable-resolution.ts';
-export type { CandidateValue, ValueFilters, ResolutionTarget, ResolvedVariable, ResolvedVariables, SystemValueName, SystemValues } from './variable-resolution.ts';
+export type {
+  CandidateValue,
+  ValueFilters,
+  ResolutionTarget,
+  ResolvedVariable,
+  ResolvedVariables,
+  SystemValueName,
+  SystemValues,
+} from './variable-resolution.ts';
 export {
   listScriptModules,
   getScriptModule,
@@ -144,7 +176,17 @@ export {
   removeProjectScriptModule,
 } from './script-modules.ts';
 export type { ScriptModuleInput } from './script-modules.ts';
-export { BUILTIN_FEED_NAME, BUILTIN_FEED_TYPE, FeedType, ensureBuiltinFeed, listFeeds, getFeed, createFeed, updateFeed, deleteFeed } from './feeds.ts';
+export {
+  BUILTIN_FEED_NAME,
+  BUILTIN_FEED_TYPE,
+  FeedType,
+  ensureBuiltinFeed,
+  listFeeds,
+  getFeed,
+  createFeed,
+  updateFeed,
+  deleteFeed,
+} from './feeds.ts';
 export type { FeedView, FeedInput } from './feeds.ts';
 export {
   CloudAccountType,
@@ -164,5 +206,11 @@ export { createRelease, listReleases, getReleaseDetails } from './releases.ts';
 export type { CreateReleaseInput, ReleaseDetails } from './releases.ts';
 export { deployRelease, promoteRelease } from './deployment-requests.ts';
 export type { EnvironmentRequest, TargetRequest } from './deployment-requests.ts';
-export { getDeployment, cancelDeployment, listDeployments, getDeploymentTargets, MAX_LOGS_PER_READ } from './deployments.ts';
+export {
+  getDeployment,
+  cancelDeployment,
+  listDeployments,
+  getDeploymentTargets,
+  MAX_LOGS_PER_READ,
+} from './deployments.ts';
 export type { DeploymentView, DeploymentListQuery, TargetsView } from './deployments.ts';

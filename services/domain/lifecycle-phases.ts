@@ -8,7 +8,18 @@ import { authorize, Capability, newId, unknownId, type Principal } from '../core
 import type { Store } from '../store/index.ts';
 import { HowToTrigger, type Lifecycle, type Phase } from '../store/lifecycles.ts';
 import type { DomainDeps } from './deps.ts';
-import { countFor, fromStored, invalid, requireEnvironments, savePhase, toDraft, validatePhases, type PhaseDraft, type PhaseInput, type PropertyOf } from './lifecycle-rules.ts';
+import {
+  countFor,
+  fromStored,
+  invalid,
+  requireEnvironments,
+  savePhase,
+  toDraft,
+  validatePhases,
+  type PhaseDraft,
+  type PhaseInput,
+  type PropertyOf,
+} from './lifecycle-rules.ts';
 import { visibleLifecycle } from './lifecycles.ts';
 import { visibleResource, withUniqueName } from './scope.ts';
 
@@ -21,9 +32,18 @@ async function currentPhases(tx: Store, lifecycleId: string): Promise<PhaseDraft
 }
 
 /** A phase whose lifecycle the principal may see, with that lifecycle; else 400 naming phaseId. */
-async function visiblePhase(deps: DomainDeps, principal: Principal, phaseId: string): Promise<{ phase: Phase; lifecycle: Lifecycle }> {
+async function visiblePhase(
+  deps: DomainDeps,
+  principal: Principal,
+  phaseId: string,
+): Promise<{ phase: Phase; lifecycle: Lifecycle }> {
   const phase = await deps.store.lifecycles.getPhase(phaseId);
-  const lifecycle = await visibleResource(deps, principal, phase ? deps.store.lifecycles.get(phase.lifecycleId) : Promise.resolve(null), 'phaseId');
+  const lifecycle = await visibleResource(
+    deps,
+    principal,
+    phase ? deps.store.lifecycles.get(phase.lifecycleId) : Promise.resolve(null),
+    'phaseId',
+  );
   if (!phase) throw unknownId('phaseId');
   return { phase, lifecycle };
 }
@@ -41,10 +61,18 @@ async function renumber(tx: Store, phases: readonly PhaseDraft[]): Promise<void>
 }
 
 /** Appends a phase (sortOrder = last + 1). */
-export async function addPhase(deps: DomainDeps, principal: Principal, input: { lifecycleId: string } & PhaseInput): Promise<{ phaseId: string }> {
+export async function addPhase(
+  deps: DomainDeps,
+  principal: Principal,
+  input: { lifecycleId: string } & PhaseInput,
+): Promise<{ phaseId: string }> {
   const lifecycle = await visibleLifecycle(deps, principal, input.lifecycleId);
   const environmentIds = (input.environments ?? []).map((e) => e.environmentId);
-  await requireEnvironments(deps, lifecycle.workspaceId, environmentIds.map((environmentId) => ({ environmentId, property: 'environments' })));
+  await requireEnvironments(
+    deps,
+    lifecycle.workspaceId,
+    environmentIds.map((environmentId) => ({ environmentId, property: 'environments' })),
+  );
   authorize(principal, Capability.ManageWorkspace, { environmentIds });
   const phaseId = newId();
   await withUniqueName('name', input.name, () =>
@@ -68,8 +96,15 @@ export interface PhaseUpdate extends Partial<PhaseInput> {
 export async function updatePhase(deps: DomainDeps, principal: Principal, input: PhaseUpdate): Promise<void> {
   const { lifecycle, phase: before } = await visiblePhase(deps, principal, input.phaseId);
   const given = input.environments;
-  if (given) await requireEnvironments(deps, lifecycle.workspaceId, given.map((e) => ({ environmentId: e.environmentId, property: 'environments' })));
-  const touched = given ? [...before.environments.map((e) => e.environmentId), ...given.map((e) => e.environmentId)] : [];
+  if (given)
+    await requireEnvironments(
+      deps,
+      lifecycle.workspaceId,
+      given.map((e) => ({ environmentId: e.environmentId, property: 'environments' })),
+    );
+  const touched = given
+    ? [...before.environments.map((e) => e.environmentId), ...given.map((e) => e.environmentId)]
+    : [];
   authorize(principal, Capability.ManageWorkspace, { environmentIds: [...new Set(touched)] });
   await withUniqueName('name', input.name ?? before.name, () =>
     deps.store.transaction(async (tx) => {
@@ -82,8 +117,13 @@ export async function updatePhase(deps: DomainDeps, principal: Principal, input:
         description: input.description !== undefined ? input.description : phase.description,
         progressRequirement: requirement,
         progressRequirementErrorMode: input.progressRequirementErrorMode ?? phase.progressRequirementErrorMode,
-        progressRequirementCount: countFor(requirement, input.progressRequirementCount ?? phase.progressRequirementCount),
-        environments: given ? given.map((e) => ({ environmentId: e.environmentId, howToTrigger: e.howToTrigger ?? HowToTrigger.Manual })) : phase.environments,
+        progressRequirementCount: countFor(
+          requirement,
+          input.progressRequirementCount ?? phase.progressRequirementCount,
+        ),
+        environments: given
+          ? given.map((e) => ({ environmentId: e.environmentId, howToTrigger: e.howToTrigger ?? HowToTrigger.Manual }))
+          : phase.environments,
       };
       const ordered = phases.filter((p) => p.id !== phase.id);
       const position = input.sortOrder ?? index + 1;
@@ -106,7 +146,10 @@ export async function deletePhase(deps: DomainDeps, principal: Principal, phaseI
     const phases = await currentPhases(tx, lifecycle.id);
     locate(phases, phaseId);
     await tx.lifecycles.deletePhase(phaseId);
-    await renumber(tx, phases.filter((p) => p.id !== phaseId));
+    await renumber(
+      tx,
+      phases.filter((p) => p.id !== phaseId),
+    );
   });
 }
 
@@ -117,23 +160,38 @@ export async function setPhaseEnvironment(
   input: { phaseId: string; environmentId: string; howToTrigger?: HowToTrigger | undefined },
 ): Promise<void> {
   const { lifecycle } = await visiblePhase(deps, principal, input.phaseId);
-  await requireEnvironments(deps, lifecycle.workspaceId, [{ environmentId: input.environmentId, property: 'environmentId' }]);
+  await requireEnvironments(deps, lifecycle.workspaceId, [
+    { environmentId: input.environmentId, property: 'environmentId' },
+  ]);
   authorize(principal, Capability.ManageWorkspace, { environmentIds: [input.environmentId] });
   await deps.store.transaction(async (tx) => {
     const phases = await currentPhases(tx, lifecycle.id);
     const { index, phase } = locate(phases, input.phaseId);
     const existing = phase.environments.find((e) => e.environmentId === input.environmentId);
     const environments = existing
-      ? phase.environments.map((e) => (e === existing ? { ...e, howToTrigger: input.howToTrigger ?? e.howToTrigger } : e))
-      : [...phase.environments, { environmentId: input.environmentId, howToTrigger: input.howToTrigger ?? HowToTrigger.Manual }];
+      ? phase.environments.map((e) =>
+          e === existing ? { ...e, howToTrigger: input.howToTrigger ?? e.howToTrigger } : e,
+        )
+      : [
+          ...phase.environments,
+          { environmentId: input.environmentId, howToTrigger: input.howToTrigger ?? HowToTrigger.Manual },
+        ];
     const next = { ...phase, environments };
-    validatePhases(phases.map((p, i) => (i === index ? next : p)), new Set([phase.id]), (_id, field) => (field === 'environments' ? 'environmentId' : field));
+    validatePhases(
+      phases.map((p, i) => (i === index ? next : p)),
+      new Set([phase.id]),
+      (_id, field) => (field === 'environments' ? 'environmentId' : field),
+    );
     await savePhase(tx, next, false);
   });
 }
 
 /** Detaches an environment from a phase; 400 when it is not in the phase. */
-export async function removePhaseEnvironment(deps: DomainDeps, principal: Principal, input: { phaseId: string; environmentId: string }): Promise<void> {
+export async function removePhaseEnvironment(
+  deps: DomainDeps,
+  principal: Principal,
+  input: { phaseId: string; environmentId: string },
+): Promise<void> {
   const { lifecycle } = await visiblePhase(deps, principal, input.phaseId);
   authorize(principal, Capability.ManageWorkspace, { environmentIds: [input.environmentId] });
   await deps.store.transaction(async (tx) => {
@@ -143,7 +201,11 @@ export async function removePhaseEnvironment(deps: DomainDeps, principal: Princi
       throw invalid('environmentId', `Environment ${input.environmentId} is not in phase '${phase.name}'`);
     }
     const next = { ...phase, environments: phase.environments.filter((e) => e.environmentId !== input.environmentId) };
-    validatePhases(phases.map((p, i) => (i === index ? next : p)), new Set([phase.id]), byField);
+    validatePhases(
+      phases.map((p, i) => (i === index ? next : p)),
+      new Set([phase.id]),
+      byField,
+    );
     await savePhase(tx, next, false);
   });
 }

@@ -83,7 +83,9 @@ export function computeProgression(
         available: e.enabled,
         reason: e.enabled ? null : disabledReason(e.name),
         howToTrigger: null,
-        complete: deployments.some((d) => d.environmentId === e.environmentId && d.status === 'Completed' && d.errorCount === 0),
+        complete: deployments.some(
+          (d) => d.environmentId === e.environmentId && d.status === 'Completed' && d.errorCount === 0,
+        ),
       })),
     };
   }
@@ -107,7 +109,8 @@ export function computeProgression(
         let reason: string | null = null;
         if (!environment) reason = `Environment '${name}' no longer exists`;
         else if (!enabled) reason = disabledReason(name);
-        else if (!reached) reason = `The release has not reached phase '${phase.name}': phase '${blocker}' is not complete`;
+        else if (!reached)
+          reason = `The release has not reached phase '${phase.name}': phase '${blocker}' is not complete`;
         return {
           environmentId: pe.environmentId,
           environmentName: name,
@@ -151,6 +154,9 @@ export function automaticEnvironmentsDue(progression: Progression, deployments: 
   return progression.phases
     .filter((p) => p.reached)
     .flatMap((p) => p.environments)
-    .filter((e) => e.available && e.howToTrigger === 'Automatic' && !deployments.some((d) => d.environmentId === e.environmentId))
+    .filter(
+      (e) =>
+        e.available && e.howToTrigger === 'Automatic' && !deployments.some((d) => d.environmentId === e.environmentId),
+    )
     .map((e) => e.environmentId);
 }

@@ -52,18 +52,29 @@ export function toDraft(lifecycleId: string, id: string, sortOrder: number, inpu
     description: input.description ?? null,
     sortOrder,
     progressRequirement: requirement,
-    progressRequirementErrorMode: input.progressRequirementErrorMode ?? ProgressRequirementErrorMode.NoErrorsAllowWarnings,
+    progressRequirementErrorMode:
+      input.progressRequirementErrorMode ?? ProgressRequirementErrorMode.NoErrorsAllowWarnings,
     progressRequirementCount: countFor(requirement, input.progressRequirementCount),
-    environments: (input.environments ?? []).map((e) => ({ environmentId: e.environmentId, howToTrigger: e.howToTrigger ?? HowToTrigger.Manual })),
+    environments: (input.environments ?? []).map((e) => ({
+      environmentId: e.environmentId,
+      howToTrigger: e.howToTrigger ?? HowToTrigger.Manual,
+    })),
   };
 }
 
 export function fromStored(phase: Phase): PhaseDraft {
-  return { ...phase, environments: phase.environments.map((e) => ({ environmentId: e.environmentId, howToTrigger: e.howToTrigger })) };
+  return {
+    ...phase,
+    environments: phase.environments.map((e) => ({ environmentId: e.environmentId, howToTrigger: e.howToTrigger })),
+  };
 }
 
 /** Checks referenced environments are live environments of the workspace; else 400 naming the property. */
-export async function requireEnvironments(deps: { store: Store }, workspaceId: string, refs: ReadonlyArray<{ environmentId: string; property: string }>): Promise<void> {
+export async function requireEnvironments(
+  deps: { store: Store },
+  workspaceId: string,
+  refs: ReadonlyArray<{ environmentId: string; property: string }>,
+): Promise<void> {
   const found = await deps.store.environments.getMany(workspaceId, [...new Set(refs.map((r) => r.environmentId))]);
   const known = new Set(found.map((e) => e.id));
   const missing = refs.find((r) => !known.has(r.environmentId));
@@ -71,17 +82,25 @@ export async function requireEnvironments(deps: { store: Store }, workspaceId: s
 }
 
 /** Validates the whole phase list; the count rule only for `touched` phases (a deleted environment must not block unrelated edits). */
-export function validatePhases(phases: readonly PhaseDraft[], touched: ReadonlySet<string>, propertyOf: PropertyOf): void {
+export function validatePhases(
+  phases: readonly PhaseDraft[],
+  touched: ReadonlySet<string>,
+  propertyOf: PropertyOf,
+): void {
   const names = new Map<string, string>();
   const environments = new Map<string, string>();
   for (const phase of phases) {
     const key = phase.name.toLowerCase();
-    if (names.has(key)) throw invalid(propertyOf(phase.id, 'name'), `A phase named '${phase.name}' already exists in this lifecycle`);
+    if (names.has(key))
+      throw invalid(propertyOf(phase.id, 'name'), `A phase named '${phase.name}' already exists in this lifecycle`);
     names.set(key, phase.name);
     for (const e of phase.environments) {
       const other = environments.get(e.environmentId);
       if (other !== undefined) {
-        throw invalid(propertyOf(phase.id, 'environments'), `Environment ${e.environmentId} is already in phase '${other}'; an environment appears at most once per lifecycle`);
+        throw invalid(
+          propertyOf(phase.id, 'environments'),
+          `Environment ${e.environmentId} is already in phase '${other}'; an environment appears at most once per lifecycle`,
+        );
       }
       environments.set(e.environmentId, phase.name);
     }
@@ -115,14 +134,17 @@ export async function draftPhaseList(
 ): Promise<{ drafts: PhaseDraft[]; propertyOf: PropertyOf }> {
   const used = new Set<string>();
   const drafts = inputs.map((input, index) => {
-    if (input.phaseId !== undefined && (!keepIds.has(input.phaseId) || used.has(input.phaseId))) throw unknownId(`phases[${index}].phaseId`);
+    if (input.phaseId !== undefined && (!keepIds.has(input.phaseId) || used.has(input.phaseId)))
+      throw unknownId(`phases[${index}].phaseId`);
     const id = input.phaseId ?? newId();
     used.add(id);
     return toDraft(lifecycleId, id, index + 1, input);
   });
   const indexOf = new Map(drafts.map((d, i) => [d.id, i]));
   const propertyOf: PropertyOf = (phaseId, field) => `phases[${indexOf.get(phaseId) ?? 0}].${field}`;
-  const refs = drafts.flatMap((d) => d.environments.map((e) => ({ environmentId: e.environmentId, property: propertyOf(d.id, 'environments') })));
+  const refs = drafts.flatMap((d) =>
+    d.environments.map((e) => ({ environmentId: e.environmentId, property: propertyOf(d.id, 'environments') })),
+  );
   await requireEnvironments(deps, workspaceId, refs);
   validatePhases(drafts, new Set(drafts.map((d) => d.id)), propertyOf);
   return { drafts, propertyOf };

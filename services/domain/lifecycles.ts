@@ -6,7 +6,16 @@
  * MinimumNumberToComplete and 0 otherwise. Every phase edit runs under a lock on the lifecycle row.
  * Phase-level endpoints live in lifecycle-phases.ts; the shared rules in lifecycle-rules.ts.
  */
-import { authorize, Capability, InvalidParameterError, newId, toPage, type PageRequest, type Paged, type Principal } from '../core/index.ts';
+import {
+  authorize,
+  Capability,
+  InvalidParameterError,
+  newId,
+  toPage,
+  type PageRequest,
+  type Paged,
+  type Principal,
+} from '../core/index.ts';
 import type { Store } from '../store/index.ts';
 import {
   HowToTrigger,
@@ -56,24 +65,39 @@ function toReadModel(lifecycle: Lifecycle, phases: readonly Phase[]): LifecycleR
       progressRequirement: p.progressRequirement,
       progressRequirementErrorMode: p.progressRequirementErrorMode,
       progressRequirementCount: p.progressRequirementCount,
-      environments: p.environments.map((e) => ({ environmentId: e.environmentId, environmentName: e.environmentName, howToTrigger: e.howToTrigger })),
+      environments: p.environments.map((e) => ({
+        environmentId: e.environmentId,
+        environmentName: e.environmentName,
+        howToTrigger: e.howToTrigger,
+      })),
     })),
   };
 }
 
 /** The full read model of a lifecycle, or null when it does not exist. No visibility check: callers resolve that. */
-export async function lifecycleWithPhases(deps: { store: Store }, lifecycleId: string): Promise<LifecycleReadModel | null> {
+export async function lifecycleWithPhases(
+  deps: { store: Store },
+  lifecycleId: string,
+): Promise<LifecycleReadModel | null> {
   const lifecycle = await deps.store.lifecycles.get(lifecycleId);
   if (!lifecycle) return null;
   const phases = (await deps.store.lifecycles.phasesOf([lifecycle.id])).get(lifecycle.id) ?? [];
   return toReadModel(lifecycle, phases);
 }
 
-export async function visibleLifecycle(deps: DomainDeps, principal: Principal, lifecycleId: string): Promise<Lifecycle> {
+export async function visibleLifecycle(
+  deps: DomainDeps,
+  principal: Principal,
+  lifecycleId: string,
+): Promise<Lifecycle> {
   return visibleResource(deps, principal, deps.store.lifecycles.get(lifecycleId), 'lifecycleId');
 }
 
-export async function listLifecycles(deps: DomainDeps, principal: Principal, query: { workspaceId: string } & PageRequest): Promise<Paged<LifecycleReadModel>> {
+export async function listLifecycles(
+  deps: DomainDeps,
+  principal: Principal,
+  query: { workspaceId: string } & PageRequest,
+): Promise<Paged<LifecycleReadModel>> {
   const workspace = await visibleWorkspace(deps, principal, query.workspaceId);
   authorize(principal, Capability.View);
   const page = await deps.store.lifecycles.list(workspace.id, toPage(query));
@@ -82,7 +106,11 @@ export async function listLifecycles(deps: DomainDeps, principal: Principal, que
 }
 
 /** Spec §7.3: reading one lifecycle needs permission to manage lifecycles. */
-export async function getLifecycle(deps: DomainDeps, principal: Principal, lifecycleId: string): Promise<LifecycleReadModel> {
+export async function getLifecycle(
+  deps: DomainDeps,
+  principal: Principal,
+  lifecycleId: string,
+): Promise<LifecycleReadModel> {
   const lifecycle = await visibleLifecycle(deps, principal, lifecycleId);
   authorize(principal, Capability.ManageWorkspace);
   const phases = (await deps.store.lifecycles.phasesOf([lifecycle.id])).get(lifecycle.id) ?? [];
@@ -92,15 +120,27 @@ export async function getLifecycle(deps: DomainDeps, principal: Principal, lifec
 export async function createLifecycle(
   deps: DomainDeps,
   principal: Principal,
-  input: { workspaceId: string; name: string; description?: string | null | undefined; phases?: PhaseInput[] | undefined },
+  input: {
+    workspaceId: string;
+    name: string;
+    description?: string | null | undefined;
+    phases?: PhaseInput[] | undefined;
+  },
 ): Promise<{ lifecycleId: string }> {
   const workspace = await visibleWorkspace(deps, principal, input.workspaceId);
   const lifecycleId = newId();
   const { drafts } = await draftPhaseList(deps, workspace.id, lifecycleId, input.phases ?? [], new Set());
-  authorize(principal, Capability.ManageWorkspace, { environmentIds: drafts.flatMap((d) => d.environments.map((e) => e.environmentId)) });
+  authorize(principal, Capability.ManageWorkspace, {
+    environmentIds: drafts.flatMap((d) => d.environments.map((e) => e.environmentId)),
+  });
   await withUniqueName('name', input.name, () =>
     deps.store.transaction(async (tx) => {
-      await tx.lifecycles.insert({ id: lifecycleId, workspaceId: workspace.id, name: input.name, description: input.description ?? null });
+      await tx.lifecycles.insert({
+        id: lifecycleId,
+        workspaceId: workspace.id,
+        name: input.name,
+        description: input.description ?? null,
+      });
       for (const draft of drafts) await savePhase(tx, draft, true);
     }),
   );
@@ -126,9 +166,17 @@ export async function updateLifecycle(
       await tx.lifecycles.update(lifecycle.id, { name: input.name, description: input.description });
       if (phases === undefined) return;
       const current = (await tx.lifecycles.phasesOf([lifecycle.id])).get(lifecycle.id) ?? [];
-      const { drafts } = await draftPhaseList({ ...deps, store: tx }, lifecycle.workspaceId, lifecycle.id, phases, new Set(current.map((p) => p.id)));
+      const { drafts } = await draftPhaseList(
+        { ...deps, store: tx },
+        lifecycle.workspaceId,
+        lifecycle.id,
+        phases,
+        new Set(current.map((p) => p.id)),
+      );
       // Replacing the list touches every environment that leaves or joins it.
-      const touched = [...current.flatMap((p) => p.environments), ...drafts.flatMap((d) => d.environments)].map((e) => e.environmentId);
+      const touched = [...current.flatMap((p) => p.environments), ...drafts.flatMap((d) => d.environments)].map(
+        (e) => e.environmentId,
+      );
       authorize(principal, Capability.ManageWorkspace, { environmentIds: [...new Set(touched)] });
       await tx.lifecycles.deletePhases(lifecycle.id);
       for (const draft of drafts) await savePhase(tx, draft, true);
@@ -144,9 +192,10 @@ export async function deleteLifecycle(deps: DomainDeps, principal: Principal, li
     const usage = await tx.lifecycles.usedBy(lifecycle.id);
     if (usage.projects.length > 0 || usage.channels.length > 0) {
       const users = [...usage.projects.map((n) => `project '${n}'`), ...usage.channels.map((n) => `channel '${n}'`)];
-      throw new InvalidParameterError(`Lifecycle '${lifecycle.name}' is still used by ${users.join(', ')}`, [{ property: 'lifecycleId', messages: ['in use'] }]);
+      throw new InvalidParameterError(`Lifecycle '${lifecycle.name}' is still used by ${users.join(', ')}`, [
+        { property: 'lifecycleId', messages: ['in use'] },
+      ]);
     }
     await tx.lifecycles.delete(lifecycle.id);
   });
 }
-

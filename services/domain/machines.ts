@@ -31,7 +31,8 @@ export type MachineStatus = (typeof MachineStatus)[keyof typeof MachineStatus];
 
 export function machineStatus(machine: Machine, now: Date): MachineStatus {
   if (!machine.isRegistered) return MachineStatus.Pending;
-  if (machine.lastSeenUtc && now.getTime() - machine.lastSeenUtc.getTime() < HEARTBEAT_WINDOW_MS) return MachineStatus.Online;
+  if (machine.lastSeenUtc && now.getTime() - machine.lastSeenUtc.getTime() < HEARTBEAT_WINDOW_MS)
+    return MachineStatus.Online;
   return MachineStatus.Offline;
 }
 
@@ -39,14 +40,22 @@ export interface MachineView extends Machine {
   status: MachineStatus;
 }
 
-const withStatus = (deps: DomainDeps, machine: Machine): MachineView => ({ ...machine, status: machineStatus(machine, deps.clock.now()) });
+const withStatus = (deps: DomainDeps, machine: Machine): MachineView => ({
+  ...machine,
+  status: machineStatus(machine, deps.clock.now()),
+});
 
 async function visibleMachine(deps: DomainDeps, principal: Principal, machineId: string): Promise<Machine> {
   return visibleResource(deps, principal, deps.store.machines.get(machineId), 'machineId');
 }
 
 /** Checks every ID names a live environment of the workspace; returns them de-duplicated. */
-async function requireEnvironments(deps: DomainDeps, workspaceId: string, ids: readonly string[], property: string): Promise<string[]> {
+async function requireEnvironments(
+  deps: DomainDeps,
+  workspaceId: string,
+  ids: readonly string[],
+  property: string,
+): Promise<string[]> {
   const unique = [...new Set(ids)];
   const found = await deps.store.environments.getMany(workspaceId, unique);
   if (found.length !== unique.length) throw unknownId(property);
@@ -60,7 +69,11 @@ function authorizeManage(principal: Principal, environmentIds: readonly string[]
 
 async function issueToken(deps: DomainDeps): Promise<{ token: string; tokenHash: string; expiresAt: Date }> {
   const token = newSecret();
-  return { token, tokenHash: hashSecret(token), expiresAt: new Date(deps.clock.now().getTime() + REGISTRATION_TOKEN_TTL_MS) };
+  return {
+    token,
+    tokenHash: hashSecret(token),
+    expiresAt: new Date(deps.clock.now().getTime() + REGISTRATION_TOKEN_TTL_MS),
+  };
 }
 
 export async function listMachines(
@@ -95,7 +108,10 @@ export async function createMachine(
   const machineId = newId();
   await withUniqueName('name', input.name, () =>
     deps.store.transaction((tx) =>
-      tx.machines.insert({ id: machineId, workspaceId: workspace.id, name: input.name, tagIds, environmentIds }, registration),
+      tx.machines.insert(
+        { id: machineId, workspaceId: workspace.id, name: input.name, tagIds, environmentIds },
+        registration,
+      ),
     ),
   );
   return { machineId, registrationToken: registration.token };
@@ -107,7 +123,10 @@ export async function updateMachine(
   input: { machineId: string; name?: string | undefined; tagIds?: string[] | undefined; enabled?: boolean | undefined },
 ): Promise<void> {
   const machine = await visibleMachine(deps, principal, input.machineId);
-  authorizeManage(principal, machine.environments.map((e) => e.id));
+  authorizeManage(
+    principal,
+    machine.environments.map((e) => e.id),
+  );
   const tagIds = input.tagIds === undefined ? undefined : [...new Set(input.tagIds)];
   if (tagIds) await requireTags(deps, machine.workspaceId, tagIds);
   await withUniqueName('name', input.name ?? machine.name, () =>
@@ -117,7 +136,10 @@ export async function updateMachine(
 
 export async function deleteMachine(deps: DomainDeps, principal: Principal, machineId: string): Promise<void> {
   const machine = await visibleMachine(deps, principal, machineId);
-  authorizeManage(principal, machine.environments.map((e) => e.id));
+  authorizeManage(
+    principal,
+    machine.environments.map((e) => e.id),
+  );
   await deps.store.machines.delete(machine.id);
 }
 
@@ -125,15 +147,26 @@ export async function deleteMachine(deps: DomainDeps, principal: Principal, mach
  * Issues a fresh one-time registration token (re-registration: a reinstalled agent, or a lost
  * token). The current agent keeps working until the new token is used; then its credential is replaced.
  */
-export async function renewRegistrationToken(deps: DomainDeps, principal: Principal, machineId: string): Promise<{ registrationToken: string }> {
+export async function renewRegistrationToken(
+  deps: DomainDeps,
+  principal: Principal,
+  machineId: string,
+): Promise<{ registrationToken: string }> {
   const machine = await visibleMachine(deps, principal, machineId);
-  authorizeManage(principal, machine.environments.map((e) => e.id));
+  authorizeManage(
+    principal,
+    machine.environments.map((e) => e.id),
+  );
   const registration = await issueToken(deps);
   await deps.store.machines.setRegistrationToken(machine.id, registration.tokenHash, registration.expiresAt);
   return { registrationToken: registration.token };
 }
 
-export async function getMachineEnvironments(deps: DomainDeps, principal: Principal, machineId: string): Promise<Machine> {
+export async function getMachineEnvironments(
+  deps: DomainDeps,
+  principal: Principal,
+  machineId: string,
+): Promise<Machine> {
   const machine = await visibleMachine(deps, principal, machineId);
   authorize(principal, Capability.View);
   return machine;

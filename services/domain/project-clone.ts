@@ -12,7 +12,9 @@ import { withUniqueName } from './scope.ts';
 
 /** Same rule as createProject: a role limited to some projects cannot create new ones. */
 function authorizeCreateProject(principal: Principal): void {
-  if (!principal.roles.some((r) => (r.role === Capability.EditProject && !r.projectIds) || r.role === Capability.Admin)) {
+  if (
+    !principal.roles.some((r) => (r.role === Capability.EditProject && !r.projectIds) || r.role === Capability.Admin)
+  ) {
     authorize(principal, Capability.EditProject, { projectId: '(new project)' });
   }
 }
@@ -44,7 +46,11 @@ async function copyParts(tx: Store, sourceId: string, targetId: string): Promise
   return idMap;
 }
 
-export async function cloneProject(deps: DomainDeps, principal: Principal, input: { projectId: string; name: string }): Promise<{ projectId: string }> {
+export async function cloneProject(
+  deps: DomainDeps,
+  principal: Principal,
+  input: { projectId: string; name: string },
+): Promise<{ projectId: string }> {
   const source = await visibleProject(deps, principal, input.projectId);
   authorize(principal, [Capability.View, Capability.EditProject], { projectId: source.id });
   authorizeCreateProject(principal);
@@ -54,11 +60,20 @@ export async function cloneProject(deps: DomainDeps, principal: Principal, input
       deps.store.transaction(async (tx) => {
         // Locks the source so no step, group or channel changes while it is being copied.
         if (!(await tx.projectSteps.lockProject(source.id))) throw unknownId('projectId');
-        await tx.projects.insert({ id: projectId, workspaceId: source.workspaceId, name: input.name, description: source.description, lifecycleId: source.lifecycleId });
+        await tx.projects.insert({
+          id: projectId,
+          workspaceId: source.workspaceId,
+          name: input.name,
+          description: source.description,
+          lifecycleId: source.lifecycleId,
+        });
         const idMap = await copyParts(tx, source.id, projectId);
         await tx.variables.copyProjectVariables(source.id, projectId, idMap, deps.clock.now());
         const modules = await tx.scriptModules.importsOf(source.id);
-        await tx.scriptModules.setImports(projectId, modules.map((m) => m.id));
+        await tx.scriptModules.setImports(
+          projectId,
+          modules.map((m) => m.id),
+        );
       }),
     );
   } catch (error) {

@@ -15,7 +15,12 @@ export const ErrorAction = { Stop: 'Stop', ContinueOnError: 'ContinueOnError', C
 export type ErrorAction = (typeof ErrorAction)[keyof typeof ErrorAction];
 
 /** Loads a step of a live project the principal may see, else 400 naming `property`. */
-export async function visibleStep(deps: DomainDeps, principal: Principal, projectStepId: string, property = 'projectStepId'): Promise<ProjectStep> {
+export async function visibleStep(
+  deps: DomainDeps,
+  principal: Principal,
+  projectStepId: string,
+  property = 'projectStepId',
+): Promise<ProjectStep> {
   return visibleResource(deps, principal, deps.store.projectSteps.get(projectStepId), property);
 }
 
@@ -23,7 +28,11 @@ export function layoutOf(steps: readonly ProjectStep[]): StepSlot[] {
   return steps.map((s) => ({ stepId: s.id, rollingGroupId: s.rollingGroupId }));
 }
 
-export async function listProjectSteps(deps: DomainDeps, principal: Principal, projectId: string): Promise<{ projectId: string; steps: ProjectStep[] }> {
+export async function listProjectSteps(
+  deps: DomainDeps,
+  principal: Principal,
+  projectId: string,
+): Promise<{ projectId: string; steps: ProjectStep[] }> {
   const project = await visibleProject(deps, principal, projectId);
   authorize(principal, Capability.View, { projectId: project.id });
   return { projectId: project.id, steps: await deps.store.projectSteps.listByProject(project.id) };
@@ -98,14 +107,21 @@ function checkPropertiesJson(raw: string): void {
 async function checkReferences(deps: DomainDeps, step: ProjectStep, input: ProjectStepUpdate): Promise<void> {
   if (input.environments !== undefined) {
     const unique = [...new Set(input.environments)];
-    if ((await deps.store.environments.getMany(step.workspaceId, unique)).length !== unique.length) throw unknownId('environments');
+    if ((await deps.store.environments.getMany(step.workspaceId, unique)).length !== unique.length)
+      throw unknownId('environments');
   }
   if (input.machineIdFilter !== undefined) {
     const unique = [...new Set(input.machineIdFilter)];
-    if ((await deps.store.projectSteps.countMachines(step.workspaceId, unique)) !== unique.length) throw unknownId('machineIdFilter');
+    if ((await deps.store.projectSteps.countMachines(step.workspaceId, unique)) !== unique.length)
+      throw unknownId('machineIdFilter');
   }
   if (input.machineTagFilter !== undefined) {
-    await requireTags(deps, step.workspaceId, input.machineTagFilter.flatMap((set) => set.tagIds), 'machineTagFilter');
+    await requireTags(
+      deps,
+      step.workspaceId,
+      input.machineTagFilter.flatMap((set) => set.tagIds),
+      'machineTagFilter',
+    );
   }
   if (input.propertiesJson !== undefined) checkPropertiesJson(input.propertiesJson);
   if (input.runMode !== undefined && input.runMode !== null) {
@@ -120,7 +136,11 @@ async function checkReferences(deps: DomainDeps, step: ProjectStep, input: Proje
 }
 
 /** Changes only the fields sent (contract §3). */
-export async function updateProjectStep(deps: DomainDeps, principal: Principal, input: ProjectStepUpdate): Promise<void> {
+export async function updateProjectStep(
+  deps: DomainDeps,
+  principal: Principal,
+  input: ProjectStepUpdate,
+): Promise<void> {
   const step = await visibleStep(deps, principal, input.projectStepId);
   authorize(principal, Capability.EditProject, { projectId: step.projectId });
   await checkReferences(deps, step, input);
@@ -158,19 +178,27 @@ export async function deleteProjectStep(deps: DomainDeps, principal: Principal, 
     if (current.rollingGroupId !== null && !remaining.some((s) => s.rollingGroupId === current.rollingGroupId)) {
       await tx.rollingGroups.delete(current.rollingGroupId);
     }
-    await tx.projectSteps.setOrder(step.projectId, remaining.map((s) => s.id));
+    await tx.projectSteps.setOrder(
+      step.projectId,
+      remaining.map((s) => s.id),
+    );
   });
 }
 
 /** Replaces the order of a project's steps: exactly its steps, splitting no rolling group. */
-export async function reorderProjectSteps(deps: DomainDeps, principal: Principal, input: { projectId: string; projectStepIds: string[] }): Promise<void> {
+export async function reorderProjectSteps(
+  deps: DomainDeps,
+  principal: Principal,
+  input: { projectId: string; projectStepIds: string[] },
+): Promise<void> {
   const project = await visibleProject(deps, principal, input.projectId);
   authorize(principal, Capability.EditProject, { projectId: project.id });
   await deps.store.transaction(async (tx) => {
     await tx.projectSteps.lockProject(project.id);
     const steps = await tx.projectSteps.listByProject(project.id);
     const errors = validateReorder(layoutOf(steps), input.projectStepIds);
-    if (errors.length > 0) throw new InvalidParameterError(`Invalid step order: ${errors[0]?.messages[0] ?? ''}`, errors);
+    if (errors.length > 0)
+      throw new InvalidParameterError(`Invalid step order: ${errors[0]?.messages[0] ?? ''}`, errors);
     await tx.projectSteps.setOrder(project.id, input.projectStepIds);
   });
 }
@@ -199,7 +227,12 @@ export async function cloneProjectStep(
   await deps.store.transaction(async (tx) => {
     if (!(await tx.projectSteps.lockProject(target.id))) throw unknownId('targetProjectId');
     const siblings = await tx.projectSteps.listByProject(target.id);
-    const name = input.name ?? copyName(source.name, siblings.map((s) => s.name));
+    const name =
+      input.name ??
+      copyName(
+        source.name,
+        siblings.map((s) => s.name),
+      );
     if (!(await tx.stepTemplates.get(source.stepTemplateId, 'share'))) throw unknownId('projectStepId');
     await withUniqueName('name', name, async () =>
       tx.projectSteps.insert({

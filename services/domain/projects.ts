@@ -1,15 +1,33 @@
 /** Projects (contract §3): what gets deployed; soft-deleted, after which the ID is unknown. */
-import { authorize, Capability, newId, toPage, unknownId, type PageRequest, type Paged, type Principal } from '../core/index.ts';
+import {
+  authorize,
+  Capability,
+  newId,
+  toPage,
+  unknownId,
+  type PageRequest,
+  type Paged,
+  type Principal,
+} from '../core/index.ts';
 import type { Project } from '../store/index.ts';
 import type { DomainDeps } from './deps.ts';
 import { visibleResource, visibleWorkspace, withUniqueName } from './scope.ts';
 
 /** Loads a project the principal may see (any capability check is the caller's), else 400. */
-export async function visibleProject(deps: DomainDeps, principal: Principal, projectId: string, property = 'projectId'): Promise<Project> {
+export async function visibleProject(
+  deps: DomainDeps,
+  principal: Principal,
+  projectId: string,
+  property = 'projectId',
+): Promise<Project> {
   return visibleResource(deps, principal, deps.store.projects.get(projectId), property);
 }
 
-async function checkLifecycle(deps: DomainDeps, workspaceId: string, lifecycleId: string | null | undefined): Promise<void> {
+async function checkLifecycle(
+  deps: DomainDeps,
+  workspaceId: string,
+  lifecycleId: string | null | undefined,
+): Promise<void> {
   if (lifecycleId === undefined || lifecycleId === null) return;
   const lifecycle = await deps.store.lifecycles.get(lifecycleId);
   if (!lifecycle || lifecycle.workspaceId !== workspaceId) throw unknownId('lifecycleId');
@@ -41,11 +59,18 @@ export async function getProject(deps: DomainDeps, principal: Principal, project
 export async function createProject(
   deps: DomainDeps,
   principal: Principal,
-  input: { workspaceId: string; name: string; description?: string | null | undefined; lifecycleId?: string | null | undefined },
+  input: {
+    workspaceId: string;
+    name: string;
+    description?: string | null | undefined;
+    lifecycleId?: string | null | undefined;
+  },
 ): Promise<{ projectId: string }> {
   const workspace = await visibleWorkspace(deps, principal, input.workspaceId);
   // A role limited to some projects cannot create new ones: the new ID is in no list.
-  if (!principal.roles.some((r) => (r.role === Capability.EditProject && !r.projectIds) || r.role === Capability.Admin)) {
+  if (
+    !principal.roles.some((r) => (r.role === Capability.EditProject && !r.projectIds) || r.role === Capability.Admin)
+  ) {
     authorize(principal, Capability.EditProject, { projectId: '(new project)' });
   }
   await checkLifecycle(deps, workspace.id, input.lifecycleId);
@@ -65,13 +90,22 @@ export async function createProject(
 export async function updateProject(
   deps: DomainDeps,
   principal: Principal,
-  input: { projectId: string; name?: string | undefined; description?: string | null | undefined; lifecycleId?: string | null | undefined },
+  input: {
+    projectId: string;
+    name?: string | undefined;
+    description?: string | null | undefined;
+    lifecycleId?: string | null | undefined;
+  },
 ): Promise<void> {
   const project = await visibleProject(deps, principal, input.projectId);
   authorize(principal, Capability.EditProject, { projectId: project.id });
   await checkLifecycle(deps, project.workspaceId, input.lifecycleId);
   await withUniqueName('name', input.name ?? project.name, () =>
-    deps.store.projects.update(project.id, { name: input.name, description: input.description, lifecycleId: input.lifecycleId }),
+    deps.store.projects.update(project.id, {
+      name: input.name,
+      description: input.description,
+      lifecycleId: input.lifecycleId,
+    }),
   );
 }
 

@@ -25,7 +25,10 @@ function ruleFor(channel: Channel | null, packageId: string): VersionRule {
 }
 
 function describeRule(rule: VersionRule): string {
-  const parts = [rule.versionRange ? `range '${rule.versionRange}'` : null, rule.preReleaseTag ? `pre-release tag '${rule.preReleaseTag}'` : null];
+  const parts = [
+    rule.versionRange ? `range '${rule.versionRange}'` : null,
+    rule.preReleaseTag ? `pre-release tag '${rule.preReleaseTag}'` : null,
+  ];
   return parts.filter((p) => p !== null).join(' and ');
 }
 
@@ -38,7 +41,12 @@ function toSnapshot(packageId: string, stored: StoredPackage): SnapshotPackage {
  * precedence). When the request carries build metadata it must also be the stored build: `1.0.0+b`
  * never silently stands for an uploaded `1.0.0+a`.
  */
-async function findRequested(packages: PackagesStore, workspaceId: string, packageId: string, version: string): Promise<StoredPackage | null> {
+async function findRequested(
+  packages: PackagesStore,
+  workspaceId: string,
+  packageId: string,
+  version: string,
+): Promise<StoredPackage | null> {
   const stored = await packages.findByPrecedence(workspaceId, packageId, version);
   if (!stored) return null;
   if (version.includes('+') && stored.version !== version) return null;
@@ -58,7 +66,8 @@ export async function choosePackageVersions(input: {
   const chosen = new Map<string, SnapshotPackage>();
   // Lower-cased IDs the caller named (package IDs are case-insensitive).
   const named = new Set<string>();
-  const fail = (packageId: string, message: string) => errors.push({ property: `packageVersions.${packageId}`, messages: [message] });
+  const fail = (packageId: string, message: string) =>
+    errors.push({ property: `packageVersions.${packageId}`, messages: [message] });
 
   for (const [packageId, version] of Object.entries(input.requested)) {
     const key = packageId.toLowerCase();
@@ -78,7 +87,10 @@ export async function choosePackageVersions(input: {
     }
     const rule = ruleFor(channel, project.packageId);
     if (!versionSatisfiesChannel(version, rule)) {
-      fail(packageId, `version '${version}' does not satisfy the ${describeRule(rule)} of channel '${channel?.name ?? ''}'`);
+      fail(
+        packageId,
+        `version '${version}' does not satisfy the ${describeRule(rule)} of channel '${channel?.name ?? ''}'`,
+      );
       continue;
     }
     const stored = await findRequested(packages, workspaceId, project.packageId, version);
@@ -92,18 +104,24 @@ export async function choosePackageVersions(input: {
   for (const project of projectPackages) {
     if (named.has(project.packageId.toLowerCase())) continue;
     const rule = ruleFor(channel, project.packageId);
-    const candidates = (await packages.list(workspaceId, project.packageId)).filter((p) => versionSatisfiesChannel(p.version, rule));
+    const candidates = (await packages.list(workspaceId, project.packageId)).filter((p) =>
+      versionSatisfiesChannel(p.version, rule),
+    );
     const best = maxSemVer(candidates.map((p) => p.version));
     const stored = candidates.find((p) => p.version === best);
     if (stored) chosen.set(project.packageId, toSnapshot(project.packageId, stored));
     else if (project.required) {
-      const within = rule === NO_RULE ? '' : ` satisfying the ${describeRule(rule)} of channel '${channel?.name ?? ''}'`;
+      const within =
+        rule === NO_RULE ? '' : ` satisfying the ${describeRule(rule)} of channel '${channel?.name ?? ''}'`;
       fail(project.packageId, `no version of package '${project.packageId}'${within} is in the package store`);
     }
   }
 
   if (errors.length > 0) {
-    throw new InvalidParameterError(`Invalid package versions: ${errors.map((e) => e.messages.join('; ')).join('; ')}`, errors);
+    throw new InvalidParameterError(
+      `Invalid package versions: ${errors.map((e) => e.messages.join('; ')).join('; ')}`,
+      errors,
+    );
   }
   // In the project's order (the order its steps first reference each package).
   return projectPackages.flatMap((p) => {

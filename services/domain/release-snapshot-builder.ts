@@ -95,7 +95,11 @@ export function templateSnapshot(template: StepTemplate): SnapshotStepTemplate {
  * the release uses for it (package IDs are case-insensitive, and the engine matches step
  * packageIds against snapshot packages exactly).
  */
-export function stepSnapshot(step: ProjectStep, template: SnapshotStepTemplate, canonicalPackageId: (id: string) => string): SnapshotStep {
+export function stepSnapshot(
+  step: ProjectStep,
+  template: SnapshotStepTemplate,
+  canonicalPackageId: (id: string) => string,
+): SnapshotStep {
   const properties = stepProperties(template, step.propertiesJson);
   return {
     stepId: step.id,
@@ -123,7 +127,10 @@ export function packageReferences(template: SnapshotStepTemplate, properties: Re
 }
 
 /** Groups with their member steps in step order, ordered by their first member (spec §2.5). Empty groups are left out. */
-export function rollingGroupSnapshots(groups: readonly RollingGroupRecord[], steps: readonly ProjectStep[]): SnapshotRollingGroup[] {
+export function rollingGroupSnapshots(
+  groups: readonly RollingGroupRecord[],
+  steps: readonly ProjectStep[],
+): SnapshotRollingGroup[] {
   const ordered = [...steps].sort((a, b) => a.sortOrder - b.sortOrder);
   return groups
     .map((g) => ({ group: g, members: ordered.filter((s) => s.rollingGroupId === g.id) }))
@@ -137,7 +144,11 @@ export function rollingGroupSnapshots(groups: readonly RollingGroupRecord[], ste
       machineOrderTagIds: g.machineOrderTagIds,
       waitBetweenMachineGroups: g.waitBetweenMachineGroups,
       onMachineFailure: oneOf(g.onMachineFailure, ['StopStep', 'ContinueToOtherMachines'] as const, 'StopStep'),
-      onMemberFailure: oneOf(g.onMemberFailure, ['SkipRestOnThisMachine', 'ContinueMembers'] as const, 'SkipRestOnThisMachine'),
+      onMemberFailure: oneOf(
+        g.onMemberFailure,
+        ['SkipRestOnThisMachine', 'ContinueMembers'] as const,
+        'SkipRestOnThisMachine',
+      ),
       onNoTargets: oneOf(g.onNoTargets, ['Skip', 'Warn', 'Fail'] as const, 'Skip'),
       memberStepIds: members.map((s) => s.id),
     }));
@@ -147,7 +158,9 @@ export function rollingGroupSnapshots(groups: readonly RollingGroupRecord[], ste
  * The variables the project sees, with every value and its filters. Sensitive values keep the
  * stored ciphertext (never decrypted here), so a release row never holds a secret in clear.
  */
-export function variableSnapshots(candidates: ReadonlyArray<{ variable: Variable; value: VariableValue }>): SnapshotVariable[] {
+export function variableSnapshots(
+  candidates: ReadonlyArray<{ variable: Variable; value: VariableValue }>,
+): SnapshotVariable[] {
   const byId = new Map<string, SnapshotVariable>();
   for (const { variable, value } of candidates) {
     let entry = byId.get(variable.id);
@@ -189,7 +202,11 @@ export function lifecycleSnapshot(lifecycle: LifecycleReadModel | null): Snapsho
         progressRequirement: p.progressRequirement,
         progressRequirementErrorMode: p.progressRequirementErrorMode,
         progressRequirementCount: p.progressRequirementCount,
-        environments: p.environments.map((e) => ({ environmentId: e.environmentId, environmentName: e.environmentName, howToTrigger: e.howToTrigger })),
+        environments: p.environments.map((e) => ({
+          environmentId: e.environmentId,
+          environmentName: e.environmentName,
+          howToTrigger: e.howToTrigger,
+        })),
       })),
   };
 }

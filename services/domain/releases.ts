@@ -67,17 +67,31 @@ async function resolveChannel(store: Store, projectId: string, input: CreateRele
 
 /** Refuses a version already used, exactly or by SemVer precedence (`1.0.0+a` vs `1.0.0+b`), so lookups stay unambiguous. */
 async function checkVersionUnused(store: Store, projectId: string, version: string): Promise<void> {
-  const clash = (await store.releases.listVersions(projectId)).find((r) => r.version === version || (isValidSemVer(r.version) && semverEqual(r.version, version)));
-  if (clash) throw invalid('version', `Release version '${version}' already exists in the project${clash.version === version ? '' : ` as '${clash.version}'`}`);
+  const clash = (await store.releases.listVersions(projectId)).find(
+    (r) => r.version === version || (isValidSemVer(r.version) && semverEqual(r.version, version)),
+  );
+  if (clash)
+    throw invalid(
+      'version',
+      `Release version '${version}' already exists in the project${clash.version === version ? '' : ` as '${clash.version}'`}`,
+    );
 }
 
-async function takeSnapshot(store: Store, project: Project, channel: Channel | null, requested: Record<string, string>): Promise<ReleaseSnapshot> {
+async function takeSnapshot(
+  store: Store,
+  project: Project,
+  channel: Channel | null,
+  requested: Record<string, string>,
+): Promise<ReleaseSnapshot> {
   const steps = await store.projectSteps.listByProject(project.id);
   const templates = new Map<string, SnapshotStepTemplate>();
   for (const templateId of new Set(steps.map((s) => s.stepTemplateId))) {
     // A share lock keeps the template from being deleted before the release commits.
     const template = await store.stepTemplates.get(templateId, 'share');
-    if (!template) throw new InvalidParameterError(`A step of the project uses a step template that no longer exists (${templateId})`);
+    if (!template)
+      throw new InvalidParameterError(
+        `A step of the project uses a step template that no longer exists (${templateId})`,
+      );
     templates.set(templateId, templateSnapshot(template));
   }
   const templateOf = (templateId: string): SnapshotStepTemplate => templates.get(templateId)!;
@@ -101,7 +115,13 @@ async function takeSnapshot(store: Store, project: Project, channel: Channel | n
     project: { projectId: project.id, name: project.name, workspaceId: project.workspaceId },
     channel: channel ? { channelId: channel.id, name: channel.name } : null,
     lifecycle: lifecycleSnapshot(lifecycle),
-    packages: await choosePackageVersions({ packages: store.packages, workspaceId: project.workspaceId, projectPackages: [...packages.values()], requested, channel }),
+    packages: await choosePackageVersions({
+      packages: store.packages,
+      workspaceId: project.workspaceId,
+      projectPackages: [...packages.values()],
+      requested,
+      channel,
+    }),
     steps: steps.map((s) => stepSnapshot(s, templateOf(s.stepTemplateId), canonical)),
     rollingGroups: rollingGroupSnapshots(await store.rollingGroups.listByProject(project.id), steps),
     variables: variableSnapshots(await store.variables.candidates(project.id)),
@@ -114,11 +134,16 @@ async function takeSnapshot(store: Store, project: Project, channel: Channel | n
   };
 }
 
-export async function createRelease(deps: DomainDeps, principal: Principal, input: CreateReleaseInput): Promise<{ releaseId: string }> {
+export async function createRelease(
+  deps: DomainDeps,
+  principal: Principal,
+  input: CreateReleaseInput,
+): Promise<{ releaseId: string }> {
   const project = await visibleProject(deps, principal, input.projectId);
   authorize(principal, Capability.CreateRelease, { projectId: project.id });
   // Validity is decided on the raw string: `v1.2.3` or ` 1.2.3` are refused, never coerced.
-  if (!isValidSemVer(input.version)) throw invalid('version', `Release version '${input.version}' is not a valid SemVer 2.0.0 version`);
+  if (!isValidSemVer(input.version))
+    throw invalid('version', `Release version '${input.version}' is not a valid SemVer 2.0.0 version`);
 
   const releaseId = newId();
   await deps.store.transaction(async (tx) => {
@@ -127,8 +152,14 @@ export async function createRelease(deps: DomainDeps, principal: Principal, inpu
     await checkVersionUnused(tx, project.id, input.version);
     const channel = await resolveChannel(tx, project.id, input);
     if (channel && !versionSatisfiesChannel(input.version, channel)) {
-      const rules = [channel.versionRange ? `range '${channel.versionRange}'` : null, channel.preReleaseTag ? `pre-release tag '${channel.preReleaseTag}'` : null];
-      throw invalid('version', `Release version '${input.version}' does not satisfy the ${rules.filter((r) => r !== null).join(' and ')} of channel '${channel.name}'`);
+      const rules = [
+        channel.versionRange ? `range '${channel.versionRange}'` : null,
+        channel.preReleaseTag ? `pre-release tag '${channel.preReleaseTag}'` : null,
+      ];
+      throw invalid(
+        'version',
+        `Release version '${input.version}' does not satisfy the ${rules.filter((r) => r !== null).join(' and ')} of channel '${channel.name}'`,
+      );
     }
     const snapshot = await takeSnapshot(tx, project, channel, input.packageVersions ?? {});
     await tx.releases.insert({
@@ -153,7 +184,11 @@ export async function createRelease(deps: DomainDeps, principal: Principal, inpu
   return { releaseId };
 }
 
-export async function listReleases(deps: DomainDeps, principal: Principal, query: { projectId: string } & PageRequest): Promise<Paged<Release>> {
+export async function listReleases(
+  deps: DomainDeps,
+  principal: Principal,
+  query: { projectId: string } & PageRequest,
+): Promise<Paged<Release>> {
   const project = await visibleProject(deps, principal, query.projectId);
   authorize(principal, Capability.View, { projectId: project.id });
   return deps.store.releases.list(project.id, toPage(query));
@@ -169,7 +204,9 @@ async function findByEquivalentVersion(deps: DomainDeps, projectId: string, vers
   const exact = await deps.store.releases.findByVersion(projectId, version);
   if (exact) return exact;
   if (expandQuery(version) === null) throw invalid('version', `'${version}' is not a SemVer 2.0.0 version`);
-  const matches = (await deps.store.releases.listVersions(projectId)).filter((r) => semverEquivalent(version, r.version));
+  const matches = (await deps.store.releases.listVersions(projectId)).filter((r) =>
+    semverEquivalent(version, r.version),
+  );
   const best = sortSemVerDescending(matches.map((m) => m.version))[0];
   const id = matches.find((m) => m.version === best)?.id;
   return id ? deps.store.releases.get(id) : null;
@@ -202,7 +239,12 @@ export async function getReleaseDetails(
   const progression = computeProgression(
     release.snapshot.lifecycle,
     environments.map((e) => ({ environmentId: e.id, name: e.name, enabled: e.enabled })),
-    deployments.map((d) => ({ environmentId: d.environmentId, status: d.status, errorCount: d.errorCount, warningCount: d.warningCount })),
+    deployments.map((d) => ({
+      environmentId: d.environmentId,
+      status: d.status,
+      errorCount: d.errorCount,
+      warningCount: d.warningCount,
+    })),
   );
   return { release, progression };
 }

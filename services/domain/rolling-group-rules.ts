@@ -12,7 +12,10 @@ export const MachineOrder = { MachineName: 'MachineName', TagPriority: 'TagPrior
 export type MachineOrder = (typeof MachineOrder)[keyof typeof MachineOrder];
 export const OnMachineFailure = { StopStep: 'StopStep', ContinueToOtherMachines: 'ContinueToOtherMachines' } as const;
 export type OnMachineFailure = (typeof OnMachineFailure)[keyof typeof OnMachineFailure];
-export const OnMemberFailure = { SkipRestOnThisMachine: 'SkipRestOnThisMachine', ContinueMembers: 'ContinueMembers' } as const;
+export const OnMemberFailure = {
+  SkipRestOnThisMachine: 'SkipRestOnThisMachine',
+  ContinueMembers: 'ContinueMembers',
+} as const;
 export type OnMemberFailure = (typeof OnMemberFailure)[keyof typeof OnMemberFailure];
 export const OnNoTargets = { Skip: 'Skip', Warn: 'Warn', Fail: 'Fail' } as const;
 export type OnNoTargets = (typeof OnNoTargets)[keyof typeof OnNoTargets];
@@ -72,7 +75,12 @@ export function validateSettings(settings: GroupSettings, context: SettingsConte
   if (!Number.isInteger(settings.windowSize) || settings.windowSize < 1) {
     errors.push(error(at('windowSize'), 'must be an integer of at least 1'));
   } else if (settings.windowSize > context.maxParallelMachines) {
-    errors.push(error(at('windowSize'), `must not exceed the organization's maxParallelMachines (${context.maxParallelMachines})`));
+    errors.push(
+      error(
+        at('windowSize'),
+        `must not exceed the organization's maxParallelMachines (${context.maxParallelMachines})`,
+      ),
+    );
   }
   errors.push(...oneOf(at('machineOrder'), settings.machineOrder, MachineOrder));
   const tagIds = settings.machineOrderTagIds;
@@ -84,7 +92,8 @@ export function validateSettings(settings: GroupSettings, context: SettingsConte
   }
   if (new Set(tagIds).size !== tagIds.length) errors.push(error(at('machineOrderTagIds'), 'must not repeat a tag'));
   const unknown = tagIds.filter((id) => !context.workspaceTagIds.has(id));
-  if (unknown.length > 0) errors.push(error(at('machineOrderTagIds'), `unknown tag IDs: ${[...new Set(unknown)].join(', ')}`));
+  if (unknown.length > 0)
+    errors.push(error(at('machineOrderTagIds'), `unknown tag IDs: ${[...new Set(unknown)].join(', ')}`));
   if (settings.waitBetweenMachineGroups && settings.machineOrder !== MachineOrder.TagPriority) {
     errors.push(error(at('waitBetweenMachineGroups'), 'can only be true when machineOrder is TagPriority'));
   }
@@ -95,11 +104,17 @@ export function validateSettings(settings: GroupSettings, context: SettingsConte
 }
 
 /** Fields a caller may never send: `order` is always derived; membership changes go elsewhere on update. */
-export function validateForbiddenFields(sent: { order?: unknown; memberStepIds?: unknown }, operation: 'create' | 'update'): ValidationError[] {
+export function validateForbiddenFields(
+  sent: { order?: unknown; memberStepIds?: unknown },
+  operation: 'create' | 'update',
+): ValidationError[] {
   const errors: ValidationError[] = [];
-  if (sent.order !== undefined) errors.push(error('order', 'is derived from the position of the first member step and is never accepted'));
+  if (sent.order !== undefined)
+    errors.push(error('order', 'is derived from the position of the first member step and is never accepted'));
   if (operation === 'update' && sent.memberStepIds !== undefined) {
-    errors.push(error('memberStepIds', 'cannot be changed here; use PUT /api/project/step/rolling-group to move one step'));
+    errors.push(
+      error('memberStepIds', 'cannot be changed here; use PUT /api/project/step/rolling-group to move one step'),
+    );
   }
   return errors;
 }
@@ -138,10 +153,17 @@ export function splitGroups(layout: readonly StepSlot[]): string[] {
 }
 
 /** Layout rules: every group's members are consecutive; `groupIds` (when given) are each non-empty. */
-export function validateLayout(layout: readonly StepSlot[], property: string, groupIds: readonly string[] = []): ValidationError[] {
-  const errors = splitGroups(layout).map((id) => error(property, `would split rolling group ${id}: its member steps must stay consecutive`));
+export function validateLayout(
+  layout: readonly StepSlot[],
+  property: string,
+  groupIds: readonly string[] = [],
+): ValidationError[] {
+  const errors = splitGroups(layout).map((id) =>
+    error(property, `would split rolling group ${id}: its member steps must stay consecutive`),
+  );
   const members = membersOf(layout);
-  for (const id of groupIds) if (!members.has(id)) errors.push(error(property, `would leave rolling group ${id} without member steps`));
+  for (const id of groupIds)
+    if (!members.has(id)) errors.push(error(property, `would leave rolling group ${id} without member steps`));
   return errors;
 }
 
@@ -189,18 +211,26 @@ export function validateMove(
 ): ValidationError[] {
   const slot = layout.find((s) => s.stepId === stepId);
   if (!slot) return [error('projectStepId', 'not a step of the project')];
-  if (targetGroupId !== null && !projectGroupIds.includes(targetGroupId)) return [error('rollingGroupId', 'not a rolling group of the step\'s project')];
+  if (targetGroupId !== null && !projectGroupIds.includes(targetGroupId))
+    return [error('rollingGroupId', "not a rolling group of the step's project")];
   if (slot.rollingGroupId === targetGroupId) return [];
   const moved = layout.map((s) => (s.stepId === stepId ? { stepId, rollingGroupId: targetGroupId } : s));
   const affected = [slot.rollingGroupId, targetGroupId].filter((id): id is string => id !== null);
   const members = membersOf(moved);
   const errors: ValidationError[] = [];
   if (slot.rollingGroupId !== null && !members.has(slot.rollingGroupId)) {
-    errors.push(error('projectStepId', 'is the only member of its rolling group; a group never becomes empty (delete the group instead)'));
+    errors.push(
+      error(
+        'projectStepId',
+        'is the only member of its rolling group; a group never becomes empty (delete the group instead)',
+      ),
+    );
   }
   const split = splitGroups(moved).filter((id) => affected.includes(id));
   if (split.length > 0) {
-    errors.push(error('projectStepId', 'can only join or leave a rolling group at either end of its run of consecutive steps'));
+    errors.push(
+      error('projectStepId', 'can only join or leave a rolling group at either end of its run of consecutive steps'),
+    );
   }
   return errors;
 }

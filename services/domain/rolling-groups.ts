@@ -3,7 +3,15 @@
  * rolling-group-rules.ts; here they are fed the project's steps, the organization's
  * maxParallelMachines and the workspace's tags, inside one transaction per change.
  */
-import { authorize, Capability, InvalidParameterError, newId, unknownId, type Principal, type ValidationError } from '../core/index.ts';
+import {
+  authorize,
+  Capability,
+  InvalidParameterError,
+  newId,
+  unknownId,
+  type Principal,
+  type ValidationError,
+} from '../core/index.ts';
 import type { RollingGroupRecord, RollingGroupSettings } from '../store/rolling-groups.ts';
 import type { Store } from '../store/index.ts';
 import type { DomainDeps } from './deps.ts';
@@ -33,10 +41,18 @@ export interface RollingGroup extends RollingGroupRecord {
 type SettingsInput = { [K in keyof RollingGroupSettings]?: RollingGroupSettings[K] | undefined };
 
 function refuse(message: string, errors: ValidationError[]): never {
-  throw new InvalidParameterError(`${message}: ${errors.map((e) => `${e.property} ${e.messages.join('; ')}`).join(', ')}`, errors);
+  throw new InvalidParameterError(
+    `${message}: ${errors.map((e) => `${e.property} ${e.messages.join('; ')}`).join(', ')}`,
+    errors,
+  );
 }
 
-async function settingsContext(store: Store, principal: Principal, workspaceId: string, tagIds: readonly string[]): Promise<SettingsContext> {
+async function settingsContext(
+  store: Store,
+  principal: Principal,
+  workspaceId: string,
+  tagIds: readonly string[],
+): Promise<SettingsContext> {
   const organization = await store.organizations.get(principal.organizationId);
   const tags = await store.tags.getMany(workspaceId, [...new Set(tagIds)]);
   return {
@@ -62,23 +78,46 @@ function pickSettings(input: SettingsInput): Partial<RollingGroupSettings> {
  * organization lowered maxParallelMachines below its windowSize) makes the read fail with 400
  * and validationErrors (spec §7.3), so nobody deploys with settings the rules now refuse.
  */
-export async function listRollingGroups(deps: DomainDeps, principal: Principal, projectId: string): Promise<{ projectId: string; rollingGroups: RollingGroup[] }> {
+export async function listRollingGroups(
+  deps: DomainDeps,
+  principal: Principal,
+  projectId: string,
+): Promise<{ projectId: string; rollingGroups: RollingGroup[] }> {
   // Spec §7.3 words this refusal "invalid project ID".
   const project = await visibleProject(deps, principal, projectId).catch((error: unknown) => {
-    if (error instanceof InvalidParameterError) throw new InvalidParameterError('Invalid project ID: not found', error.validationErrors);
+    if (error instanceof InvalidParameterError)
+      throw new InvalidParameterError('Invalid project ID: not found', error.validationErrors);
     throw error;
   });
   authorize(principal, Capability.EditProject, { projectId: project.id });
-  const [records, steps] = await Promise.all([deps.store.rollingGroups.listByProject(project.id), deps.store.projectSteps.listByProject(project.id)]);
+  const [records, steps] = await Promise.all([
+    deps.store.rollingGroups.listByProject(project.id),
+    deps.store.projectSteps.listByProject(project.id),
+  ]);
   const layout = layoutOf(steps);
-  const groups = records.map((g) => withMembership(g, layout)).sort((a, b) => a.order - b.order || a.id.localeCompare(b.id));
-  const context = await settingsContext(deps.store, principal, project.workspaceId, groups.flatMap((g) => g.machineOrderTagIds));
+  const groups = records
+    .map((g) => withMembership(g, layout))
+    .sort((a, b) => a.order - b.order || a.id.localeCompare(b.id));
+  const context = await settingsContext(
+    deps.store,
+    principal,
+    project.workspaceId,
+    groups.flatMap((g) => g.machineOrderTagIds),
+  );
   const split = new Set(splitGroups(layout));
   const errors = groups.flatMap((group, index) => {
     const prefix = `rollingGroups[${index}].`;
-    const found = validateSettings(group, context, prefix).map((e) => ({ ...e, messages: e.messages.map((m) => `${m} (group '${group.name}')`) }));
-    if (group.memberStepIds.length === 0) found.push({ property: `${prefix}memberStepIds`, messages: [`group '${group.name}' has no member steps`] });
-    if (split.has(group.id)) found.push({ property: `${prefix}memberStepIds`, messages: [`member steps of group '${group.name}' are not consecutive`] });
+    const found = validateSettings(group, context, prefix).map((e) => ({
+      ...e,
+      messages: e.messages.map((m) => `${m} (group '${group.name}')`),
+    }));
+    if (group.memberStepIds.length === 0)
+      found.push({ property: `${prefix}memberStepIds`, messages: [`group '${group.name}' has no member steps`] });
+    if (split.has(group.id))
+      found.push({
+        property: `${prefix}memberStepIds`,
+        messages: [`member steps of group '${group.name}' are not consecutive`],
+      });
     return found;
   });
   if (errors.length > 0) refuse('Stored rolling group settings failed validation', errors);
@@ -95,18 +134,22 @@ export async function createRollingGroup(
   if (forbidden.length > 0) refuse('Invalid rolling group', forbidden);
   const project = await visibleProject(deps, principal, input.projectId);
   authorize(principal, Capability.EditProject, { projectId: project.id });
-  const settings: RollingGroupSettings = { ...DEFAULT_GROUP_SETTINGS, machineOrderTagIds: [], ...pickSettings(input), name: input.name };
+  const settings: RollingGroupSettings = {
+    ...DEFAULT_GROUP_SETTINGS,
+    machineOrderTagIds: [],
+    ...pickSettings(input),
+    name: input.name,
+  };
   const id = newId();
   await deps.store.transaction(async (tx) => {
     if (!(await tx.projectSteps.lockProject(project.id))) throw unknownId('projectId');
     const layout = layoutOf(await tx.projectSteps.listByProject(project.id));
     const context = await settingsContext(tx, principal, project.workspaceId, settings.machineOrderTagIds);
-    const errors = [
-      ...validateSettings(settings, context),
-      ...validateNewMembers(layout, input.memberStepIds),
-    ];
+    const errors = [...validateSettings(settings, context), ...validateNewMembers(layout, input.memberStepIds)];
     if (errors.length > 0) refuse('Invalid rolling group', errors);
-    await withUniqueName('name', settings.name, () => tx.rollingGroups.insert({ id, projectId: project.id, ...settings }));
+    await withUniqueName('name', settings.name, () =>
+      tx.rollingGroups.insert({ id, projectId: project.id, ...settings }),
+    );
     await tx.projectSteps.setRollingGroup(input.memberStepIds, id);
   });
   return { rollingGroupId: id };
@@ -120,7 +163,12 @@ export async function updateRollingGroup(
 ): Promise<void> {
   const forbidden = validateForbiddenFields(input, 'update');
   if (forbidden.length > 0) refuse('Invalid rolling group', forbidden);
-  const group = await visibleResource(deps, principal, deps.store.rollingGroups.get(input.rollingGroupId), 'rollingGroupId');
+  const group = await visibleResource(
+    deps,
+    principal,
+    deps.store.rollingGroups.get(input.rollingGroupId),
+    'rollingGroupId',
+  );
   authorize(principal, Capability.EditProject, { projectId: group.projectId });
   const patch = pickSettings(input);
   // The whole resulting group must validate, e.g. switching to MachineName needs the tags emptied too.
@@ -132,7 +180,11 @@ export async function updateRollingGroup(
 }
 
 /** Dissolves a group; its steps stay where they are, in no group. */
-export async function deleteRollingGroup(deps: DomainDeps, principal: Principal, rollingGroupId: string): Promise<void> {
+export async function deleteRollingGroup(
+  deps: DomainDeps,
+  principal: Principal,
+  rollingGroupId: string,
+): Promise<void> {
   const group = await visibleResource(deps, principal, deps.store.rollingGroups.get(rollingGroupId), 'rollingGroupId');
   authorize(principal, Capability.EditProject, { projectId: group.projectId });
   await deps.store.transaction(async (tx) => {

@@ -27,7 +27,11 @@ export interface ScriptModuleInput {
   scriptLanguage: ScriptLanguage;
 }
 
-async function visibleScriptModule(deps: DomainDeps, principal: Principal, scriptModuleId: string): Promise<ScriptModule> {
+async function visibleScriptModule(
+  deps: DomainDeps,
+  principal: Principal,
+  scriptModuleId: string,
+): Promise<ScriptModule> {
   return visibleResource(deps, principal, deps.store.scriptModules.get(scriptModuleId), 'scriptModuleId');
 }
 
@@ -41,7 +45,11 @@ export async function listScriptModules(
   return deps.store.scriptModules.list(workspace.id, toPage(query));
 }
 
-export async function getScriptModule(deps: DomainDeps, principal: Principal, scriptModuleId: string): Promise<ScriptModule> {
+export async function getScriptModule(
+  deps: DomainDeps,
+  principal: Principal,
+  scriptModuleId: string,
+): Promise<ScriptModule> {
   const module = await visibleScriptModule(deps, principal, scriptModuleId);
   authorize(principal, Capability.View);
   return module;
@@ -87,7 +95,11 @@ export async function updateScriptModule(
  * Refuses while a live project imports the module: silently dropping it would break that
  * project's next deployment. Imports by deleted projects do not count (they cascade away).
  */
-export async function deleteScriptModule(deps: DomainDeps, principal: Principal, scriptModuleId: string): Promise<void> {
+export async function deleteScriptModule(
+  deps: DomainDeps,
+  principal: Principal,
+  scriptModuleId: string,
+): Promise<void> {
   const module = await visibleScriptModule(deps, principal, scriptModuleId);
   authorize(principal, Capability.ManageWorkspace);
   const projects = await deps.store.scriptModules.importedBy(module.id);
@@ -113,7 +125,12 @@ async function withModulesPresent(property: string, write: () => Promise<void>):
 }
 
 /** Checks every ID names a module of the workspace; returns them de-duplicated. */
-async function requireModules(deps: DomainDeps, workspaceId: string, ids: readonly string[], property: string): Promise<string[]> {
+async function requireModules(
+  deps: DomainDeps,
+  workspaceId: string,
+  ids: readonly string[],
+  property: string,
+): Promise<string[]> {
   const unique = [...new Set(ids)];
   const found = await deps.store.scriptModules.getMany(workspaceId, unique);
   if (found.length !== unique.length) throw unknownId(property);
@@ -138,7 +155,9 @@ export async function setProjectScriptModules(
   const project = await visibleProject(deps, principal, input.projectId);
   authorize(principal, Capability.EditProject, { projectId: project.id });
   const ids = await requireModules(deps, project.workspaceId, input.scriptModuleIds, 'scriptModuleIds');
-  await withModulesPresent('scriptModuleIds', () => deps.store.transaction((tx) => tx.scriptModules.setImports(project.id, ids)));
+  await withModulesPresent('scriptModuleIds', () =>
+    deps.store.transaction((tx) => tx.scriptModules.setImports(project.id, ids)),
+  );
 }
 
 export async function addProjectScriptModule(
@@ -149,7 +168,9 @@ export async function addProjectScriptModule(
   const project = await visibleProject(deps, principal, input.projectId);
   authorize(principal, Capability.EditProject, { projectId: project.id });
   await requireModules(deps, project.workspaceId, [input.scriptModuleId], 'scriptModuleId');
-  await withModulesPresent('scriptModuleId', () => deps.store.scriptModules.addImport(project.id, input.scriptModuleId));
+  await withModulesPresent('scriptModuleId', () =>
+    deps.store.scriptModules.addImport(project.id, input.scriptModuleId),
+  );
 }
 
 export async function removeProjectScriptModule(

@@ -39,10 +39,15 @@ export async function getMe(deps: DomainDeps, principal: Principal): Promise<Me>
   };
 }
 
-async function visibleAccount(deps: DomainDeps, principal: Principal, serviceAccountId: string): Promise<ServiceAccount> {
+async function visibleAccount(
+  deps: DomainDeps,
+  principal: Principal,
+  serviceAccountId: string,
+): Promise<ServiceAccount> {
   const account = await deps.store.serviceAccounts.get(serviceAccountId);
   if (!account || account.organizationId !== principal.organizationId) throw unknownId('serviceAccountId');
-  if (principal.workspaceId !== null && account.workspaceId !== principal.workspaceId) throw unknownId('serviceAccountId');
+  if (principal.workspaceId !== null && account.workspaceId !== principal.workspaceId)
+    throw unknownId('serviceAccountId');
   return account;
 }
 
@@ -51,17 +56,22 @@ async function checkRoles(deps: DomainDeps, workspaceId: string | null, roles: R
   const errors: Array<{ property: string; messages: string[] }> = [];
   for (const [index, role] of roles.entries()) {
     if (workspaceId === null && (role.projectIds || role.environmentIds)) {
-      errors.push({ property: `roles[${index}]`, messages: ['organization-wide accounts cannot limit roles to projects or environments'] });
+      errors.push({
+        property: `roles[${index}]`,
+        messages: ['organization-wide accounts cannot limit roles to projects or environments'],
+      });
       continue;
     }
     for (const projectId of role.projectIds ?? []) {
       const project = await deps.store.projects.get(projectId);
-      if (!project || project.workspaceId !== workspaceId) errors.push({ property: `roles[${index}].projectIds`, messages: [`unknown project ${projectId}`] });
+      if (!project || project.workspaceId !== workspaceId)
+        errors.push({ property: `roles[${index}].projectIds`, messages: [`unknown project ${projectId}`] });
     }
     if (role.environmentIds && workspaceId) {
       const found = await deps.store.environments.getMany(workspaceId, role.environmentIds);
       for (const id of role.environmentIds) {
-        if (!found.some((e) => e.id === id)) errors.push({ property: `roles[${index}].environmentIds`, messages: [`unknown environment ${id}`] });
+        if (!found.some((e) => e.id === id))
+          errors.push({ property: `roles[${index}].environmentIds`, messages: [`unknown environment ${id}`] });
       }
     }
   }
@@ -77,7 +87,9 @@ export async function createServiceAccount(
   const workspaceId = input.workspaceId ?? null;
   if (workspaceId === null) {
     if (principal.workspaceId !== null) {
-      throw new InsufficientPermissionsError("Missing permission 'Admin' on the organization (needed for organization-wide accounts)");
+      throw new InsufficientPermissionsError(
+        "Missing permission 'Admin' on the organization (needed for organization-wide accounts)",
+      );
     }
     if (!input.roles.some((r) => r.role === Capability.Admin)) {
       throw new InvalidParameterError('An account without a workspaceId must be an Admin account', [
@@ -113,11 +125,17 @@ export async function listServiceAccounts(
   return principal.workspaceId === null ? all : all.filter((a) => a.workspaceId === principal.workspaceId);
 }
 
-export async function deleteServiceAccount(deps: DomainDeps, principal: Principal, serviceAccountId: string): Promise<void> {
+export async function deleteServiceAccount(
+  deps: DomainDeps,
+  principal: Principal,
+  serviceAccountId: string,
+): Promise<void> {
   authorize(principal, Capability.Admin);
   const account = await visibleAccount(deps, principal, serviceAccountId);
   if (account.id === principal.serviceAccountId) {
-    throw new InvalidParameterError('An account cannot delete itself', [{ property: 'serviceAccountId', messages: ['is the calling account'] }]);
+    throw new InvalidParameterError('An account cannot delete itself', [
+      { property: 'serviceAccountId', messages: ['is the calling account'] },
+    ]);
   }
   await deps.store.serviceAccounts.softDelete(account.id, deps.clock.now());
 }
@@ -131,7 +149,11 @@ export async function createApiKey(
   const account = await visibleAccount(deps, principal, serviceAccountId);
   const apiKey = newSecret();
   const apiKeyId = newId();
-  await deps.store.serviceAccounts.insertApiKey({ id: apiKeyId, serviceAccountId: account.id, keyHash: hashSecret(apiKey) });
+  await deps.store.serviceAccounts.insertApiKey({
+    id: apiKeyId,
+    serviceAccountId: account.id,
+    keyHash: hashSecret(apiKey),
+  });
   return { apiKeyId, apiKey };
 }
 

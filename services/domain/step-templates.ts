@@ -2,7 +2,17 @@
  * Step templates (contract §3): a workspace's reusable scripts. `propertiesRaw` is a JSON string
  * of property definitions; steps fill them in through their `propertiesJson`.
  */
-import { authorize, Capability, InvalidParameterError, newId, toPage, unknownId, type PageRequest, type Paged, type Principal } from '../core/index.ts';
+import {
+  authorize,
+  Capability,
+  InvalidParameterError,
+  newId,
+  toPage,
+  unknownId,
+  type PageRequest,
+  type Paged,
+  type Principal,
+} from '../core/index.ts';
 import type { StepTemplate } from '../store/step-templates.ts';
 import type { DomainDeps } from './deps.ts';
 import { visibleResource, visibleWorkspace, withUniqueName } from './scope.ts';
@@ -45,7 +55,8 @@ function propertyProblems(list: unknown, path: string, seen: Set<string>): strin
     if (item.Description !== undefined && item.Description !== null && typeof item.Description !== 'string') {
       problems.push(`${at}.Description must be a string or null`);
     }
-    if (typeof item.ControlType !== 'string' || item.ControlType.trim() === '') problems.push(`${at}.ControlType must be a non-empty string`);
+    if (typeof item.ControlType !== 'string' || item.ControlType.trim() === '')
+      problems.push(`${at}.ControlType must be a non-empty string`);
     if (item.Properties !== undefined) problems.push(...propertyProblems(item.Properties, `${at}.Properties`, seen));
   });
   return problems;
@@ -57,10 +68,13 @@ export function parseTemplateProperties(raw: string, property = 'propertiesRaw')
   try {
     parsed = JSON.parse(raw);
   } catch {
-    throw new InvalidParameterError(`${property} is not valid JSON`, [{ property, messages: ['must be a JSON string of [{Id, Name, Description, DefaultValue, ControlType}]'] }]);
+    throw new InvalidParameterError(`${property} is not valid JSON`, [
+      { property, messages: ['must be a JSON string of [{Id, Name, Description, DefaultValue, ControlType}]'] },
+    ]);
   }
   const problems = propertyProblems(parsed, property, new Set());
-  if (problems.length > 0) throw new InvalidParameterError(`Invalid ${property}: ${problems[0] ?? ''}`, [{ property, messages: problems }]);
+  if (problems.length > 0)
+    throw new InvalidParameterError(`Invalid ${property}: ${problems[0] ?? ''}`, [{ property, messages: problems }]);
   return (parsed as Array<Record<string, unknown>>).map((p) => ({
     Id: p.Id as string,
     Name: p.Name as string,
@@ -73,7 +87,9 @@ export function parseTemplateProperties(raw: string, property = 'propertiesRaw')
 function checkRunModes(modes: readonly string[] | undefined): void {
   if (modes === undefined) return;
   if (new Set(modes).size !== modes.length) {
-    throw new InvalidParameterError('supportedRunModes lists a run mode twice', [{ property: 'supportedRunModes', messages: ['must not repeat a run mode'] }]);
+    throw new InvalidParameterError('supportedRunModes lists a run mode twice', [
+      { property: 'supportedRunModes', messages: ['must not repeat a run mode'] },
+    ]);
   }
 }
 
@@ -104,11 +120,19 @@ export async function getStepTemplate(
 ): Promise<StepTemplate> {
   let template: StepTemplate;
   if (query.stepTemplateId !== undefined) {
-    template = await visibleResource(deps, principal, deps.store.stepTemplates.get(query.stepTemplateId), 'stepTemplateId');
+    template = await visibleResource(
+      deps,
+      principal,
+      deps.store.stepTemplates.get(query.stepTemplateId),
+      'stepTemplateId',
+    );
   } else if (query.workspaceId !== undefined && query.name !== undefined) {
     const workspace = await visibleWorkspace(deps, principal, query.workspaceId);
     const found = await deps.store.stepTemplates.findByName(workspace.id, query.name);
-    if (!found) throw new InvalidParameterError(`Invalid name: no step template named '${query.name}'`, [{ property: 'name', messages: ['not found'] }]);
+    if (!found)
+      throw new InvalidParameterError(`Invalid name: no step template named '${query.name}'`, [
+        { property: 'name', messages: ['not found'] },
+      ]);
     template = found;
   } else {
     throw new InvalidParameterError('Give stepTemplateId, or workspaceId and name', [
@@ -148,18 +172,28 @@ export async function updateStepTemplate(
   principal: Principal,
   input: { stepTemplateId: string } & Partial<StepTemplateInput>,
 ): Promise<void> {
-  const template = await visibleResource(deps, principal, deps.store.stepTemplates.get(input.stepTemplateId), 'stepTemplateId');
+  const template = await visibleResource(
+    deps,
+    principal,
+    deps.store.stepTemplates.get(input.stepTemplateId),
+    'stepTemplateId',
+  );
   authorize(principal, Capability.ManageWorkspace);
   checkRunModes(input.supportedRunModes);
   if (input.propertiesRaw !== undefined) parseTemplateProperties(input.propertiesRaw);
   if (input.supportedRunModes !== undefined) {
     // A step set to a run mode the template no longer supports could not be deployed.
     const modes = input.supportedRunModes;
-    const stranded = (await deps.store.projectSteps.listByTemplate(template.id)).filter((s) => s.runMode !== null && !modes.includes(s.runMode));
+    const stranded = (await deps.store.projectSteps.listByTemplate(template.id)).filter(
+      (s) => s.runMode !== null && !modes.includes(s.runMode),
+    );
     if (stranded.length > 0) {
       const names = stranded.map((s) => `'${s.name}' (${s.runMode ?? ''})`).join(', ');
       throw new InvalidParameterError(`Steps still use a run mode that would be removed: ${names}`, [
-        { property: 'supportedRunModes', messages: stranded.map((s) => `step '${s.name}' uses run mode '${s.runMode ?? ''}'`) },
+        {
+          property: 'supportedRunModes',
+          messages: stranded.map((s) => `step '${s.name}' uses run mode '${s.runMode ?? ''}'`),
+        },
       ]);
     }
   }
@@ -176,8 +210,17 @@ export async function updateStepTemplate(
 }
 
 /** Soft-deletes a template no live step uses; a deployment of such a step would have no script. */
-export async function deleteStepTemplate(deps: DomainDeps, principal: Principal, stepTemplateId: string): Promise<void> {
-  const template = await visibleResource(deps, principal, deps.store.stepTemplates.get(stepTemplateId), 'stepTemplateId');
+export async function deleteStepTemplate(
+  deps: DomainDeps,
+  principal: Principal,
+  stepTemplateId: string,
+): Promise<void> {
+  const template = await visibleResource(
+    deps,
+    principal,
+    deps.store.stepTemplates.get(stepTemplateId),
+    'stepTemplateId',
+  );
   authorize(principal, Capability.ManageWorkspace);
   await deps.store.transaction(async (tx) => {
     // The row lock waits for a step being added with this template (it takes a share lock).

@@ -1,10 +1,24 @@
 /** Tags (contract §3): labels on machines, used by step filters and rolling-group order. */
-import { authorize, Capability, InvalidParameterError, newId, toPage, unknownId, type PageRequest, type Paged, type Principal } from '../core/index.ts';
+import {
+  authorize,
+  Capability,
+  InvalidParameterError,
+  newId,
+  toPage,
+  unknownId,
+  type PageRequest,
+  type Paged,
+  type Principal,
+} from '../core/index.ts';
 import type { Tag } from '../store/tags.ts';
 import type { DomainDeps } from './deps.ts';
 import { visibleResource, visibleWorkspace, withUniqueName } from './scope.ts';
 
-export async function listTags(deps: DomainDeps, principal: Principal, query: { workspaceId: string } & PageRequest): Promise<Paged<Tag>> {
+export async function listTags(
+  deps: DomainDeps,
+  principal: Principal,
+  query: { workspaceId: string } & PageRequest,
+): Promise<Paged<Tag>> {
   const workspace = await visibleWorkspace(deps, principal, query.workspaceId);
   authorize(principal, Capability.View);
   return deps.store.tags.list(workspace.id, toPage(query));
@@ -29,7 +43,9 @@ export async function updateTag(
 ): Promise<void> {
   const tag = await visibleResource(deps, principal, deps.store.tags.get(input.tagId), 'tagId');
   authorize(principal, Capability.ManageWorkspace);
-  await withUniqueName('name', input.name ?? tag.name, () => deps.store.tags.update(tag.id, { name: input.name, color: input.color }));
+  await withUniqueName('name', input.name ?? tag.name, () =>
+    deps.store.tags.update(tag.id, { name: input.name, color: input.color }),
+  );
 }
 
 export async function deleteTag(deps: DomainDeps, principal: Principal, tagId: string): Promise<void> {
@@ -39,13 +55,20 @@ export async function deleteTag(deps: DomainDeps, principal: Principal, tagId: s
   const usage = await deps.store.tags.usedBy(tag.id);
   if (usage.steps.length > 0 || usage.rollingGroups.length > 0) {
     const users = [...usage.steps.map((n) => `step '${n}'`), ...usage.rollingGroups.map((n) => `rolling group '${n}'`)];
-    throw new InvalidParameterError(`Tag '${tag.name}' is still used by ${users.join(', ')}`, [{ property: 'tagId', messages: ['in use'] }]);
+    throw new InvalidParameterError(`Tag '${tag.name}' is still used by ${users.join(', ')}`, [
+      { property: 'tagId', messages: ['in use'] },
+    ]);
   }
   await deps.store.transaction((tx) => tx.tags.delete(tag.id));
 }
 
 /** Checks every tag ID belongs to the workspace; else 400 naming `property`. */
-export async function requireTags(deps: DomainDeps, workspaceId: string, tagIds: readonly string[], property = 'tagIds'): Promise<void> {
+export async function requireTags(
+  deps: DomainDeps,
+  workspaceId: string,
+  tagIds: readonly string[],
+  property = 'tagIds',
+): Promise<void> {
   const unique = [...new Set(tagIds)];
   const found = await deps.store.tags.getMany(workspaceId, unique);
   if (found.length !== unique.length) throw unknownId(property);

@@ -84,7 +84,9 @@ export type SystemValues = Partial<Record<SystemValueName, string | null>>;
 export class VariableCycleError extends InvalidParameterError {
   readonly cycle: string[];
   constructor(cycle: string[]) {
-    super(`Variable reference cycle: ${cycle.join(' -> ')}`, [{ property: 'variables', messages: [`cycle ${cycle.join(' -> ')}`] }]);
+    super(`Variable reference cycle: ${cycle.join(' -> ')}`, [
+      { property: 'variables', messages: [`cycle ${cycle.join(' -> ')}`] },
+    ]);
     this.cycle = cycle;
   }
 }
@@ -92,7 +94,9 @@ export class VariableCycleError extends InvalidParameterError {
 /** Expanding nested references would produce an absurdly large value (e.g. doubling chains). */
 export class VariableExpansionTooLargeError extends InvalidParameterError {
   constructor(name: string, limit: number) {
-    super(`Expanding variable '${name}' exceeds ${limit} characters`, [{ property: 'variables', messages: [`'${name}' expands too far`] }]);
+    super(`Expanding variable '${name}' exceeds ${limit} characters`, [
+      { property: 'variables', messages: [`'${name}' expands too far`] },
+    ]);
   }
 }
 
@@ -101,7 +105,8 @@ export const MAX_EXPANDED_LENGTH = 4 * 1024 * 1024;
 export const MAX_NESTING_DEPTH = 100;
 
 function matches(filters: ValueFilters, target: ResolutionTarget): boolean {
-  const within = (ids: readonly string[], id: string | null | undefined) => ids.length === 0 || (id != null && ids.includes(id));
+  const within = (ids: readonly string[], id: string | null | undefined) =>
+    ids.length === 0 || (id != null && ids.includes(id));
   if (!within(filters.environmentIds, target.environmentId)) return false;
   if (!within(filters.machineIds, target.machineId)) return false;
   if (!within(filters.stepIds, target.stepId)) return false;
@@ -109,7 +114,8 @@ function matches(filters: ValueFilters, target: ResolutionTarget): boolean {
   if (filters.tagFilter.length > 0) {
     if (target.machineId == null) return false;
     const tags = target.machineTagIds ?? [];
-    if (!filters.tagFilter.some((set) => set.tagIds.length > 0 && set.tagIds.every((id) => tags.includes(id)))) return false;
+    if (!filters.tagFilter.some((set) => set.tagIds.length > 0 && set.tagIds.every((id) => tags.includes(id))))
+      return false;
   }
   return true;
 }
@@ -117,7 +123,13 @@ function matches(filters: ValueFilters, target: ResolutionTarget): boolean {
 /** The filter dimensions in precedence order, as list sizes (0 = unscoped). */
 function dimensions(filters: ValueFilters): number[] {
   const tagCount = filters.tagFilter.reduce((n, set) => n + set.tagIds.length, 0);
-  return [filters.stepIds.length, filters.machineIds.length, tagCount, filters.environmentIds.length, filters.channelIds.length];
+  return [
+    filters.stepIds.length,
+    filters.machineIds.length,
+    tagCount,
+    filters.environmentIds.length,
+    filters.channelIds.length,
+  ];
 }
 
 /** Negative when a should win over b. */
@@ -150,7 +162,13 @@ export function resolveVariables(candidates: readonly CandidateValue[], target: 
   }
   const resolved = new Map<string, ResolvedVariable>();
   for (const [key, c] of best) {
-    resolved.set(key, { name: c.name, value: c.value, sensitive: c.sensitive, source: c.source, variableValueId: c.variableValueId });
+    resolved.set(key, {
+      name: c.name,
+      value: c.value,
+      sensitive: c.sensitive,
+      source: c.source,
+      variableValueId: c.variableValueId,
+    });
   }
   return resolved;
 }
@@ -228,12 +246,14 @@ export class VariableSubstitution {
       throw new VariableCycleError(names);
     }
     if (stack.length >= MAX_NESTING_DEPTH) {
-      throw new InvalidParameterError(`Variable '${variable.name}' is nested more than ${MAX_NESTING_DEPTH} references deep`, [
-        { property: 'variables', messages: [`'${variable.name}' is nested too deeply`] },
-      ]);
+      throw new InvalidParameterError(
+        `Variable '${variable.name}' is nested more than ${MAX_NESTING_DEPTH} references deep`,
+        [{ property: 'variables', messages: [`'${variable.name}' is nested too deeply`] }],
+      );
     }
     const value = this.#substitute(variable.value, [...stack, key]);
-    if (value.length > MAX_EXPANDED_LENGTH) throw new VariableExpansionTooLargeError(variable.name, MAX_EXPANDED_LENGTH);
+    if (value.length > MAX_EXPANDED_LENGTH)
+      throw new VariableExpansionTooLargeError(variable.name, MAX_EXPANDED_LENGTH);
     this.#expanded.set(key, value);
     return value;
   }

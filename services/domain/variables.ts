@@ -12,7 +12,13 @@
  *   filter (old and new), so an account limited to Dev cannot change what Production resolves.
  */
 import { authorize, Capability, InvalidParameterError, newId, unknownId, type Principal } from '../core/index.ts';
-import { VariableType, type Variable, type VariableValue, type VariableValueFilters, type VariableWithValues } from '../store/variables.ts';
+import {
+  VariableType,
+  type Variable,
+  type VariableValue,
+  type VariableValueFilters,
+  type VariableWithValues,
+} from '../store/variables.ts';
 import type { DomainDeps } from './deps.ts';
 import { visibleProject } from './projects.ts';
 import { visibleWorkspace, withUniqueName } from './scope.ts';
@@ -71,7 +77,13 @@ export function toVariableView(variable: VariableWithValues): VariableView {
 const unique = (ids: readonly string[]) => [...new Set(ids)];
 
 /** Loads a live variable of the given kind that the principal may see; else 400 naming `property`. */
-export async function visibleVariable(deps: DomainDeps, principal: Principal, variableId: string, kind: VariableKind, property = 'variableId'): Promise<Variable> {
+export async function visibleVariable(
+  deps: DomainDeps,
+  principal: Principal,
+  variableId: string,
+  kind: VariableKind,
+  property = 'variableId',
+): Promise<Variable> {
   const variable = await deps.store.variables.get(variableId);
   if (!variable || (variable.projectId !== null) !== (kind === VariableKind.Project)) throw unknownId(property);
   if (variable.projectId !== null) await visibleProject(deps, principal, variable.projectId, property);
@@ -93,9 +105,14 @@ export async function visibleValue(
 }
 
 /** The write capability for a variable of this owner, checked against the environments touched. */
-export function authorizeVariableWrite(principal: Principal, owner: { projectId: string | null }, environmentIds: readonly string[] = []): void {
+export function authorizeVariableWrite(
+  principal: Principal,
+  owner: { projectId: string | null },
+  environmentIds: readonly string[] = [],
+): void {
   const environments = unique(environmentIds);
-  if (owner.projectId !== null) authorize(principal, Capability.EditProject, { projectId: owner.projectId, environmentIds: environments });
+  if (owner.projectId !== null)
+    authorize(principal, Capability.EditProject, { projectId: owner.projectId, environmentIds: environments });
   else authorize(principal, Capability.ManageWorkspace, { environmentIds: environments });
 }
 
@@ -108,7 +125,11 @@ async function requireCount(count: Promise<number>, expected: number, property: 
  * (environments, machines, tags) or project (steps, channels). Workspace variables cannot be
  * scoped to steps or channels: those belong to one project, and a workspace variable is shared.
  */
-export async function validateFilters(deps: DomainDeps, owner: Variable, input: FilterInput): Promise<Partial<VariableValueFilters>> {
+export async function validateFilters(
+  deps: DomainDeps,
+  owner: Variable,
+  input: FilterInput,
+): Promise<Partial<VariableValueFilters>> {
   const filters: Partial<VariableValueFilters> = {};
   const store = deps.store.variables;
   if (input.environmentsFilter !== undefined) {
@@ -123,7 +144,12 @@ export async function validateFilters(deps: DomainDeps, owner: Variable, input: 
   }
   if (input.tagFilter !== undefined) {
     const sets = (input.tagFilter ?? []).map((set) => ({ tagIds: unique(set.tagIds) }));
-    await requireTags(deps, owner.workspaceId, sets.flatMap((s) => s.tagIds), 'tagFilter');
+    await requireTags(
+      deps,
+      owner.workspaceId,
+      sets.flatMap((s) => s.tagIds),
+      'tagFilter',
+    );
     filters.tagFilter = sets;
   }
   for (const [key, property] of [
@@ -134,12 +160,14 @@ export async function validateFilters(deps: DomainDeps, owner: Variable, input: 
     if (sent === undefined) continue;
     const ids = unique(sent ?? []);
     if (ids.length > 0 && owner.projectId === null) {
-      throw new InvalidParameterError(`Workspace variable values cannot have a ${key}: steps and channels belong to one project`, [
-        { property: key, messages: ['not allowed on workspace variables'] },
-      ]);
+      throw new InvalidParameterError(
+        `Workspace variable values cannot have a ${key}: steps and channels belong to one project`,
+        [{ property: key, messages: ['not allowed on workspace variables'] }],
+      );
     }
     if (owner.projectId !== null) {
-      const count = key === 'stepFilter' ? store.countSteps(owner.projectId, ids) : store.countChannels(owner.projectId, ids);
+      const count =
+        key === 'stepFilter' ? store.countSteps(owner.projectId, ids) : store.countChannels(owner.projectId, ids);
       await requireCount(count, ids.length, key);
     }
     filters[property] = ids;
@@ -148,8 +176,14 @@ export async function validateFilters(deps: DomainDeps, owner: Variable, input: 
 }
 
 /** The stored form of a value: encrypted for Sensitive variables, plain otherwise. */
-export function sealValue(deps: DomainDeps, type: VariableType, theValue: string): { plain: string | null; encrypted: string | null } {
-  return type === VariableType.Sensitive ? { plain: null, encrypted: deps.secrets.encrypt(theValue) } : { plain: theValue, encrypted: null };
+export function sealValue(
+  deps: DomainDeps,
+  type: VariableType,
+  theValue: string,
+): { plain: string | null; encrypted: string | null } {
+  return type === VariableType.Sensitive
+    ? { plain: null, encrypted: deps.secrets.encrypt(theValue) }
+    : { plain: theValue, encrypted: null };
 }
 
 export interface VariableInput {
@@ -159,7 +193,11 @@ export interface VariableInput {
 }
 
 /** Creates a variable owned by a project (projectId set) or a workspace (projectId null). */
-export async function insertVariable(deps: DomainDeps, owner: { workspaceId: string; projectId: string | null }, input: VariableInput): Promise<{ variableId: string }> {
+export async function insertVariable(
+  deps: DomainDeps,
+  owner: { workspaceId: string; projectId: string | null },
+  input: VariableInput,
+): Promise<{ variableId: string }> {
   const variable: Variable = {
     id: newId(),
     workspaceId: owner.workspaceId,
@@ -176,19 +214,25 @@ export async function insertVariable(deps: DomainDeps, owner: { workspaceId: str
 export async function changeVariable(
   deps: DomainDeps,
   variable: Variable,
-  input: { name?: string | undefined; description?: string | null | undefined; variableType?: VariableType | undefined },
+  input: {
+    name?: string | undefined;
+    description?: string | null | undefined;
+    variableType?: VariableType | undefined;
+  },
 ): Promise<void> {
   const newType = input.variableType;
   await deps.store.transaction(async (tx) => {
     if (newType !== undefined && newType !== variable.variableType) {
       const values = await tx.variables.values(variable.id);
       if (newType === VariableType.Text && values.length > 0) {
-        throw new InvalidParameterError(`Variable '${variable.name}' is Sensitive and has values; delete its values before making it Text`, [
-          { property: 'variableType', messages: ['cannot reveal Sensitive values'] },
-        ]);
+        throw new InvalidParameterError(
+          `Variable '${variable.name}' is Sensitive and has values; delete its values before making it Text`,
+          [{ property: 'variableType', messages: ['cannot reveal Sensitive values'] }],
+        );
       }
       for (const value of values) {
-        if (value.plain !== null) await tx.variables.updateValue(value.id, { stored: sealValue(deps, VariableType.Sensitive, value.plain) });
+        if (value.plain !== null)
+          await tx.variables.updateValue(value.id, { stored: sealValue(deps, VariableType.Sensitive, value.plain) });
       }
     }
     await withUniqueName('name', input.name ?? variable.name, () =>
@@ -200,11 +244,20 @@ export async function changeVariable(
 /** Soft-deletes a variable after checking the caller may touch every environment its values reach. */
 export async function removeVariable(deps: DomainDeps, principal: Principal, variable: Variable): Promise<void> {
   const values = await deps.store.variables.values(variable.id);
-  authorizeVariableWrite(principal, variable, values.flatMap((v) => v.filters.environmentIds));
+  authorizeVariableWrite(
+    principal,
+    variable,
+    values.flatMap((v) => v.filters.environmentIds),
+  );
   await deps.store.transaction((tx) => tx.variables.softDelete(variable.id, deps.clock.now()));
 }
 
-export async function addValue(deps: DomainDeps, principal: Principal, variable: Variable, input: { theValue: string } & FilterInput): Promise<{ variableValueId: string }> {
+export async function addValue(
+  deps: DomainDeps,
+  principal: Principal,
+  variable: Variable,
+  input: { theValue: string } & FilterInput,
+): Promise<{ variableValueId: string }> {
   authorizeVariableWrite(principal, variable, input.environmentsFilter ?? []);
   const filters = await validateFilters(deps, variable, input);
   const value: VariableValue = {
@@ -230,21 +283,33 @@ export async function changeValue(
   await deps.store.variables.updateValue(value.id, { stored, filters });
 }
 
-export async function removeValue(deps: DomainDeps, principal: Principal, found: { value: VariableValue; variable: Variable }): Promise<void> {
+export async function removeValue(
+  deps: DomainDeps,
+  principal: Principal,
+  found: { value: VariableValue; variable: Variable },
+): Promise<void> {
   authorizeVariableWrite(principal, found.variable, found.value.filters.environmentIds);
   await deps.store.variables.softDeleteValue(found.value.id, deps.clock.now());
 }
 
 // ---- Project variables (EditProject on the project; View to read) ----
 
-export async function listProjectVariables(deps: DomainDeps, principal: Principal, projectId: string): Promise<{ projectId: string; variables: VariableView[] }> {
+export async function listProjectVariables(
+  deps: DomainDeps,
+  principal: Principal,
+  projectId: string,
+): Promise<{ projectId: string; variables: VariableView[] }> {
   const project = await visibleProject(deps, principal, projectId);
   authorize(principal, Capability.View, { projectId: project.id });
   const variables = await deps.store.variables.listForProject(project.id);
   return { projectId: project.id, variables: variables.map(toVariableView) };
 }
 
-export async function createProjectVariable(deps: DomainDeps, principal: Principal, input: { projectId: string } & VariableInput): Promise<{ variableId: string }> {
+export async function createProjectVariable(
+  deps: DomainDeps,
+  principal: Principal,
+  input: { projectId: string } & VariableInput,
+): Promise<{ variableId: string }> {
   const project = await visibleProject(deps, principal, input.projectId);
   authorize(principal, Capability.EditProject, { projectId: project.id });
   return insertVariable(deps, { workspaceId: project.workspaceId, projectId: project.id }, input);
@@ -269,7 +334,12 @@ export async function createProjectVariableValue(
   principal: Principal,
   input: { variableId: string; theValue: string } & FilterInput,
 ): Promise<{ variableValueId: string }> {
-  return addValue(deps, principal, await visibleVariable(deps, principal, input.variableId, VariableKind.Project), input);
+  return addValue(
+    deps,
+    principal,
+    await visibleVariable(deps, principal, input.variableId, VariableKind.Project),
+    input,
+  );
 }
 
 export async function updateProjectVariableValue(
@@ -277,10 +347,19 @@ export async function updateProjectVariableValue(
   principal: Principal,
   input: { variableValueId: string; theValue?: string | undefined } & FilterInput,
 ): Promise<void> {
-  await changeValue(deps, principal, await visibleValue(deps, principal, input.variableValueId, VariableKind.Project), input);
+  await changeValue(
+    deps,
+    principal,
+    await visibleValue(deps, principal, input.variableValueId, VariableKind.Project),
+    input,
+  );
 }
 
-export async function deleteProjectVariableValue(deps: DomainDeps, principal: Principal, variableValueId: string): Promise<void> {
+export async function deleteProjectVariableValue(
+  deps: DomainDeps,
+  principal: Principal,
+  variableValueId: string,
+): Promise<void> {
   await removeValue(deps, principal, await visibleValue(deps, principal, variableValueId, VariableKind.Project));
 }
 

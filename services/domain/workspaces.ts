@@ -60,7 +60,11 @@ export async function getOrganizationSettings(deps: DomainDeps, principal: Princ
 export async function updateOrganizationSettings(
   deps: DomainDeps,
   principal: Principal,
-  input: { maxParallelMachines?: number | undefined; maxConcurrentDeployments?: number | undefined; maxQueuedDeployments?: number | undefined },
+  input: {
+    maxParallelMachines?: number | undefined;
+    maxConcurrentDeployments?: number | undefined;
+    maxQueuedDeployments?: number | undefined;
+  },
 ): Promise<void> {
   requireOrganizationAdmin(principal, 'change organization settings');
   await deps.store.organizations.updateSettings(principal.organizationId, input);

@@ -51,7 +51,8 @@ export function createEngine(options: EngineOptions): Engine {
   const advancing = new Map<string, { again: boolean }>();
 
   const wake = async (ids: readonly string[]) => {
-    for (const deploymentId of ids) await bus.publishWork(WorkQueue.deployments, { v: 1, type: 'deployment.advance', deploymentId });
+    for (const deploymentId of ids)
+      await bus.publishWork(WorkQueue.deployments, { v: 1, type: 'deployment.advance', deploymentId });
   };
 
   const triggerAutomaticDeployments = async (releaseId: string): Promise<string[]> => {
@@ -100,11 +101,25 @@ export function createEngine(options: EngineOptions): Engine {
   // change once a task is dispatched (a release never changes at all), so replicas may cache them.
   const dispatched = new BoundedCache<DeploymentTask>(10_000);
   const releases = new BoundedCache<Release>(100);
-  const dispatchedTask = (taskId: string) => dispatched.getOrLoad(taskId, () => store.deploymentTasks.get(taskId), (task) => task.status === 'Running');
+  const dispatchedTask = (taskId: string) =>
+    dispatched.getOrLoad(
+      taskId,
+      () => store.deploymentTasks.get(taskId),
+      (task) => task.status === 'Running',
+    );
   const releaseOf = (releaseId: string) => releases.getOrLoad(releaseId, () => store.releases.get(releaseId));
 
   const progress = new ProgressWriter({ store, clock });
-  const orchestrator = new Orchestrator({ store, clock, bus, logger, replicaId, progress, timing: { ...DEFAULT_TIMING, ...options.timing }, onFinished });
+  const orchestrator = new Orchestrator({
+    store,
+    clock,
+    bus,
+    logger,
+    replicaId,
+    progress,
+    timing: { ...DEFAULT_TIMING, ...options.timing },
+    onFinished,
+  });
 
   /** What agents run for these dispatched tasks; a task whose payload cannot be built fails with the reason. */
   const payloadsOf = async (rows: DispatchedTask[]): Promise<Array<{ machineId: string; payload: RunTaskPayload }>> => {
@@ -115,10 +130,24 @@ export function createEngine(options: EngineOptions): Engine {
       const release = await releaseOf(deployment.releaseId);
       if (!release) continue;
       try {
-        payloads.push({ machineId: machine.machineId, payload: buildRunTask({ snapshot: release.snapshot, release: { version: release.version, notes: release.notes }, deployment, task, machine, secrets }) });
+        payloads.push({
+          machineId: machine.machineId,
+          payload: buildRunTask({
+            snapshot: release.snapshot,
+            release: { version: release.version, notes: release.notes },
+            deployment,
+            task,
+            machine,
+            secrets,
+          }),
+        });
       } catch (error) {
         // A variable cycle or similar: the step cannot run; fail it with the reason.
-        await orchestrator.finishTask(task.id, { status: 'Failed', exitCode: null, message: toError(error).message }, task);
+        await orchestrator.finishTask(
+          task.id,
+          { status: 'Failed', exitCode: null, message: toError(error).message },
+          task,
+        );
         await wake([deployment.id]);
       }
     }
@@ -130,7 +159,11 @@ export function createEngine(options: EngineOptions): Engine {
     const bucket = Math.floor(now.getTime() / sweepIntervalMs);
     for (const deploymentId of await store.deployments.findUnowned(now, 200)) {
       // Replicas sweeping in the same interval publish the same id: JetStream keeps one.
-      await bus.publishWork(WorkQueue.deployments, { v: 1, type: 'deployment.advance', deploymentId }, { id: `sweep.${deploymentId}.${bucket}` });
+      await bus.publishWork(
+        WorkQueue.deployments,
+        { v: 1, type: 'deployment.advance', deploymentId },
+        { id: `sweep.${deploymentId}.${bucket}` },
+      );
     }
   };
 
@@ -141,7 +174,9 @@ export function createEngine(options: EngineOptions): Engine {
 
     async assignmentsFor(machineId: string) {
       const dispatchedTo = await store.deploymentTasks.listDispatchedTo(machineId);
-      const cancel = dispatchedTo.filter(({ deployment }) => deployment.cancellationRequestedUtc).map(({ task }) => task.id);
+      const cancel = dispatchedTo
+        .filter(({ deployment }) => deployment.cancellationRequestedUtc)
+        .map(({ task }) => task.id);
       // payloadsOf leaves out the tasks of deployments being cancelled.
       const run = (await payloadsOf(dispatchedTo)).map(({ payload }) => payload);
       return { run, cancel };
@@ -242,5 +277,3 @@ function nanosToDate(unixNanos: string, fallback: Date): Date {
     return fallback;
   }
 }
-
-

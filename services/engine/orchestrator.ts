@@ -70,7 +70,12 @@ export class Orchestrator {
   async advance(deploymentId: string): Promise<AdvanceResult> {
     const { store, clock, replicaId, timing } = this.#deps;
     const now = clock.now();
-    const claimed = await store.deployments.claim(deploymentId, replicaId, now, new Date(now.getTime() + timing.leaseMs));
+    const claimed = await store.deployments.claim(
+      deploymentId,
+      replicaId,
+      now,
+      new Date(now.getTime() + timing.leaseMs),
+    );
     if (!claimed) {
       const current = await store.deployments.get(deploymentId);
       return current && !['Completed', 'Failed', 'Cancelled'].includes(current.status) ? 'busy' : 'done';
@@ -110,7 +115,12 @@ export class Orchestrator {
 
   #publishChanged(deploymentId: string, status: Deployment['status']): Promise<void> {
     this.#deps.logger.info({ deploymentId, status }, 'deployment status changed');
-    return this.#deps.bus.publishEvent(EventSubject.deploymentChanged(deploymentId), { v: 1, type: 'deployment.changed', deploymentId, status });
+    return this.#deps.bus.publishEvent(EventSubject.deploymentChanged(deploymentId), {
+      v: 1,
+      type: 'deployment.changed',
+      deploymentId,
+      status,
+    });
   }
 
   /**
@@ -128,7 +138,11 @@ export class Orchestrator {
     const now = clock.now();
     await store.transaction(async (tx) => {
       await prelude?.(tx, now);
-      const finished = await tx.deployments.update(deployment.id, { status, completedUtc: now, lastAttemptUtc: now }, now);
+      const finished = await tx.deployments.update(
+        deployment.id,
+        { status, completedUtc: now, lastAttemptUtc: now },
+        now,
+      );
       await tx.deploymentLogs.append(deployment.id, [{ level, data: message(finished?.errorCount ?? 0) }], now);
     });
     this.#plans.forget(deployment.id);
@@ -137,7 +151,10 @@ export class Orchestrator {
   }
 
   async #plan(deploymentId: string): Promise<Plan | null> {
-    return this.#plans.getOrLoad(deploymentId, async () => (await this.#deps.store.deployments.getPlan(deploymentId)) as Plan | null);
+    return this.#plans.getOrLoad(
+      deploymentId,
+      async () => (await this.#deps.store.deployments.getPlan(deploymentId)) as Plan | null,
+    );
   }
 
   /**
@@ -153,32 +170,71 @@ export class Orchestrator {
       store.deploymentMachines.listInEnvironment(deployment.environmentId),
     ]);
     if (!release) {
-      await this.#finish(deployment, 'Failed', () => 'The release or its project no longer exists', 'Error', (tx, now) => tx.deploymentLogs.append(deployment.id, [validating], now));
+      await this.#finish(
+        deployment,
+        'Failed',
+        () => 'The release or its project no longer exists',
+        'Error',
+        (tx, now) => tx.deploymentLogs.append(deployment.id, [validating], now),
+      );
       return null;
     }
     const now = clock.now();
-    const plan = planDeployment(toPlanInput(release.snapshot, deployment, machines, { maxParallelMachines: organization.maxParallelMachines }, now));
-    const tasks = planTargets(plan).map((t) => ({ id: newId(), deploymentId: deployment.id, stageIndex: t.stageIndex, stepId: t.stepId, stepName: stepName(plan.stages[t.stageIndex], t.stepId), machineId: t.machineId, machineName: t.machineName }));
-    const lines: NewLogEntry[] = [validating, { level: 'Information', data: `Planned ${tasks.length} step × machine target(s) on ${machines.length} machine(s) in '${deployment.environmentName}'` }];
+    const plan = planDeployment(
+      toPlanInput(
+        release.snapshot,
+        deployment,
+        machines,
+        { maxParallelMachines: organization.maxParallelMachines },
+        now,
+      ),
+    );
+    const tasks = planTargets(plan).map((t) => ({
+      id: newId(),
+      deploymentId: deployment.id,
+      stageIndex: t.stageIndex,
+      stepId: t.stepId,
+      stepName: stepName(plan.stages[t.stageIndex], t.stepId),
+      machineId: t.machineId,
+      machineName: t.machineName,
+    }));
+    const lines: NewLogEntry[] = [
+      validating,
+      {
+        level: 'Information',
+        data: `Planned ${tasks.length} step × machine target(s) on ${machines.length} machine(s) in '${deployment.environmentName}'`,
+      },
+    ];
     for (const stage of plan.stages) lines.push(...skipLines(deployment.id, stage));
     // Started at once when a slot is free: the first targets are claimed in the same transaction.
     const { running, written } = await store.transaction(async (tx) => {
       const inserted = await tx.deploymentTasks.insertMany(tasks);
-      if (!(await tx.deployments.tryStart(deployment, now, { organizationId: organization.organizationId, fromValidating: { plan } }))) {
+      if (
+        !(await tx.deployments.tryStart(deployment, now, {
+          organizationId: organization.organizationId,
+          fromValidating: { plan },
+        }))
+      ) {
         await tx.deployments.update(deployment.id, { plan, status: 'AwaitingSlot' }, now);
         await tx.deploymentLogs.append(deployment.id, lines, now);
         return { running: false, written: NOTHING_WRITTEN };
       }
       lines.push(deployingLine(deployment));
       // All new (validation is one transaction) unless an earlier attempt's tasks exist: read those.
-      const current = inserted.length === tasks.length ? inserted : await tx.deploymentTasks.listForDeployment(deployment.id);
+      const current =
+        inserted.length === tasks.length ? inserted : await tx.deploymentTasks.listForDeployment(deployment.id);
       const decisions = decide(plan, current);
       return { running: true, written: await this.#writeDecisions(tx, deployment.id, decisions, lines, now) };
     });
     this.#plans.remember(deployment.id, plan);
     await this.#publishChanged(deployment.id, running ? 'Running' : 'AwaitingSlot');
     if (!running) return { ...deployment, status: 'AwaitingSlot' };
-    const again = await this.#afterDecisions(deployment.id, written, new Map(machines.map((m) => [m.machineId, m])), now);
+    const again = await this.#afterDecisions(
+      deployment.id,
+      written,
+      new Map(machines.map((m) => [m.machineId, m])),
+      now,
+    );
     // Nothing started (no targets at all) or the statuses already moved on: evaluate again now.
     return again || written.started.length === 0 ? { ...deployment, status: 'Running', startedUtc: now } : null;
   }
@@ -204,7 +260,8 @@ export class Orchestrator {
     if (!plan) return this.#finish(deployment, 'Failed', () => 'The deployment has no plan', 'Error');
     const now = clock.now();
     let tasks = await store.deploymentTasks.listForDeployment(deployment.id);
-    if (await this.#failLostTasks(tasks, now, timing.agentLostMs)) tasks = await store.deploymentTasks.listForDeployment(deployment.id);
+    if (await this.#failLostTasks(tasks, now, timing.agentLostMs))
+      tasks = await store.deploymentTasks.listForDeployment(deployment.id);
     const decisions = decide(plan, tasks);
     const { outcome } = decisions;
     if (outcome && decisions.start.length === 0) {
@@ -212,14 +269,21 @@ export class Orchestrator {
       return this.#finish(
         deployment,
         failed ? 'Failed' : 'Completed',
-        (errors) => (failed ? 'The deployment failed' : errors > 0 ? `The deployment completed with ${errors} error(s)` : 'The deployment completed successfully'),
+        (errors) =>
+          failed
+            ? 'The deployment failed'
+            : errors > 0
+              ? `The deployment completed with ${errors} error(s)`
+              : 'The deployment completed successfully',
         failed ? 'Error' : 'Information',
         // Targets skipped because of a failure are recorded with the outcome.
         (tx, at) => this.#writeDecisions(tx, deployment.id, decisions, [], at),
       );
     }
     if (decisions.start.length === 0 && decisions.skip.length === 0) return;
-    const machines = await store.deploymentMachines.getMany([...new Set(decisions.start.map((task) => task.machineId!))]);
+    const machines = await store.deploymentMachines.getMany([
+      ...new Set(decisions.start.map((task) => task.machineId!)),
+    ]);
     const written = await store.transaction((tx) => this.#writeDecisions(tx, deployment.id, decisions, [], now));
     if (await this.#afterDecisions(deployment.id, written, machines, now)) return this.#run(deployment);
   }
@@ -228,19 +292,54 @@ export class Orchestrator {
    * Writes what the scheduler decided — skips and Pending → Running starts — with their log
    * lines after `lines`, in one append. Runs inside the caller's transaction.
    */
-  async #writeDecisions(tx: Store, deploymentId: string, decisions: Decisions, lines: NewLogEntry[], now: Date): Promise<Written> {
+  async #writeDecisions(
+    tx: Store,
+    deploymentId: string,
+    decisions: Decisions,
+    lines: NewLogEntry[],
+    now: Date,
+  ): Promise<Written> {
     let skipped = 0;
     for (const { task, message } of decisions.skip) {
-      if (!(await tx.deploymentTasks.transition(task.id, ['Pending'], { status: 'Skipped', message, finishedUtc: now }))) continue;
+      if (
+        !(await tx.deploymentTasks.transition(task.id, ['Pending'], { status: 'Skipped', message, finishedUtc: now }))
+      )
+        continue;
       skipped++;
-      lines.push(stepParentEntry(deploymentId, task), { level: 'Information', data: `${task.stepName} on ${task.machineName}: ${message}`, stepId: task.stepId, parentLogId: stepParentLogId(deploymentId, task.stepId) });
+      lines.push(stepParentEntry(deploymentId, task), {
+        level: 'Information',
+        data: `${task.stepName} on ${task.machineName}: ${message}`,
+        stepId: task.stepId,
+        parentLogId: stepParentLogId(deploymentId, task.stepId),
+      });
     }
-    const startedIds = new Set(await tx.deploymentTasks.startMany(decisions.start.map((task) => task.id), now));
-    const started = decisions.start.filter((task) => startedIds.has(task.id)).map((task): DeploymentTask => ({ ...task, status: 'Running', parentLogId: task.id, dispatchedUtc: now, startedUtc: now }));
+    const startedIds = new Set(
+      await tx.deploymentTasks.startMany(
+        decisions.start.map((task) => task.id),
+        now,
+      ),
+    );
+    const started = decisions.start
+      .filter((task) => startedIds.has(task.id))
+      .map((task): DeploymentTask => ({
+        ...task,
+        status: 'Running',
+        parentLogId: task.id,
+        dispatchedUtc: now,
+        startedUtc: now,
+      }));
     // "Step 'X'" is stored once per deployment (fixed id), whichever batch brings it first.
-    for (const task of new Map(started.map((t) => [t.stepId, t])).values()) lines.push(stepParentEntry(deploymentId, task));
+    for (const task of new Map(started.map((t) => [t.stepId, t])).values())
+      lines.push(stepParentEntry(deploymentId, task));
     for (const task of started) {
-      lines.push({ id: task.id, level: 'Information', data: `Running '${task.stepName}' on ${task.machineName}`, stepId: task.stepId, parentLogId: stepParentLogId(deploymentId, task.stepId), taskId: task.id });
+      lines.push({
+        id: task.id,
+        level: 'Information',
+        data: `Running '${task.stepName}' on ${task.machineName}`,
+        stepId: task.stepId,
+        parentLogId: stepParentLogId(deploymentId, task.stepId),
+        taskId: task.id,
+      });
     }
     await tx.deploymentLogs.append(deploymentId, lines, now);
     return { started, skipped };
@@ -251,7 +350,12 @@ export class Orchestrator {
    * its part at once, saying so (no hang). True when statuses changed without anything left
    * running to wake us (skips only, offline failures): the scheduler should look again now.
    */
-  async #afterDecisions(deploymentId: string, written: Written, machines: ReadonlyMap<string, TargetMachine>, now: Date): Promise<boolean> {
+  async #afterDecisions(
+    deploymentId: string,
+    written: Written,
+    machines: ReadonlyMap<string, TargetMachine>,
+    now: Date,
+  ): Promise<boolean> {
     let offline = 0;
     const dispatched: Array<{ taskId: string; machineId: string }> = [];
     for (const task of written.started) {
@@ -261,7 +365,15 @@ export class Orchestrator {
         continue;
       }
       offline++;
-      await this.finishTask(task.id, { status: 'Failed', exitCode: null, message: `Machine '${task.machineName}' is offline: its agent has not connected recently` }, task);
+      await this.finishTask(
+        task.id,
+        {
+          status: 'Failed',
+          exitCode: null,
+          message: `Machine '${task.machineName}' is offline: its agent has not connected recently`,
+        },
+        task,
+      );
     }
     await this.#announceDispatched(deploymentId, dispatched);
     return offline > 0 || (written.skipped > 0 && written.started.length === 0);
@@ -270,7 +382,12 @@ export class Orchestrator {
   /** One event per window (chunked to stay far below NATS's 1 MiB payload limit). */
   async #announceDispatched(deploymentId: string, tasks: Array<{ taskId: string; machineId: string }>): Promise<void> {
     for (let at = 0; at < tasks.length; at += DISPATCH_EVENT_CHUNK) {
-      await this.#deps.bus.publishEvent(EventSubject.tasksDispatched(deploymentId), { v: 1, type: 'tasks.dispatched', deploymentId, tasks: tasks.slice(at, at + DISPATCH_EVENT_CHUNK) });
+      await this.#deps.bus.publishEvent(EventSubject.tasksDispatched(deploymentId), {
+        v: 1,
+        type: 'tasks.dispatched',
+        deploymentId,
+        tasks: tasks.slice(at, at + DISPATCH_EVENT_CHUNK),
+      });
     }
   }
 
@@ -285,7 +402,12 @@ export class Orchestrator {
       const machine = await this.#deps.store.deploymentMachines.get(task.machineId!);
       const lastSeen = machine?.lastSeenUtc?.getTime() ?? 0;
       if (now.getTime() - Math.max(lastSeen, dispatched) > lostMs) {
-        failed = (await this.finishTask(task.id, { status: 'Failed', exitCode: null, message: `Lost contact with the agent on '${task.machineName}'` }, task)) || failed;
+        failed =
+          (await this.finishTask(
+            task.id,
+            { status: 'Failed', exitCode: null, message: `Lost contact with the agent on '${task.machineName}'` },
+            task,
+          )) || failed;
       }
     }
     return failed;
@@ -297,18 +419,39 @@ export class Orchestrator {
     const now = clock.now();
     const tasks = await store.deploymentTasks.listForDeployment(deployment.id);
     for (const task of tasks.filter((t) => t.status === 'Pending')) {
-      await store.deploymentTasks.transition(task.id, ['Pending'], { status: 'Cancelled', message: 'Cancelled before it started', finishedUtc: now });
+      await store.deploymentTasks.transition(task.id, ['Pending'], {
+        status: 'Cancelled',
+        message: 'Cancelled before it started',
+        finishedUtc: now,
+      });
     }
     const running = tasks.filter((t) => t.status === 'Running');
-    const graceOver = now.getTime() - (deployment.cancellationRequestedUtc?.getTime() ?? now.getTime()) > timing.cancelGraceMs;
+    const graceOver =
+      now.getTime() - (deployment.cancellationRequestedUtc?.getTime() ?? now.getTime()) > timing.cancelGraceMs;
     for (const task of running) {
       if (graceOver) {
-        await this.finishTask(task.id, { status: 'Cancelled', exitCode: null, message: `The agent on '${task.machineName}' did not confirm the cancellation in time` }, task);
+        await this.finishTask(
+          task.id,
+          {
+            status: 'Cancelled',
+            exitCode: null,
+            message: `The agent on '${task.machineName}' did not confirm the cancellation in time`,
+          },
+          task,
+        );
       } else if (task.machineId) {
-        await bus.publishEvent(EventSubject.taskCancel(task.id), { v: 1, type: 'task.cancel', taskId: task.id, deploymentId: deployment.id, machineId: task.machineId });
+        await bus.publishEvent(EventSubject.taskCancel(task.id), {
+          v: 1,
+          type: 'task.cancel',
+          taskId: task.id,
+          deploymentId: deployment.id,
+          machineId: task.machineId,
+        });
       }
     }
-    const stillRunning = (await store.deploymentTasks.listForDeployment(deployment.id)).some((t) => t.status === 'Running');
+    const stillRunning = (await store.deploymentTasks.listForDeployment(deployment.id)).some(
+      (t) => t.status === 'Running',
+    );
     if (!stillRunning) await this.#finish(deployment, 'Cancelled', () => 'The deployment was cancelled', 'Warning');
   }
 
@@ -327,17 +470,34 @@ export class Orchestrator {
     if (!task) return false;
     const plan = await this.#plan(task.deploymentId);
     const errorAction = plan ? errorActionOf(plan, task.stepId) : 'Stop';
-    const level: LogLevel = result.status === 'Succeeded' ? 'Information' : result.status === 'Cancelled' ? 'Warning' : errorAction === 'Continue' ? 'Warning' : 'Error';
-    const finished = await this.#deps.progress.write(task.deploymentId, [], [
-      {
-        taskId: task.id,
-        status: result.status,
-        exitCode: result.exitCode,
-        message: result.message,
-        finishedUtc: clock.now(),
-        line: { level, data: `${task.stepName} on ${task.machineName}: ${result.message}`, stepId: task.stepId, parentLogId: task.parentLogId, taskId: task.id },
-      },
-    ]);
+    const level: LogLevel =
+      result.status === 'Succeeded'
+        ? 'Information'
+        : result.status === 'Cancelled'
+          ? 'Warning'
+          : errorAction === 'Continue'
+            ? 'Warning'
+            : 'Error';
+    const finished = await this.#deps.progress.write(
+      task.deploymentId,
+      [],
+      [
+        {
+          taskId: task.id,
+          status: result.status,
+          exitCode: result.exitCode,
+          message: result.message,
+          finishedUtc: clock.now(),
+          line: {
+            level,
+            data: `${task.stepName} on ${task.machineName}: ${result.message}`,
+            stepId: task.stepId,
+            parentLogId: task.parentLogId,
+            taskId: task.id,
+          },
+        },
+      ],
+    );
     return finished.has(task.id);
   }
 }
@@ -358,7 +518,10 @@ const NOTHING_WRITTEN: Written = { started: [], skipped: 0 };
 /** The scheduler's answer for these tasks, as the tasks to start and to skip. */
 function decide(plan: Plan, tasks: DeploymentTask[]): Decisions {
   const byKey = new Map(tasks.map((t) => [targetKey(t.stepId, t.machineId ?? ''), t]));
-  const actions = nextActions(plan, new Map<string, TargetStatus>(tasks.map((t) => [targetKey(t.stepId, t.machineId ?? ''), t.status])));
+  const actions = nextActions(
+    plan,
+    new Map<string, TargetStatus>(tasks.map((t) => [targetKey(t.stepId, t.machineId ?? ''), t.status])),
+  );
   return {
     start: actions.start.flatMap((start) => byKey.get(targetKey(start.stepId, start.machineId)) ?? []),
     skip: actions.skip.flatMap((skip) => {
@@ -369,7 +532,10 @@ function decide(plan: Plan, tasks: DeploymentTask[]): Decisions {
   };
 }
 
-const deployingLine = (deployment: Deployment): NewLogEntry => ({ level: 'Information', data: `Deploying release to '${deployment.environmentName}'` });
+const deployingLine = (deployment: Deployment): NewLogEntry => ({
+  level: 'Information',
+  data: `Deploying release to '${deployment.environmentName}'`,
+});
 
 function stepName(stage: Stage | undefined, stepId: string): string {
   if (!stage) return stepId;
@@ -391,20 +557,42 @@ function errorActionOf(plan: Plan, stepId: string): string {
 /** Log lines for what the plan already knows will not run (the planner's messages are sentences). */
 function skipLines(deploymentId: string, stage: Stage): NewLogEntry[] {
   if (stage.kind === 'Step') {
-    return stage.skip ? [{ id: stepParentLogId(deploymentId, stage.stepId), level: stage.skip.level, data: stage.skip.message, stepId: stage.stepId }] : [];
+    return stage.skip
+      ? [
+          {
+            id: stepParentLogId(deploymentId, stage.stepId),
+            level: stage.skip.level,
+            data: stage.skip.message,
+            stepId: stage.stepId,
+          },
+        ]
+      : [];
   }
   const lines: NewLogEntry[] = [];
   for (const member of stage.members) {
     if (member.skip) {
-      lines.push({ id: stepParentLogId(deploymentId, member.stepId), level: member.skip.level, data: member.skip.message, stepId: member.stepId });
+      lines.push({
+        id: stepParentLogId(deploymentId, member.stepId),
+        level: member.skip.level,
+        data: member.skip.message,
+        stepId: member.stepId,
+      });
       continue;
     }
     if (!stage.noTargets) continue;
     // Counted as the outcome counts it: a Fail is an error unless the step only warns on failure.
     const level: LogLevel =
-      stage.noTargets === 'Skip' ? 'Information' : stage.noTargets === 'Warn' || member.errorAction === 'Continue' ? 'Warning' : 'Error';
+      stage.noTargets === 'Skip'
+        ? 'Information'
+        : stage.noTargets === 'Warn' || member.errorAction === 'Continue'
+          ? 'Warning'
+          : 'Error';
     const what = stage.noTargets === 'Fail' ? 'fails' : 'is skipped';
-    lines.push({ level, data: `Step '${member.name}' of rolling group '${stage.name}' ${what}: no machine matches any step of the group`, stepId: member.stepId });
+    lines.push({
+      level,
+      data: `Step '${member.name}' of rolling group '${stage.name}' ${what}: no machine matches any step of the group`,
+      stepId: member.stepId,
+    });
   }
   return lines;
 }

@@ -7,7 +7,11 @@ import type { PlanInput } from './plan-types.ts';
 export const ONLINE_WINDOW_MS = 90_000;
 
 export function isOnline(machine: Pick<TargetMachine, 'isRegistered' | 'lastSeenUtc'>, now: Date): boolean {
-  return machine.isRegistered && machine.lastSeenUtc !== null && now.getTime() - machine.lastSeenUtc.getTime() <= ONLINE_WINDOW_MS;
+  return (
+    machine.isRegistered &&
+    machine.lastSeenUtc !== null &&
+    now.getTime() - machine.lastSeenUtc.getTime() <= ONLINE_WINDOW_MS
+  );
 }
 
 export function toPlanInput(
@@ -42,7 +46,13 @@ export function toPlanInput(
       onMemberFailure: g.onMemberFailure,
       onNoTargets: g.onNoTargets,
     })),
-    machines: machines.map((m) => ({ machineId: m.machineId, name: m.name, tagIds: m.tagIds, enabled: m.enabled, online: isOnline(m, now) })),
+    machines: machines.map((m) => ({
+      machineId: m.machineId,
+      name: m.name,
+      tagIds: m.tagIds,
+      enabled: m.enabled,
+      online: isOnline(m, now),
+    })),
     request: {
       environmentId: deployment.environmentId,
       excludeStepNames: deployment.excludeStepNames,

@@ -20,7 +20,10 @@ export type MachineOrder = (typeof MachineOrder)[keyof typeof MachineOrder];
 export const OnMachineFailure = { StopStep: 'StopStep', ContinueToOtherMachines: 'ContinueToOtherMachines' } as const;
 export type OnMachineFailure = (typeof OnMachineFailure)[keyof typeof OnMachineFailure];
 
-export const OnMemberFailure = { SkipRestOnThisMachine: 'SkipRestOnThisMachine', ContinueMembers: 'ContinueMembers' } as const;
+export const OnMemberFailure = {
+  SkipRestOnThisMachine: 'SkipRestOnThisMachine',
+  ContinueMembers: 'ContinueMembers',
+} as const;
 export type OnMemberFailure = (typeof OnMemberFailure)[keyof typeof OnMemberFailure];
 
 export const OnNoTargets = { Skip: 'Skip', Warn: 'Warn', Fail: 'Fail' } as const;

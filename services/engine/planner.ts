@@ -52,9 +52,18 @@ export function stepMatchesMachine(step: PlanStepInput, machine: PlanMachineInpu
 
 /** Why a step does not run at all, regardless of machines; null when it runs. */
 function stepLevelSkip(step: PlanStepInput, request: PlanRequestInput, excluded: ReadonlySet<string>): StepSkip | null {
-  if (step.disabled) return { reason: StepSkipReason.Disabled, level: 'Information', message: `Step "${step.name}" is disabled and was skipped.` };
+  if (step.disabled)
+    return {
+      reason: StepSkipReason.Disabled,
+      level: 'Information',
+      message: `Step "${step.name}" is disabled and was skipped.`,
+    };
   if (excluded.has(step.name.toLowerCase())) {
-    return { reason: StepSkipReason.Excluded, level: 'Information', message: `Step "${step.name}" was excluded by the request and was skipped.` };
+    return {
+      reason: StepSkipReason.Excluded,
+      level: 'Information',
+      message: `Step "${step.name}" was excluded by the request and was skipped.`,
+    };
   }
   // A step scoped to other environments is expected not to run here: no warning, or every
   // deployment outside its scope would carry one (and block NoErrorsNoWarnings phases).
@@ -69,7 +78,11 @@ function stepLevelSkip(step: PlanStepInput, request: PlanRequestInput, excluded:
 }
 
 function noMatchingMachine(step: PlanStepInput): StepSkip {
-  return { reason: StepSkipReason.NoMatchingMachine, level: 'Warning', message: `Step "${step.name}" has no matching machine and was skipped.` };
+  return {
+    reason: StepSkipReason.NoMatchingMachine,
+    level: 'Warning',
+    message: `Step "${step.name}" has no matching machine and was skipped.`,
+  };
 }
 
 function planned(machine: PlanMachineInput): PlannedMachine {
@@ -80,10 +93,21 @@ function clampToAtLeastOne(n: number): number {
   return Number.isFinite(n) && n >= 1 ? Math.floor(n) : 1;
 }
 
-function planStep(step: PlanStepInput, candidates: PlanMachineInput[], input: PlanInput, excluded: ReadonlySet<string>): StepStage {
+function planStep(
+  step: PlanStepInput,
+  candidates: PlanMachineInput[],
+  input: PlanInput,
+  excluded: ReadonlySet<string>,
+): StepStage {
   const max = clampToAtLeastOne(input.organization.maxParallelMachines);
   const parallelism = Math.min(clampToAtLeastOne(step.parallelMachines ?? max), max);
-  const base = { kind: 'Step' as const, stepId: step.stepId, name: step.name, errorAction: step.errorAction, parallelism };
+  const base = {
+    kind: 'Step' as const,
+    stepId: step.stepId,
+    name: step.name,
+    errorAction: step.errorAction,
+    parallelism,
+  };
   const skip = stepLevelSkip(step, input.request, excluded);
   if (skip) return { ...base, targets: [], skip };
   const targets = candidates.filter((m) => stepMatchesMachine(step, m)).map(planned);
@@ -97,7 +121,13 @@ function rankOf(group: PlanRollingGroupInput, machine: PlanMachineInput): number
   return index === -1 ? group.machineOrderTagIds.length : index;
 }
 
-function planRollingGroup(group: PlanRollingGroupInput, steps: PlanStepInput[], candidates: PlanMachineInput[], input: PlanInput, excluded: ReadonlySet<string>): RollingStage {
+function planRollingGroup(
+  group: PlanRollingGroupInput,
+  steps: PlanStepInput[],
+  candidates: PlanMachineInput[],
+  input: PlanInput,
+  excluded: ReadonlySet<string>,
+): RollingStage {
   const members: RollingMember[] = steps.map((s) => ({
     stepId: s.stepId,
     name: s.name,
@@ -149,7 +179,10 @@ export function planDeployment(input: PlanInput): Plan {
     }
     if (plannedGroups.has(step.rollingGroupId)) continue;
     const group = groups.get(step.rollingGroupId);
-    if (!group) throw new Error(`Step ${step.stepId} refers to rolling group ${step.rollingGroupId}, which is not in the plan input`);
+    if (!group)
+      throw new Error(
+        `Step ${step.stepId} refers to rolling group ${step.rollingGroupId}, which is not in the plan input`,
+      );
     plannedGroups.add(group.rollingGroupId);
     // Members are consecutive by the API's rules; collecting them all keeps a broken order safe.
     const members = input.steps.filter((s) => s.rollingGroupId === group.rollingGroupId);
@@ -159,16 +192,20 @@ export function planDeployment(input: PlanInput): Plan {
 }
 
 /** Every (step, machine) target of the plan, in stage order: what the orchestrator stores as Pending. */
-export function planTargets(plan: Plan): Array<{ stageIndex: number; stepId: string; machineId: string; machineName: string }> {
+export function planTargets(
+  plan: Plan,
+): Array<{ stageIndex: number; stepId: string; machineId: string; machineName: string }> {
   const out: Array<{ stageIndex: number; stepId: string; machineId: string; machineName: string }> = [];
   plan.stages.forEach((stage, stageIndex) => {
     if (stage.kind === 'Step') {
-      for (const t of stage.targets) out.push({ stageIndex, stepId: stage.stepId, machineId: t.machineId, machineName: t.machineName });
+      for (const t of stage.targets)
+        out.push({ stageIndex, stepId: stage.stepId, machineId: t.machineId, machineName: t.machineName });
       return;
     }
     for (const member of stage.members) {
       for (const m of stage.machines) {
-        if (m.stepIds.includes(member.stepId)) out.push({ stageIndex, stepId: member.stepId, machineId: m.machineId, machineName: m.machineName });
+        if (m.stepIds.includes(member.stepId))
+          out.push({ stageIndex, stepId: member.stepId, machineId: m.machineId, machineName: m.machineName });
       }
     }
   });

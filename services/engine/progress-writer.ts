@@ -43,7 +43,11 @@ export class ProgressWriter {
    * Stores the lines and task ends once they are committed. Resolves with the tasks that moved
    * from Running to their final status in this write (a task already final is left alone).
    */
-  write(deploymentId: string, entries: readonly NewLogEntry[], finishes: readonly TaskFinish[] = []): Promise<Set<string>> {
+  write(
+    deploymentId: string,
+    entries: readonly NewLogEntry[],
+    finishes: readonly TaskFinish[] = [],
+  ): Promise<Set<string>> {
     return new Promise((resolve, reject) => {
       const queue = this.#queues.get(deploymentId);
       const report = { entries, finishes, resolve, reject };
@@ -67,7 +71,9 @@ export class ProgressWriter {
       } catch (error) {
         if (batch.length === 1) batch[0]!.reject(error);
         // One report the database refuses must not fail the others that shared its statement.
-        else for (const report of batch) await this.#writeTogether(deploymentId, [report]).catch((error: unknown) => report.reject(error));
+        else
+          for (const report of batch)
+            await this.#writeTogether(deploymentId, [report]).catch((error: unknown) => report.reject(error));
       }
     }
     this.#queues.delete(deploymentId);
@@ -103,6 +109,8 @@ export class ProgressWriter {
       owned.flat(),
       this.#clock.now(),
     );
-    batch.forEach((report, i) => report.resolve(new Set(owned[i]!.map((f) => f.taskId).filter((id) => finished.has(id)))));
+    batch.forEach((report, i) =>
+      report.resolve(new Set(owned[i]!.map((f) => f.taskId).filter((id) => finished.has(id)))),
+    );
   }
 }

@@ -79,9 +79,12 @@ function advanceStep(index: number, stage: StepStage, w: Working): void {
   }
 }
 
-const machineStarted = (m: RollingMachine, w: Working): boolean => m.stepIds.some((s) => w.status(s, m.machineId) !== TargetStatus.Pending);
-const machineDone = (m: RollingMachine, w: Working): boolean => m.stepIds.every((s) => isTerminal(w.status(s, m.machineId)));
-const machineFailed = (m: RollingMachine, w: Working): boolean => m.stepIds.some((s) => isFailure(w.status(s, m.machineId)));
+const machineStarted = (m: RollingMachine, w: Working): boolean =>
+  m.stepIds.some((s) => w.status(s, m.machineId) !== TargetStatus.Pending);
+const machineDone = (m: RollingMachine, w: Working): boolean =>
+  m.stepIds.every((s) => isTerminal(w.status(s, m.machineId)));
+const machineFailed = (m: RollingMachine, w: Working): boolean =>
+  m.stepIds.some((s) => isFailure(w.status(s, m.machineId)));
 
 /**
  * A rolling group: each machine runs its members in order; up to windowSize machines are in
@@ -91,7 +94,13 @@ function advanceGroup(index: number, g: RollingStage, w: Working): void {
   if (g.onMemberFailure === OnMemberFailure.SkipRestOnThisMachine) {
     for (const m of g.machines.filter((m) => machineFailed(m, w))) {
       for (const stepId of m.stepIds.filter((s) => w.status(s, m.machineId) === TargetStatus.Pending)) {
-        w.pass(index, stepId, m.machineId, TargetSkipReason.EarlierMemberFailed, `Skipped on ${m.machineName}: an earlier step of rolling group "${g.name}" failed on this machine.`);
+        w.pass(
+          index,
+          stepId,
+          m.machineId,
+          TargetSkipReason.EarlierMemberFailed,
+          `Skipped on ${m.machineName}: an earlier step of rolling group "${g.name}" failed on this machine.`,
+        );
       }
     }
   }
@@ -100,7 +109,13 @@ function advanceGroup(index: number, g: RollingStage, w: Working): void {
     // Machines already in progress finish the group; no other machine starts.
     for (const m of g.machines.filter((m) => !machineStarted(m, w))) {
       for (const stepId of m.stepIds) {
-        w.pass(index, stepId, m.machineId, TargetSkipReason.GroupStopped, `Skipped on ${m.machineName}: another machine failed in rolling group "${g.name}".`);
+        w.pass(
+          index,
+          stepId,
+          m.machineId,
+          TargetSkipReason.GroupStopped,
+          `Skipped on ${m.machineName}: another machine failed in rolling group "${g.name}".`,
+        );
       }
     }
   }
@@ -127,12 +142,20 @@ function advanceGroup(index: number, g: RollingStage, w: Working): void {
 /** errorAction Stop steps that failed in this stage (so later stages must not start). */
 function stopFailures(stage: Stage, w: Working): string[] {
   if (stage.kind === 'Step') {
-    const failed = stage.errorAction === ErrorAction.Stop && stage.targets.some((t) => isFailure(w.status(stage.stepId, t.machineId)));
+    const failed =
+      stage.errorAction === ErrorAction.Stop &&
+      stage.targets.some((t) => isFailure(w.status(stage.stepId, t.machineId)));
     return failed ? [stage.stepId] : [];
   }
   return stage.members
     .filter((member) => member.skip === null && member.errorAction === ErrorAction.Stop)
-    .filter((member) => stage.noTargets === OnNoTargets.Fail || stage.machines.some((m) => m.stepIds.includes(member.stepId) && isFailure(w.status(member.stepId, m.machineId))))
+    .filter(
+      (member) =>
+        stage.noTargets === OnNoTargets.Fail ||
+        stage.machines.some(
+          (m) => m.stepIds.includes(member.stepId) && isFailure(w.status(member.stepId, m.machineId)),
+        ),
+    )
     .map((member) => member.stepId);
 }
 
@@ -141,15 +164,19 @@ function issuesOf(stage: Stage, w: Working, errors: OutcomeIssue[], warnings: Ou
     (errorAction === ErrorAction.Continue ? warnings : errors).push(issue);
   };
   if (stage.kind === 'Step') {
-    if (stage.skip?.level === 'Warning') warnings.push({ stepId: stage.stepId, machineId: null, kind: 'NoMatchingMachine' });
+    if (stage.skip?.level === 'Warning')
+      warnings.push({ stepId: stage.stepId, machineId: null, kind: 'NoMatchingMachine' });
     for (const t of stage.targets) {
-      if (isFailure(w.status(stage.stepId, t.machineId))) failure(stage.errorAction, { stepId: stage.stepId, machineId: t.machineId, kind: 'TargetFailed' });
+      if (isFailure(w.status(stage.stepId, t.machineId)))
+        failure(stage.errorAction, { stepId: stage.stepId, machineId: t.machineId, kind: 'TargetFailed' });
     }
     return;
   }
   for (const member of stage.members.filter((m) => m.skip === null)) {
-    if (stage.noTargets === OnNoTargets.Warn) warnings.push({ stepId: member.stepId, machineId: null, kind: 'NoTargets' });
-    if (stage.noTargets === OnNoTargets.Fail) failure(member.errorAction, { stepId: member.stepId, machineId: null, kind: 'NoTargets' });
+    if (stage.noTargets === OnNoTargets.Warn)
+      warnings.push({ stepId: member.stepId, machineId: null, kind: 'NoTargets' });
+    if (stage.noTargets === OnNoTargets.Fail)
+      failure(member.errorAction, { stepId: member.stepId, machineId: null, kind: 'NoTargets' });
     for (const m of stage.machines) {
       if (m.stepIds.includes(member.stepId) && isFailure(w.status(member.stepId, m.machineId))) {
         failure(member.errorAction, { stepId: member.stepId, machineId: m.machineId, kind: 'TargetFailed' });
@@ -170,7 +197,13 @@ export function nextActions(plan: Plan, state: TargetStatuses): NextActions {
     if (stopped.length > 0) {
       for (const t of stageTargets(stage)) {
         if (w.status(t.stepId, t.machineId) === TargetStatus.Pending) {
-          w.pass(index, t.stepId, t.machineId, TargetSkipReason.DeploymentFailed, 'Skipped: an earlier step failed and stopped the deployment.');
+          w.pass(
+            index,
+            t.stepId,
+            t.machineId,
+            TargetSkipReason.DeploymentFailed,
+            'Skipped: an earlier step failed and stopped the deployment.',
+          );
         }
       }
       continue;
@@ -189,7 +222,9 @@ export function nextActions(plan: Plan, state: TargetStatuses): NextActions {
   }
   // A later stage never started after a Stop failure; anything still running there would be a
   // bug upstream, so the outcome waits for it rather than report a deployment that is not over.
-  const stillRunning = plan.stages.some((s) => stageTargets(s).some((t) => w.status(t.stepId, t.machineId) === TargetStatus.Running));
+  const stillRunning = plan.stages.some((s) =>
+    stageTargets(s).some((t) => w.status(t.stepId, t.machineId) === TargetStatus.Running),
+  );
   if (stillRunning) return { start: w.start, skip: w.skip, finishedStages };
   const deploymentOutcome: DeploymentOutcome = {
     status: stopped.length > 0 ? 'Failed' : 'Completed',

@@ -69,8 +69,12 @@ export function buildRunTask(input: {
     StepName: step.name,
   };
   const substitution = new VariableSubstitution(resolved, system);
-  const properties = Object.fromEntries(Object.entries(step.properties).map(([id, value]) => [id, substitution.substitute(value)]));
-  const script = substitution.substitute(fullScript(snapshot, step)).replace(SCRIPT_REFERENCE, (whole, id: string) => properties[id] ?? whole);
+  const properties = Object.fromEntries(
+    Object.entries(step.properties).map(([id, value]) => [id, substitution.substitute(value)]),
+  );
+  const script = substitution
+    .substitute(fullScript(snapshot, step))
+    .replace(SCRIPT_REFERENCE, (whole, id: string) => properties[id] ?? whole);
 
   const env: Record<string, string> = {};
   for (const variable of substitution.expandAll()) env[variable.name] = variable.value;
@@ -79,7 +83,13 @@ export function buildRunTask(input: {
 
   const packages = snapshot.packages
     .filter((p) => step.packageIds.includes(p.packageId))
-    .map((p) => ({ packageId: p.packageId, version: p.version, sha256: p.sha256, sizeBytes: p.sizeBytes, format: p.type }));
+    .map((p) => ({
+      packageId: p.packageId,
+      version: p.version,
+      sha256: p.sha256,
+      sizeBytes: p.sizeBytes,
+      format: p.type,
+    }));
   return {
     taskId: task.id,
     deploymentId: deployment.id,

@@ -5,7 +5,12 @@ import * as grpc from '@grpc/grpc-js';
 import { hashSecret, newSecret, type Clock } from '../core/index.ts';
 import type { Store } from '../store/index.ts';
 import { grpcStatus } from './grpc-errors.ts';
-import { METADATA_AGENT_CREDENTIAL, METADATA_MACHINE_ID, type RegisterRequest, type RegisterResponse } from './proto.ts';
+import {
+  METADATA_AGENT_CREDENTIAL,
+  METADATA_MACHINE_ID,
+  type RegisterRequest,
+  type RegisterResponse,
+} from './proto.ts';
 
 /** The slice of the store the gateway uses. */
 export interface GatewayStore {
@@ -21,7 +26,11 @@ function clip(value: string): string | undefined {
   return value === '' ? undefined : value.slice(0, 200);
 }
 
-export async function registerAgent(store: GatewayStore, clock: Clock, request: RegisterRequest): Promise<RegisterResponse> {
+export async function registerAgent(
+  store: GatewayStore,
+  clock: Clock,
+  request: RegisterRequest,
+): Promise<RegisterResponse> {
   const refused = grpcStatus(
     grpc.status.UNAUTHENTICATED,
     'The registration token is unknown, already used or expired; create a new one with POST /api/machine/registration-token',
@@ -42,12 +51,17 @@ export async function registerAgent(store: GatewayStore, clock: Clock, request: 
 function single(metadata: grpc.Metadata, key: string): string | null {
   const values = metadata.get(key);
   const [value] = values;
-  return values.length === 1 && typeof value === 'string' && value !== '' && value.length <= MAX_SECRET_LENGTH ? value : null;
+  return values.length === 1 && typeof value === 'string' && value !== '' && value.length <= MAX_SECRET_LENGTH
+    ? value
+    : null;
 }
 
 /** The machine the call's metadata proves to be, or an UNAUTHENTICATED status to end the call with. */
 export async function authenticateAgent(store: GatewayStore, metadata: grpc.Metadata): Promise<AuthenticatedMachine> {
-  const refused = grpcStatus(grpc.status.UNAUTHENTICATED, `Unknown agent: ${METADATA_MACHINE_ID} and ${METADATA_AGENT_CREDENTIAL} do not match a registered machine`);
+  const refused = grpcStatus(
+    grpc.status.UNAUTHENTICATED,
+    `Unknown agent: ${METADATA_MACHINE_ID} and ${METADATA_AGENT_CREDENTIAL} do not match a registered machine`,
+  );
   const machineId = single(metadata, METADATA_MACHINE_ID);
   const credential = single(metadata, METADATA_AGENT_CREDENTIAL);
   if (machineId === null || credential === null) throw refused;

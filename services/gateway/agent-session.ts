@@ -151,7 +151,10 @@ export class AgentSession {
     if (this.#closed) return;
     if (this.#blocked) {
       if (this.#outbox.length >= MAX_OUTBOX) {
-        this.#fail(grpcStatus(grpc.status.RESOURCE_EXHAUSTED, 'The agent is not reading its messages'), 'agent outbox overflow');
+        this.#fail(
+          grpcStatus(grpc.status.RESOURCE_EXHAUSTED, 'The agent is not reading its messages'),
+          'agent outbox overflow',
+        );
         return;
       }
       this.#outbox.push(message);
@@ -224,7 +227,11 @@ export class AgentSession {
   }
 
   async #onHello(hello: Hello): Promise<void> {
-    const info: AgentInfo = { agentVersion: nonEmpty(hello.agentVersion), os: nonEmpty(hello.os), hostname: nonEmpty(hello.hostname) };
+    const info: AgentInfo = {
+      agentVersion: nonEmpty(hello.agentVersion),
+      os: nonEmpty(hello.os),
+      hostname: nonEmpty(hello.hostname),
+    };
     await this.#port.heartbeat(this.machineId, info);
     // The agent is already running these: a RunTask would only be answered with TaskAccepted.
     for (const taskId of hello.runningTaskIds) this.#sentTaskIds.add(taskId);

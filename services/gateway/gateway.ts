@@ -78,7 +78,8 @@ export function createGateway(options: GatewayOptions): Gateway {
         for (const { machineId, payload } of dispatched) sessions.get(machineId)?.offerTask(payload);
       },
       // The agents are not lost: each re-reads its tasks at its next heartbeat.
-      (error: unknown) => logger.error({ err: toError(error), deploymentId: message.deploymentId }, 'reading dispatched tasks failed'),
+      (error: unknown) =>
+        logger.error({ err: toError(error), deploymentId: message.deploymentId }, 'reading dispatched tasks failed'),
     );
   }
 
@@ -96,7 +97,8 @@ export function createGateway(options: GatewayOptions): Gateway {
         },
         (error: unknown) => {
           const status = toGrpcStatus(error);
-          if (status.code === grpc.status.UNAUTHENTICATED) logger.warn({ peer: call.getPeer() }, 'agent registration refused');
+          if (status.code === grpc.status.UNAUTHENTICATED)
+            logger.warn({ peer: call.getPeer() }, 'agent registration refused');
           else logger.error({ err: toError(error) }, 'agent registration failed');
           callback(status);
         },
@@ -121,7 +123,8 @@ export function createGateway(options: GatewayOptions): Gateway {
         },
         (error: unknown) => {
           const status = toGrpcStatus(error);
-          if (status.code === grpc.status.UNAUTHENTICATED) logger.warn({ peer: call.getPeer() }, 'agent connection refused');
+          if (status.code === grpc.status.UNAUTHENTICATED)
+            logger.warn({ peer: call.getPeer() }, 'agent connection refused');
           else logger.error({ err: toError(error) }, 'agent authentication failed');
           call.emit('error', status);
         },
@@ -130,7 +133,9 @@ export function createGateway(options: GatewayOptions): Gateway {
 
     DownloadPackage(call: DownloadCall) {
       authenticateAgent(options.store, call.metadata)
-        .then((machine) => streamPackage(options.packages, machine.workspaceId, call, logger.child({ machineId: machine.id })))
+        .then((machine) =>
+          streamPackage(options.packages, machine.workspaceId, call, logger.child({ machineId: machine.id })),
+        )
         .catch((error: unknown) => {
           const status = toGrpcStatus(error);
           if (status.code === grpc.status.UNAVAILABLE) logger.error({ err: toError(error) }, 'package download failed');
@@ -148,10 +153,16 @@ export function createGateway(options: GatewayOptions): Gateway {
       const instance = new grpc.Server(SERVER_CHANNEL_OPTIONS);
       instance.addService(loadAgentProto().gantry.agent.v1.AgentService.service, handlers);
       const credentials = options.tls
-        ? grpc.ServerCredentials.createSsl(null, [{ cert_chain: Buffer.from(options.tls.cert), private_key: Buffer.from(options.tls.key) }], false)
+        ? grpc.ServerCredentials.createSsl(
+            null,
+            [{ cert_chain: Buffer.from(options.tls.cert), private_key: Buffer.from(options.tls.key) }],
+            false,
+          )
         : grpc.ServerCredentials.createInsecure();
       const bound = await new Promise<number>((resolve, reject) => {
-        instance.bindAsync(`${host.includes(':') ? `[${host}]` : host}:${port}`, credentials, (error, boundPort) => (error ? reject(error) : resolve(boundPort)));
+        instance.bindAsync(`${host.includes(':') ? `[${host}]` : host}:${port}`, credentials, (error, boundPort) =>
+          error ? reject(error) : resolve(boundPort),
+        );
       });
       server = instance;
       logger.info({ host, port: bound, tls: Boolean(options.tls) }, 'agent gateway listening');

@@ -12,10 +12,17 @@ export function grpcStatus(code: grpc.status, details: string): GrpcStatus {
 }
 
 export function isGrpcStatus(value: unknown): value is GrpcStatus {
-  return typeof value === 'object' && value !== null && typeof (value as { code?: unknown }).code === 'number' && typeof (value as { details?: unknown }).details === 'string';
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    typeof (value as { code?: unknown }).code === 'number' &&
+    typeof (value as { details?: unknown }).details === 'string'
+  );
 }
 
 /** Anything that is not already a status becomes UNAVAILABLE: the agent retries, the cause is logged, not sent. */
 export function toGrpcStatus(error: unknown): GrpcStatus {
-  return isGrpcStatus(error) ? error : grpcStatus(grpc.status.UNAVAILABLE, 'The control plane could not handle the request; retry later');
+  return isGrpcStatus(error)
+    ? error
+    : grpcStatus(grpc.status.UNAVAILABLE, 'The control plane could not handle the request; retry later');
 }

@@ -22,7 +22,8 @@ export type DownloadCall = grpc.ServerWritableStream<DownloadPackageRequest, Pac
 
 /** Splits one source chunk into pieces of at most MAX_CHUNK_BYTES (views, no copy). */
 export function* slices(chunk: Buffer): Generator<Buffer> {
-  for (let offset = 0; offset < chunk.length; offset += MAX_CHUNK_BYTES) yield chunk.subarray(offset, offset + MAX_CHUNK_BYTES);
+  for (let offset = 0; offset < chunk.length; offset += MAX_CHUNK_BYTES)
+    yield chunk.subarray(offset, offset + MAX_CHUNK_BYTES);
 }
 
 // Resolves on 'drain', or when the call can no longer drain (cancelled or closed), so a vanished
@@ -48,9 +49,14 @@ export async function streamPackage(
   logger: Logger,
 ): Promise<void> {
   const { packageId, version } = call.request;
-  const notFound = grpcStatus(grpc.status.NOT_FOUND, `Package ${packageId} version ${version} was not found in this machine's workspace`);
-  if (!source) throw grpcStatus(grpc.status.UNIMPLEMENTED, 'Package downloads are not configured on this control plane');
-  if (packageId === '' || version === '' || packageId.length > MAX_NAME_LENGTH || version.length > MAX_NAME_LENGTH) throw notFound;
+  const notFound = grpcStatus(
+    grpc.status.NOT_FOUND,
+    `Package ${packageId} version ${version} was not found in this machine's workspace`,
+  );
+  if (!source)
+    throw grpcStatus(grpc.status.UNIMPLEMENTED, 'Package downloads are not configured on this control plane');
+  if (packageId === '' || version === '' || packageId.length > MAX_NAME_LENGTH || version.length > MAX_NAME_LENGTH)
+    throw notFound;
   const opened = await source.openPackage(workspaceId, packageId, version);
   if (!opened) throw notFound;
   const stream = opened.stream;

@@ -40,6 +40,8 @@ export async function checkArchive(file: string, type: PackageType, property: st
     if (entries === 0) throw new Error('the archive has no entries');
   } catch (error) {
     const reason = toError(error).message;
-    throw new InvalidParameterError(`The package is not a readable ${type} archive: ${reason}`, [{ property, messages: [`not a readable ${type} archive`] }]);
+    throw new InvalidParameterError(`The package is not a readable ${type} archive: ${reason}`, [
+      { property, messages: [`not a readable ${type} archive`] },
+    ]);
   }
 }

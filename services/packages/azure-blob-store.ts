@@ -19,7 +19,9 @@ function isNotFound(error: unknown): boolean {
 }
 
 export async function createAzureBlobStore(options: AzureBlobStoreOptions): Promise<BlobStore> {
-  const container = BlobServiceClient.fromConnectionString(options.connectionString).getContainerClient(options.container);
+  const container = BlobServiceClient.fromConnectionString(options.connectionString).getContainerClient(
+    options.container,
+  );
   await container.createIfNotExists();
   const blob = (key: string) => {
     assertSafeKey(key);

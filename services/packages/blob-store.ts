@@ -95,7 +95,8 @@ export function createFilesystemBlobStore(options: FilesystemBlobStoreOptions): 
     async createUploadUrl(key, expiresAt) {
       assertSafeKey(key);
       const token = key.slice('pending/'.length);
-      if (!key.startsWith('pending/') || token.includes('/')) throw new Error('Upload URLs are only issued for pending blobs');
+      if (!key.startsWith('pending/') || token.includes('/'))
+        throw new Error('Upload URLs are only issued for pending blobs');
       const exp = Math.floor(expiresAt.getTime() / 1000);
       const sig = signUpload(options.hmacKey, key, exp);
       return `${base}/api/packagestore/blob/${encodeURIComponent(token)}?exp=${exp}&sig=${sig}`;

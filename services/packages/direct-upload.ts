@@ -38,7 +38,12 @@ export async function receiveDirectUpload(context: Context, request: DirectUploa
   }
   const exp = Number(request.exp);
   const blobKey = `pending/${request.token}`;
-  if (!TOKEN.test(request.token) || !Number.isSafeInteger(exp) || !request.sig || !blobs.isSignedUpload(blobKey, exp, request.sig)) {
+  if (
+    !TOKEN.test(request.token) ||
+    !Number.isSafeInteger(exp) ||
+    !request.sig ||
+    !blobs.isSignedUpload(blobKey, exp, request.sig)
+  ) {
     return { status: 403, error: 'The upload URL signature is invalid' };
   }
   if (clock.now().getTime() >= exp * 1000) return { status: 403, error: 'The upload URL has expired' };

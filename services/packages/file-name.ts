@@ -32,9 +32,10 @@ export interface PackageFileName {
 
 function refuse(property: string, fileName: string, reason: string): InvalidParameterError {
   const shown = fileName.length > 100 ? `${fileName.slice(0, 100)}…` : fileName;
-  return new InvalidParameterError(`Invalid ${property} '${shown}': ${reason}. Expected <PackageId>.<Version>.<ext> with a SemVer 2.0.0 version and one of .nupkg, .zip, .tar, .tar.gz`, [
-    { property, messages: [reason] },
-  ]);
+  return new InvalidParameterError(
+    `Invalid ${property} '${shown}': ${reason}. Expected <PackageId>.<Version>.<ext> with a SemVer 2.0.0 version and one of .nupkg, .zip, .tar, .tar.gz`,
+    [{ property, messages: [reason] }],
+  );
 }
 
 /**
@@ -44,9 +45,11 @@ function refuse(property: string, fileName: string, reason: string): InvalidPara
  */
 export function parsePackageFileName(fileName: string, property = 'FileName'): PackageFileName {
   if (fileName.length === 0) throw refuse(property, fileName, 'the file name is empty');
-  if (fileName.length > MAX_FILE_NAME_LENGTH) throw refuse(property, fileName, `the file name is longer than ${MAX_FILE_NAME_LENGTH} characters`);
+  if (fileName.length > MAX_FILE_NAME_LENGTH)
+    throw refuse(property, fileName, `the file name is longer than ${MAX_FILE_NAME_LENGTH} characters`);
   // eslint-disable-next-line no-control-regex
-  if (/[\u0000-\u001f\u007f]/.test(fileName)) throw refuse(property, fileName, 'the file name contains control characters');
+  if (/[\u0000-\u001f\u007f]/.test(fileName))
+    throw refuse(property, fileName, 'the file name contains control characters');
   if (/[/\\:]/.test(fileName)) throw refuse(property, fileName, 'the file name contains a path separator');
   if (fileName.includes('..')) throw refuse(property, fileName, "the file name contains '..'");
 
@@ -63,7 +66,11 @@ export function parsePackageFileName(fileName: string, property = 'FileName'): P
     const packageId = base.slice(0, dot);
     if (packageId === '') throw refuse(property, fileName, 'the package ID is empty');
     if (!PACKAGE_ID.test(packageId)) {
-      throw refuse(property, fileName, `the package ID '${packageId}' may only contain letters, digits, '_', '-' and single dots`);
+      throw refuse(
+        property,
+        fileName,
+        `the package ID '${packageId}' may only contain letters, digits, '_', '-' and single dots`,
+      );
     }
     return { packageId, version, type, extension };
   }

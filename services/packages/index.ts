@@ -1,6 +1,17 @@
 /** The package store concern: its public surface (contract §6). */
-export { createPackageService, stagingDirOf, DEFAULT_MAX_PACKAGE_BYTES, UPLOAD_URL_LIFETIME_MS } from './package-service.ts';
-export type { PackageService, PackageServiceOptions, NegotiateResult, Download, UploadInput } from './package-service.ts';
+export {
+  createPackageService,
+  stagingDirOf,
+  DEFAULT_MAX_PACKAGE_BYTES,
+  UPLOAD_URL_LIFETIME_MS,
+} from './package-service.ts';
+export type {
+  PackageService,
+  PackageServiceOptions,
+  NegotiateResult,
+  Download,
+  UploadInput,
+} from './package-service.ts';
 export type { DirectUploadRequest, DirectUploadResult } from './direct-upload.ts';
 export { createFilesystemBlobStore } from './blob-store.ts';
 export type { BlobStore, FilesystemBlobStore } from './blob-store.ts';

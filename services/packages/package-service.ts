@@ -46,9 +46,10 @@ export interface Download {
 }
 
 function duplicate(name: PackageFileName, property: string): InvalidParameterError {
-  return new InvalidParameterError(`Package ${name.packageId} version ${name.version} already exists in this workspace; packages are immutable`, [
-    { property, messages: ['this package ID and version already exist'] },
-  ]);
+  return new InvalidParameterError(
+    `Package ${name.packageId} version ${name.version} already exists in this workspace; packages are immutable`,
+    [{ property, messages: ['this package ID and version already exist'] }],
+  );
 }
 
 export function createPackageService(options: PackageServiceOptions) {
@@ -65,12 +66,18 @@ export function createPackageService(options: PackageServiceOptions) {
   }
 
   /** Checks a staged file and publishes it. The staged file is consumed or deleted either way. */
-  async function publish(workspace: Workspace, name: PackageFileName, staged: StagedFile, property: string): Promise<StoredPackage> {
+  async function publish(
+    workspace: Workspace,
+    name: PackageFileName,
+    staged: StagedFile,
+    property: string,
+  ): Promise<StoredPackage> {
     const id = newId();
     const blobKey = `feed/${workspace.id}/${id}`;
     let blobWritten = false;
     try {
-      if (staged.sizeBytes === 0) throw new InvalidParameterError('The package file is empty', [{ property, messages: ['empty file'] }]);
+      if (staged.sizeBytes === 0)
+        throw new InvalidParameterError('The package file is empty', [{ property, messages: ['empty file'] }]);
       await checkArchive(staged.path, name.type, property);
       const stored: StoredPackage = {
         id,
@@ -126,13 +133,19 @@ export function createPackageService(options: PackageServiceOptions) {
     discard,
 
     /** Packages of a workspace (optionally one ID), highest SemVer first, then by ID. */
-    async list(principal: Principal, query: { workspaceId: string; packageId?: string | undefined }): Promise<StoredPackage[]> {
+    async list(
+      principal: Principal,
+      query: { workspaceId: string; packageId?: string | undefined },
+    ): Promise<StoredPackage[]> {
       const workspace = await visibleWorkspace(deps, principal, query.workspaceId);
       authorize(principal, Capability.View);
       return sortPackages(await store.list(workspace.id, query.packageId));
     },
 
-    async download(principal: Principal, query: { workspaceId: string; packageId: string; version: string }): Promise<Download> {
+    async download(
+      principal: Principal,
+      query: { workspaceId: string; packageId: string; version: string },
+    ): Promise<Download> {
       const workspace = await visibleWorkspace(deps, principal, query.workspaceId);
       authorize(principal, [Capability.View, Capability.Deploy]);
       const found = await store.findByPrecedence(workspace.id, query.packageId, query.version);
@@ -144,7 +157,11 @@ export function createPackageService(options: PackageServiceOptions) {
       }
       const stream = await blobs.openRead(found.blobKey);
       if (!stream) throw new Error(`Blob ${found.blobKey} of package ${found.id} is missing`);
-      return { package: found, fileName: packageFileName({ ...found, type: found.type as PackageFileName['type'] }), stream };
+      return {
+        package: found,
+        fileName: packageFileName({ ...found, type: found.type as PackageFileName['type'] }),
+        stream,
+      };
     },
 
     /** §4.7: `direct` for a workspace whose package store is in a region, else `legacy`. */
@@ -161,7 +178,15 @@ export function createPackageService(options: PackageServiceOptions) {
       const now = clock.now();
       const expiresAt = new Date(now.getTime() + UPLOAD_URL_LIFETIME_MS);
       const blobKey = `pending/${id}`;
-      await store.insertPendingUpload({ id, workspaceId: workspace.id, fileName: input.fileName, blobKey, expiresAt, uploadedAt: null, createdAt: now });
+      await store.insertPendingUpload({
+        id,
+        workspaceId: workspace.id,
+        fileName: input.fileName,
+        blobKey,
+        expiresAt,
+        uploadedAt: null,
+        createdAt: now,
+      });
       return { mode: 'direct', uploadUrl: await blobs.createUploadUrl(blobKey, expiresAt) };
     },
 
@@ -170,13 +195,16 @@ export function createPackageService(options: PackageServiceOptions) {
       const { workspace, name } = await pushTarget(principal, input, 'FileName', 'WorkspaceId');
       const pending = await store.findPendingUpload(workspace.id, input.fileName);
       if (!pending) {
-        throw new InvalidParameterError(`No direct upload was negotiated for '${input.fileName}'`, [{ property: 'FileName', messages: ['no negotiated upload'] }]);
+        throw new InvalidParameterError(`No direct upload was negotiated for '${input.fileName}'`, [
+          { property: 'FileName', messages: ['no negotiated upload'] },
+        ]);
       }
       const source = await blobs.openRead(pending.blobKey);
       if (!source) {
-        throw new InvalidParameterError(`Nothing was uploaded to the upload URL of '${input.fileName}'; PUT the file first`, [
-          { property: 'FileName', messages: ['no uploaded blob'] },
-        ]);
+        throw new InvalidParameterError(
+          `Nothing was uploaded to the upload URL of '${input.fileName}'; PUT the file first`,
+          [{ property: 'FileName', messages: ['no uploaded blob'] }],
+        );
       }
       try {
         return await publish(workspace, name, await stage(source, 'FileName'), 'FileName');

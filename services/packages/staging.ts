@@ -20,14 +20,21 @@ export const GIB = 1024 ** 3;
 
 export function tooLarge(maxBytes: number, property: string): InvalidParameterError {
   const limit = maxBytes % GIB === 0 ? `${maxBytes / GIB} GiB` : `${maxBytes} bytes`;
-  return new InvalidParameterError(`The package is larger than the ${limit} limit`, [{ property, messages: [`larger than ${limit}`] }]);
+  return new InvalidParameterError(`The package is larger than the ${limit} limit`, [
+    { property, messages: [`larger than ${limit}`] },
+  ]);
 }
 
 /**
  * Writes `source` to a new file in `dir`. On any failure (limit exceeded, client gone, disk full)
  * the partial file is deleted before the error propagates: a failed upload leaves nothing.
  */
-export async function stageStream(source: Readable, dir: string, maxBytes: number, property: string): Promise<StagedFile> {
+export async function stageStream(
+  source: Readable,
+  dir: string,
+  maxBytes: number,
+  property: string,
+): Promise<StagedFile> {
   await fs.mkdir(dir, { recursive: true, mode: 0o700 });
   const file = path.join(dir, `${newId()}.upload`);
   const hash = createHash('sha256');

@@ -11,7 +11,12 @@ export function signUpload(key: Buffer, blobKey: string, expiresUnixSeconds: num
   return createHmac('sha256', key).update(`${blobKey}\n${expiresUnixSeconds}`).digest('base64url');
 }
 
-export function isValidUploadSignature(key: Buffer, blobKey: string, expiresUnixSeconds: number, signature: string): boolean {
+export function isValidUploadSignature(
+  key: Buffer,
+  blobKey: string,
+  expiresUnixSeconds: number,
+  signature: string,
+): boolean {
   const expected = Buffer.from(signUpload(key, blobKey, expiresUnixSeconds));
   const given = Buffer.from(signature);
   return given.length === expected.length && timingSafeEqual(given, expected);

@@ -50,7 +50,11 @@ function toChannel(row: ChannelRow): Channel {
     versionRange: row.version_range,
     preReleaseTag: row.pre_release_tag,
     // Mapped field by field so stored JSON never leaks extra keys into the read model.
-    packageRules: row.package_rules.map((r) => ({ packageId: r.packageId, versionRange: r.versionRange ?? null, preReleaseTag: r.preReleaseTag ?? null })),
+    packageRules: row.package_rules.map((r) => ({
+      packageId: r.packageId,
+      versionRange: r.versionRange ?? null,
+      preReleaseTag: r.preReleaseTag ?? null,
+    })),
   };
 }
 
@@ -75,12 +79,17 @@ export function channelsStore(db: Db) {
     },
     /** A project's channel by name (case-insensitive), or null: how a release names its channel. */
     async findByName(projectId: string, name: string): Promise<Channel | null> {
-      const row: ChannelRow | undefined = await live().where('c.project_id', projectId).whereRaw('lower(c.name) = lower(?)', [name]).first();
+      const row: ChannelRow | undefined = await live()
+        .where('c.project_id', projectId)
+        .whereRaw('lower(c.name) = lower(?)', [name])
+        .first();
       return row ? toChannel(row) : null;
     },
     /** The project's default channel, or null. */
     async getDefault(projectId: string): Promise<Channel | null> {
-      const row: ChannelRow | undefined = await live().where({ 'c.project_id': projectId, 'c.is_default': true }).first();
+      const row: ChannelRow | undefined = await live()
+        .where({ 'c.project_id': projectId, 'c.is_default': true })
+        .first();
       return row ? toChannel(row) : null;
     },
     /** Locks the project row until the transaction ends, serializing default-channel changes. */

@@ -23,7 +23,13 @@ interface CloudAccountRow {
 }
 
 function toCloudAccount(row: CloudAccountRow): CloudAccount {
-  return { id: row.id, workspaceId: row.workspace_id, name: row.name, type: row.account_type, configEncrypted: row.config_encrypted };
+  return {
+    id: row.id,
+    workspaceId: row.workspace_id,
+    name: row.name,
+    type: row.account_type,
+    configEncrypted: row.config_encrypted,
+  };
 }
 
 export function cloudAccountsStore(db: Db) {

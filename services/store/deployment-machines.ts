@@ -33,7 +33,15 @@ export function toTargetMachine(row: MachineRow): TargetMachine {
   };
 }
 
-export const MACHINE_COLUMNS = ['id', 'workspace_id', 'name', 'tag_ids', 'enabled', 'agent_credential_hash', 'last_seen_at'] as const satisfies ReadonlyArray<keyof MachineRow>;
+export const MACHINE_COLUMNS = [
+  'id',
+  'workspace_id',
+  'name',
+  'tag_ids',
+  'enabled',
+  'agent_credential_hash',
+  'last_seen_at',
+] as const satisfies ReadonlyArray<keyof MachineRow>;
 
 export function deploymentMachinesStore(db: Db) {
   return {
@@ -45,12 +53,16 @@ export function deploymentMachinesStore(db: Db) {
       return rows.map(toTargetMachine);
     },
     async get(machineId: string): Promise<TargetMachine | null> {
-      const row = await db<MachineRow>('machines').where({ id: machineId }).first(...MACHINE_COLUMNS);
+      const row = await db<MachineRow>('machines')
+        .where({ id: machineId })
+        .first(...MACHINE_COLUMNS);
       return row ? toTargetMachine(row) : null;
     },
     async getMany(machineIds: readonly string[]): Promise<Map<string, TargetMachine>> {
       if (machineIds.length === 0) return new Map();
-      const rows = await db<MachineRow>('machines').whereIn('id', machineIds).select(...MACHINE_COLUMNS);
+      const rows = await db<MachineRow>('machines')
+        .whereIn('id', machineIds)
+        .select(...MACHINE_COLUMNS);
       return new Map(rows.map((row) => [row.id, toTargetMachine(row)]));
     },
   };

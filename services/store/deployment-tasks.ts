@@ -74,7 +74,10 @@ function toTask(row: TaskRow): DeploymentTask {
 /** A running task with the facts of its deployment and machine that its payload is built from. */
 export interface DispatchedTask {
   task: DeploymentTask;
-  deployment: Pick<Deployment, 'id' | 'releaseId' | 'environmentId' | 'environmentName' | 'redownloadPackages' | 'cancellationRequestedUtc'>;
+  deployment: Pick<
+    Deployment,
+    'id' | 'releaseId' | 'environmentId' | 'environmentName' | 'redownloadPackages' | 'cancellationRequestedUtc'
+  >;
   machine: TargetMachine;
 }
 
@@ -103,7 +106,9 @@ async function listDispatched(db: Db, narrow: (query: Knex.QueryBuilder) => void
       redownloadPackages: row.d_redownload_packages as boolean,
       cancellationRequestedUtc: row.d_cancellation_requested_at as Date | null,
     },
-    machine: toTargetMachine(Object.fromEntries(MACHINE_COLUMNS.map((column) => [column, row[`m_${column}`]])) as unknown as MachineRow),
+    machine: toTargetMachine(
+      Object.fromEntries(MACHINE_COLUMNS.map((column) => [column, row[`m_${column}`]])) as unknown as MachineRow,
+    ),
   }));
 }
 
@@ -114,7 +119,11 @@ export function deploymentTasksStore(db: Db) {
       return row ? toTask(row) : null;
     },
     async listForDeployment(deploymentId: string): Promise<DeploymentTask[]> {
-      return (await db<TaskRow>('deployment_tasks').where({ deployment_id: deploymentId }).orderBy([{ column: 'stage_index' }, { column: 'machine_name' }, { column: 'id' }])).map(toTask);
+      return (
+        await db<TaskRow>('deployment_tasks')
+          .where({ deployment_id: deploymentId })
+          .orderBy([{ column: 'stage_index' }, { column: 'machine_name' }, { column: 'id' }])
+      ).map(toTask);
     },
     /**
      * Tasks dispatched to a machine and not finished (sent again when its agent reconnects), with
@@ -139,7 +148,11 @@ export function deploymentTasksStore(db: Db) {
      * Inserts the plan's tasks once; a second call for the same deployment (after failover) adds
      * nothing. Returns the tasks it inserted.
      */
-    async insertMany(tasks: Array<Pick<DeploymentTask, 'id' | 'deploymentId' | 'stageIndex' | 'stepId' | 'stepName' | 'machineId' | 'machineName'>>): Promise<DeploymentTask[]> {
+    async insertMany(
+      tasks: Array<
+        Pick<DeploymentTask, 'id' | 'deploymentId' | 'stageIndex' | 'stepId' | 'stepName' | 'machineId' | 'machineName'>
+      >,
+    ): Promise<DeploymentTask[]> {
       if (tasks.length === 0) return [];
       const rows: TaskRow[] = await db('deployment_tasks')
         .insert(
@@ -178,7 +191,15 @@ export function deploymentTasksStore(db: Db) {
     async transition(
       id: string,
       from: readonly TaskStatus[],
-      patch: { status: TaskStatus; exitCode?: number | null; message?: string | null; parentLogId?: string; dispatchedUtc?: Date; startedUtc?: Date; finishedUtc?: Date },
+      patch: {
+        status: TaskStatus;
+        exitCode?: number | null;
+        message?: string | null;
+        parentLogId?: string;
+        dispatchedUtc?: Date;
+        startedUtc?: Date;
+        finishedUtc?: Date;
+      },
     ): Promise<boolean> {
       const row: Record<string, unknown> = { status: patch.status };
       if (patch.exitCode !== undefined) row.exit_code = patch.exitCode;

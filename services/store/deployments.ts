@@ -39,7 +39,18 @@ export interface Deployment {
 
 export type NewDeployment = Pick<
   Deployment,
-  'id' | 'workspaceId' | 'projectId' | 'releaseId' | 'environmentId' | 'environmentName' | 'automatic' | 'excludeStepNames' | 'machineMode' | 'machineIds' | 'redownloadPackages' | 'scheduledFor'
+  | 'id'
+  | 'workspaceId'
+  | 'projectId'
+  | 'releaseId'
+  | 'environmentId'
+  | 'environmentName'
+  | 'automatic'
+  | 'excludeStepNames'
+  | 'machineMode'
+  | 'machineIds'
+  | 'redownloadPackages'
+  | 'scheduledFor'
 >;
 
 interface DeploymentRow {
@@ -73,10 +84,32 @@ interface DeploymentRow {
 
 /** Every column but `plan`: a plan grows with steps × machines and only getPlan needs it. */
 const COLUMNS = [
-  'id', 'workspace_id', 'project_id', 'release_id', 'environment_id', 'environment_name', 'status', 'automatic',
-  'exclude_step_names', 'machine_mode', 'machine_ids', 'redownload_packages', 'scheduled_for', 'created_at',
-  'started_at', 'completed_at', 'cancellation_requested_at', 'last_update_at', 'last_attempt_at', 'error_count',
-  'warning_count', 'last_log_tick', 'change_tick', 'failure_message', 'lease_owner', 'lease_until',
+  'id',
+  'workspace_id',
+  'project_id',
+  'release_id',
+  'environment_id',
+  'environment_name',
+  'status',
+  'automatic',
+  'exclude_step_names',
+  'machine_mode',
+  'machine_ids',
+  'redownload_packages',
+  'scheduled_for',
+  'created_at',
+  'started_at',
+  'completed_at',
+  'cancellation_requested_at',
+  'last_update_at',
+  'last_attempt_at',
+  'error_count',
+  'warning_count',
+  'last_log_tick',
+  'change_tick',
+  'failure_message',
+  'lease_owner',
+  'lease_until',
 ] as const satisfies ReadonlyArray<keyof DeploymentRow>;
 
 function toDeployment(row: DeploymentRow): Deployment {
@@ -128,7 +161,9 @@ export function deploymentsStore(db: Db) {
   });
   return {
     async get(id: string): Promise<Deployment | null> {
-      const row = await db<DeploymentRow>('deployments').where({ id }).first(...COLUMNS);
+      const row = await db<DeploymentRow>('deployments')
+        .where({ id })
+        .first(...COLUMNS);
       return row ? toDeployment(row) : null;
     },
     /** The deployment with its workspace's organization, in one read; null when either is gone. */
@@ -187,7 +222,15 @@ export function deploymentsStore(db: Db) {
       if (filter.releaseId) query.where({ release_id: filter.releaseId });
       if (filter.status) query.where({ status: filter.status });
       if (filter.changedAfterTick !== undefined) query.where('change_tick', '>', filter.changedAfterTick.toString());
-      return pageOf(query, page, [{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }], toDeployment);
+      return pageOf(
+        query,
+        page,
+        [
+          { column: 'created_at', order: 'desc' },
+          { column: 'id', order: 'desc' },
+        ],
+        toDeployment,
+      );
     },
     async maxChangeTick(filter: Omit<DeploymentFilter, 'changedAfterTick' | 'status'>): Promise<bigint> {
       const query = db('deployments');
@@ -199,7 +242,12 @@ export function deploymentsStore(db: Db) {
     },
     /** Deployments of a release, newest first (lifecycle progression is derived from them). */
     async listForRelease(releaseId: string): Promise<Deployment[]> {
-      return (await db<DeploymentRow>('deployments').select(...COLUMNS).where({ release_id: releaseId }).orderBy('created_at', 'desc')).map(toDeployment);
+      return (
+        await db<DeploymentRow>('deployments')
+          .select(...COLUMNS)
+          .where({ release_id: releaseId })
+          .orderBy('created_at', 'desc')
+      ).map(toDeployment);
     },
     /** Active deployments in the whole organization that owns `workspaceId` (the queue limit's count). */
     async countActiveInOrganizationOf(workspaceId: string): Promise<number> {
@@ -282,8 +330,18 @@ export function deploymentsStore(db: Db) {
       return row?.plan ?? null;
     },
     /** The limits of the organization owning a workspace (contract §2 settings). */
-    async organizationLimits(workspaceId: string): Promise<{ organizationId: string; maxParallelMachines: number; maxConcurrentDeployments: number; maxQueuedDeployments: number }> {
-      const row = await db('workspaces as w').join('organizations as o', 'o.id', 'w.organization_id').where('w.id', workspaceId).first('o.*');
+    async organizationLimits(
+      workspaceId: string,
+    ): Promise<{
+      organizationId: string;
+      maxParallelMachines: number;
+      maxConcurrentDeployments: number;
+      maxQueuedDeployments: number;
+    }> {
+      const row = await db('workspaces as w')
+        .join('organizations as o', 'o.id', 'w.organization_id')
+        .where('w.id', workspaceId)
+        .first('o.*');
       if (!row) throw new Error(`Workspace ${workspaceId} has no organization`);
       return {
         organizationId: row.id,
@@ -307,13 +365,19 @@ export function deploymentsStore(db: Db) {
     ): Promise<boolean> {
       const { organizationId, fromValidating } = options;
       const attempt = async (trx: Db) => {
-        const org = organizationId ? { organization_id: organizationId } : await trx('workspaces').where({ id: deployment.workspaceId }).first('organization_id');
+        const org = organizationId
+          ? { organization_id: organizationId }
+          : await trx('workspaces').where({ id: deployment.workspaceId }).first('organization_id');
         if (!org) return false;
         await trx.raw('select pg_advisory_xact_lock(hashtext(?))', [`gantry.start.${org.organization_id}`]);
         // The slot checks are the update's own conditions: one round trip under the lock.
         const count = await trx('deployments')
           .where({ id: deployment.id, status: fromValidating ? 'Validating' : 'AwaitingSlot' })
-          .whereNotExists(trx('deployments').where({ project_id: deployment.projectId, environment_id: deployment.environmentId, status: 'Running' }).select(trx.raw('1')))
+          .whereNotExists(
+            trx('deployments')
+              .where({ project_id: deployment.projectId, environment_id: deployment.environmentId, status: 'Running' })
+              .select(trx.raw('1')),
+          )
           .whereRaw(
             `(SELECT count(*) FROM deployments d JOIN workspaces w ON w.id = d.workspace_id WHERE w.organization_id = ? AND d.status = 'Running')
              < (SELECT max_concurrent_deployments FROM organizations WHERE id = ?)`,
@@ -334,7 +398,11 @@ export function deploymentsStore(db: Db) {
     },
     /** Deployments waiting for a slot, oldest first (woken when a slot frees up). */
     async listAwaitingSlot(limit: number): Promise<string[]> {
-      const rows = await db('deployments').where({ status: 'AwaitingSlot' }).orderBy('created_at').limit(limit).select('id');
+      const rows = await db('deployments')
+        .where({ status: 'AwaitingSlot' })
+        .orderBy('created_at')
+        .limit(limit)
+        .select('id');
       return rows.map((r) => r.id as string);
     },
     /** Marks cancellation requested on an active deployment; false when it is already final. */

@@ -42,7 +42,11 @@ async function checkTraversableByOthers(dir: string): Promise<void> {
   }
 }
 
-export async function startEmbeddedPostgres(options: { dataDir: string; port: number; logger: Logger }): Promise<EmbeddedDatabase> {
+export async function startEmbeddedPostgres(options: {
+  dataDir: string;
+  port: number;
+  logger: Logger;
+}): Promise<EmbeddedDatabase> {
   // The postgres user must be able to traverse to its cluster folder, hence 0755 on ours.
   if (process.getuid?.() === 0) await checkTraversableByOthers(options.dataDir);
   await fs.mkdir(options.dataDir, { recursive: true, mode: 0o755 });

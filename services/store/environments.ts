@@ -54,10 +54,19 @@ export function environmentsStore(db: Db) {
     },
     /** Every environment of a workspace in display order (no paging: callers need all of them). */
     async listAll(workspaceId: string): Promise<Environment[]> {
-      return (await live().where({ workspace_id: workspaceId }).orderBy([{ column: 'sort_order' }, { column: 'name' }])).map(toEnvironment);
+      return (
+        await live()
+          .where({ workspace_id: workspaceId })
+          .orderBy([{ column: 'sort_order' }, { column: 'name' }])
+      ).map(toEnvironment);
     },
     async list(workspaceId: string, page: Page): Promise<Paged<Environment>> {
-      return pageOf(live().where({ workspace_id: workspaceId }), page, [{ column: 'sort_order' }, { column: 'name' }], toEnvironment);
+      return pageOf(
+        live().where({ workspace_id: workspaceId }),
+        page,
+        [{ column: 'sort_order' }, { column: 'name' }],
+        toEnvironment,
+      );
     },
     async maxSortOrder(workspaceId: string): Promise<number> {
       const [row] = await live().where({ workspace_id: workspaceId }).max({ m: 'sort_order' });

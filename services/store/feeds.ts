@@ -60,7 +60,12 @@ export function feedsStore(db: Db) {
     },
     /** The built-in feed first, then the others by name. */
     async list(workspaceId: string, page: Page): Promise<Paged<Feed>> {
-      return pageOf(feeds().where({ workspace_id: workspaceId }), page, [{ column: 'is_builtin', order: 'desc' }, { column: 'name' }], toFeed);
+      return pageOf(
+        feeds().where({ workspace_id: workspaceId }),
+        page,
+        [{ column: 'is_builtin', order: 'desc' }, { column: 'name' }],
+        toFeed,
+      );
     },
     async hasBuiltin(workspaceId: string): Promise<boolean> {
       return (await feeds().where({ workspace_id: workspaceId, is_builtin: true }).first()) !== undefined;
@@ -75,7 +80,10 @@ export function feedsStore(db: Db) {
     async insert(feed: Feed): Promise<void> {
       await feeds().insert(toRow(feed));
     },
-    async update(id: string, patch: Partial<Pick<Feed, 'name' | 'feedType' | 'url' | 'configEncrypted'>>): Promise<void> {
+    async update(
+      id: string,
+      patch: Partial<Pick<Feed, 'name' | 'feedType' | 'url' | 'configEncrypted'>>,
+    ): Promise<void> {
       const row: Partial<FeedRow> = {};
       if (patch.name !== undefined) row.name = patch.name;
       if (patch.feedType !== undefined) row.feed_type = patch.feedType;

@@ -17,7 +17,8 @@ export const ProgressRequirementErrorMode = {
   NoErrorsNoWarnings: 'NoErrorsNoWarnings',
   NoErrorsAllowWarnings: 'NoErrorsAllowWarnings',
 } as const;
-export type ProgressRequirementErrorMode = (typeof ProgressRequirementErrorMode)[keyof typeof ProgressRequirementErrorMode];
+export type ProgressRequirementErrorMode =
+  (typeof ProgressRequirementErrorMode)[keyof typeof ProgressRequirementErrorMode];
 
 export const HowToTrigger = { Automatic: 'Automatic', Manual: 'Manual' } as const;
 export type HowToTrigger = (typeof HowToTrigger)[keyof typeof HowToTrigger];
@@ -119,7 +120,11 @@ export function lifecyclesStore(db: Db) {
       .select('pe.phase_id', 'pe.environment_id', 'e.name as environment_name', 'pe.how_to_trigger');
     for (const row of rows) {
       const list = byPhase.get(row.phase_id) ?? [];
-      list.push({ environmentId: row.environment_id, environmentName: row.environment_name, howToTrigger: row.how_to_trigger as HowToTrigger });
+      list.push({
+        environmentId: row.environment_id,
+        environmentName: row.environment_name,
+        howToTrigger: row.how_to_trigger as HowToTrigger,
+      });
       byPhase.set(row.phase_id, list);
     }
     return byPhase;
@@ -135,13 +140,20 @@ export function lifecyclesStore(db: Db) {
       await db('lifecycles').where({ id }).forUpdate().first('id');
     },
     async list(workspaceId: string, page: Page): Promise<Paged<Lifecycle>> {
-      return pageOf(db<LifecycleRow>('lifecycles').where({ workspace_id: workspaceId }), page, [{ column: 'name' }, { column: 'id' }], toLifecycle);
+      return pageOf(
+        db<LifecycleRow>('lifecycles').where({ workspace_id: workspaceId }),
+        page,
+        [{ column: 'name' }, { column: 'id' }],
+        toLifecycle,
+      );
     },
     /** The phases of the lifecycles, each list ordered by sortOrder. */
     async phasesOf(lifecycleIds: readonly string[]): Promise<Map<string, Phase[]>> {
       const byLifecycle = new Map<string, Phase[]>();
       if (lifecycleIds.length === 0) return byLifecycle;
-      const rows: PhaseRow[] = await db('lifecycle_phases').whereIn('lifecycle_id', lifecycleIds).orderBy([{ column: 'sort_order' }, { column: 'id' }]);
+      const rows: PhaseRow[] = await db('lifecycle_phases')
+        .whereIn('lifecycle_id', lifecycleIds)
+        .orderBy([{ column: 'sort_order' }, { column: 'id' }]);
       const environments = await phaseEnvironmentsOf(rows.map((r) => r.id));
       for (const row of rows) {
         const list = byLifecycle.get(row.lifecycle_id) ?? [];
@@ -157,7 +169,12 @@ export function lifecyclesStore(db: Db) {
       return toPhase(row, (await phaseEnvironmentsOf([row.id])).get(row.id) ?? []);
     },
     async insert(lifecycle: Lifecycle): Promise<void> {
-      await db('lifecycles').insert({ id: lifecycle.id, workspace_id: lifecycle.workspaceId, name: lifecycle.name, description: lifecycle.description });
+      await db('lifecycles').insert({
+        id: lifecycle.id,
+        workspace_id: lifecycle.workspaceId,
+        name: lifecycle.name,
+        description: lifecycle.description,
+      });
     },
     async update(id: string, patch: Partial<Pick<Lifecycle, 'name' | 'description'>>): Promise<void> {
       const row: Partial<LifecycleRow> = {};
@@ -183,20 +200,34 @@ export function lifecyclesStore(db: Db) {
     /** Sets sortOrder 1..n in the given order. */
     async renumberPhases(orderedPhaseIds: readonly string[]): Promise<void> {
       for (const [index, id] of orderedPhaseIds.entries()) {
-        await db('lifecycle_phases').where({ id }).whereNot({ sort_order: index + 1 }).update({ sort_order: index + 1 });
+        await db('lifecycle_phases')
+          .where({ id })
+          .whereNot({ sort_order: index + 1 })
+          .update({ sort_order: index + 1 });
       }
     },
     /** Replaces the environments of a phase. */
-    async setPhaseEnvironments(phaseId: string, environments: ReadonlyArray<Pick<PhaseEnvironment, 'environmentId' | 'howToTrigger'>>): Promise<void> {
+    async setPhaseEnvironments(
+      phaseId: string,
+      environments: ReadonlyArray<Pick<PhaseEnvironment, 'environmentId' | 'howToTrigger'>>,
+    ): Promise<void> {
       await db('phase_environments').where({ phase_id: phaseId }).delete();
       if (environments.length === 0) return;
       await db('phase_environments').insert(
-        environments.map((e) => ({ phase_id: phaseId, environment_id: e.environmentId, how_to_trigger: e.howToTrigger })),
+        environments.map((e) => ({
+          phase_id: phaseId,
+          environment_id: e.environmentId,
+          how_to_trigger: e.howToTrigger,
+        })),
       );
     },
     /** Names of the live projects and the channels of live projects that use the lifecycle. */
     async usedBy(id: string): Promise<{ projects: string[]; channels: string[] }> {
-      const projects = await db('projects').where({ lifecycle_id: id }).whereNull('deleted_at').orderBy('name').select('name');
+      const projects = await db('projects')
+        .where({ lifecycle_id: id })
+        .whereNull('deleted_at')
+        .orderBy('name')
+        .select('name');
       const channels = await db('channels as c')
         .join('projects as p', 'p.id', 'c.project_id')
         .where('c.lifecycle_id', id)
@@ -214,7 +245,10 @@ export function lifecyclesStore(db: Db) {
      */
     async delete(id: string): Promise<void> {
       const deletedProjects = db('projects').whereNotNull('deleted_at').select('id');
-      await db('channels').where({ lifecycle_id: id }).whereIn('project_id', deletedProjects).update({ lifecycle_id: null });
+      await db('channels')
+        .where({ lifecycle_id: id })
+        .whereIn('project_id', deletedProjects)
+        .update({ lifecycle_id: null });
       await db('projects').where({ lifecycle_id: id }).whereNotNull('deleted_at').update({ lifecycle_id: null });
       await db('lifecycles').where({ id }).delete();
     },

@@ -127,11 +127,16 @@ export function machinesStore(db: Db) {
         registration_expires_at: registration.expiresAt,
       });
       if (machine.environmentIds.length > 0) {
-        await db('machine_environments').insert(machine.environmentIds.map((environmentId) => ({ machine_id: machine.id, environment_id: environmentId })));
+        await db('machine_environments').insert(
+          machine.environmentIds.map((environmentId) => ({ machine_id: machine.id, environment_id: environmentId })),
+        );
       }
     },
 
-    async update(id: string, patch: { name?: string | undefined; tagIds?: string[] | undefined; enabled?: boolean | undefined }): Promise<void> {
+    async update(
+      id: string,
+      patch: { name?: string | undefined; tagIds?: string[] | undefined; enabled?: boolean | undefined },
+    ): Promise<void> {
       const row: Partial<MachineRow> = {};
       if (patch.name !== undefined) row.name = patch.name;
       if (patch.tagIds !== undefined) row.tag_ids = patch.tagIds;
@@ -148,12 +153,17 @@ export function machinesStore(db: Db) {
     async setEnvironments(id: string, environmentIds: readonly string[]): Promise<void> {
       await db('machine_environments').where({ machine_id: id }).delete();
       if (environmentIds.length > 0) {
-        await db('machine_environments').insert(environmentIds.map((environmentId) => ({ machine_id: id, environment_id: environmentId })));
+        await db('machine_environments').insert(
+          environmentIds.map((environmentId) => ({ machine_id: id, environment_id: environmentId })),
+        );
       }
     },
 
     async addEnvironment(id: string, environmentId: string): Promise<void> {
-      await db('machine_environments').insert({ machine_id: id, environment_id: environmentId }).onConflict(['machine_id', 'environment_id']).ignore();
+      await db('machine_environments')
+        .insert({ machine_id: id, environment_id: environmentId })
+        .onConflict(['machine_id', 'environment_id'])
+        .ignore();
     },
 
     /** Removes one link; false when the machine was not in that environment. */
@@ -170,7 +180,12 @@ export function machinesStore(db: Db) {
 
     /** The machine an unexpired, unused registration token belongs to, or null. */
     async findByRegistrationTokenHash(tokenHash: string, now: Date): Promise<Machine | null> {
-      return one(await machines().where({ registration_token_hash: tokenHash }).where('registration_expires_at', '>', now).first());
+      return one(
+        await machines()
+          .where({ registration_token_hash: tokenHash })
+          .where('registration_expires_at', '>', now)
+          .first(),
+      );
     },
 
     /**
@@ -196,7 +211,9 @@ export function machinesStore(db: Db) {
     },
 
     async recordHeartbeat(id: string, at: Date, info: AgentInfo = {}): Promise<void> {
-      await machines().where({ id }).update({ ...infoColumns(info), last_seen_at: at });
+      await machines()
+        .where({ id })
+        .update({ ...infoColumns(info), last_seen_at: at });
     },
   };
 }

@@ -31,7 +31,10 @@ export async function migrateToLatest(db: Knex): Promise<void> {
     }
     await db.migrate.latest({ migrationSource: source });
   } finally {
-    await db.raw('select pg_advisory_unlock(?)', [MIGRATION_LOCK_KEY]).connection(connection).catch(() => undefined);
+    await db
+      .raw('select pg_advisory_unlock(?)', [MIGRATION_LOCK_KEY])
+      .connection(connection)
+      .catch(() => undefined);
     await db.client.releaseConnection(connection);
   }
 }

@@ -123,7 +123,10 @@ export function packagesStore(db: Db) {
       return row ? toPendingUpload(row) : null;
     },
     async findPendingUpload(workspaceId: string, fileName: string): Promise<PendingUpload | null> {
-      const row = await pending().where({ workspace_id: workspaceId }).whereRaw('lower(file_name) = lower(?)', [fileName]).first();
+      const row = await pending()
+        .where({ workspace_id: workspaceId })
+        .whereRaw('lower(file_name) = lower(?)', [fileName])
+        .first();
       return row ? toPendingUpload(row) : null;
     },
     async insertPendingUpload(upload: PendingUpload): Promise<void> {

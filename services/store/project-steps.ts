@@ -68,7 +68,9 @@ function toProjectStep(row: ProjectStepRow): ProjectStep {
   };
 }
 
-export type ProjectStepPatch = Partial<Omit<ProjectStep, 'id' | 'projectId' | 'workspaceId' | 'stepTemplateId' | 'sortOrder' | 'rollingGroupId'>>;
+export type ProjectStepPatch = Partial<
+  Omit<ProjectStep, 'id' | 'projectId' | 'workspaceId' | 'stepTemplateId' | 'sortOrder' | 'rollingGroupId'>
+>;
 
 function toRow(patch: ProjectStepPatch): Record<string, unknown> {
   const row: Record<string, unknown> = {};
@@ -100,11 +102,19 @@ export function projectStepsStore(db: Db) {
     },
     /** The project's steps in deployment order. */
     async listByProject(projectId: string): Promise<ProjectStep[]> {
-      return (await live().where('s.project_id', projectId).orderBy([{ column: 's.sort_order' }, { column: 's.id' }])).map(toProjectStep);
+      return (
+        await live()
+          .where('s.project_id', projectId)
+          .orderBy([{ column: 's.sort_order' }, { column: 's.id' }])
+      ).map(toProjectStep);
     },
     /** Steps of live projects built from a template. */
     async listByTemplate(stepTemplateId: string): Promise<ProjectStep[]> {
-      return (await live().where('s.step_template_id', stepTemplateId).orderBy([{ column: 's.project_id' }, { column: 's.sort_order' }])).map(toProjectStep);
+      return (
+        await live()
+          .where('s.step_template_id', stepTemplateId)
+          .orderBy([{ column: 's.project_id' }, { column: 's.sort_order' }])
+      ).map(toProjectStep);
     },
     /**
      * Serializes changes to one project's step list (append, delete, reorder, group membership)
@@ -153,7 +163,10 @@ export function projectStepsStore(db: Db) {
     /** How many of `ids` are machines of the workspace (the step's machine filter must name only those). */
     async countMachines(workspaceId: string, ids: readonly string[]): Promise<number> {
       if (ids.length === 0) return 0;
-      const [row] = await db('machines').where({ workspace_id: workspaceId }).whereIn('id', [...new Set(ids)]).count({ n: '*' });
+      const [row] = await db('machines')
+        .where({ workspace_id: workspaceId })
+        .whereIn('id', [...new Set(ids)])
+        .count({ n: '*' });
       return Number(row?.n ?? 0);
     },
   };

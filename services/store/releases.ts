@@ -65,7 +65,15 @@ export function releasesStore(db: Db) {
     },
     /** Newest first. */
     async list(projectId: string, page: Page): Promise<Paged<Release>> {
-      return pageOf(db<ReleaseRow>('releases').where({ project_id: projectId }), page, [{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }], toRelease);
+      return pageOf(
+        db<ReleaseRow>('releases').where({ project_id: projectId }),
+        page,
+        [
+          { column: 'created_at', order: 'desc' },
+          { column: 'id', order: 'desc' },
+        ],
+        toRelease,
+      );
     },
     async insert(release: Omit<Release, 'createdUtc'>): Promise<void> {
       await db('releases').insert({

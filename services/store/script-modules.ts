@@ -61,7 +61,10 @@ export function scriptModulesStore(db: Db) {
         script_language: module.scriptLanguage,
       });
     },
-    async update(id: string, patch: Partial<Pick<ScriptModule, 'name' | 'description' | 'script' | 'scriptLanguage'>>): Promise<void> {
+    async update(
+      id: string,
+      patch: Partial<Pick<ScriptModule, 'name' | 'description' | 'script' | 'scriptLanguage'>>,
+    ): Promise<void> {
       const row: Partial<ScriptModuleRow> = {};
       if (patch.name !== undefined) row.name = patch.name;
       if (patch.description !== undefined) row.description = patch.description;
@@ -100,7 +103,10 @@ export function scriptModulesStore(db: Db) {
       }
     },
     async addImport(projectId: string, scriptModuleId: string): Promise<void> {
-      await imports().insert({ project_id: projectId, script_module_id: scriptModuleId }).onConflict(['project_id', 'script_module_id']).ignore();
+      await imports()
+        .insert({ project_id: projectId, script_module_id: scriptModuleId })
+        .onConflict(['project_id', 'script_module_id'])
+        .ignore();
     },
     /** False when the project did not import the module. */
     async removeImport(projectId: string, scriptModuleId: string): Promise<boolean> {

@@ -37,8 +37,17 @@ export async function seedInstallation(db: Db): Promise<SeedResult> {
       { id: newId(), name: 'Production', sort_order: 2, environment_id: production },
     ];
     for (const phase of phases) {
-      await trx('lifecycle_phases').insert({ id: phase.id, lifecycle_id: lifecycleId, name: phase.name, sort_order: phase.sort_order });
-      await trx('phase_environments').insert({ phase_id: phase.id, environment_id: phase.environment_id, how_to_trigger: 'Manual' });
+      await trx('lifecycle_phases').insert({
+        id: phase.id,
+        lifecycle_id: lifecycleId,
+        name: phase.name,
+        sort_order: phase.sort_order,
+      });
+      await trx('phase_environments').insert({
+        phase_id: phase.id,
+        environment_id: phase.environment_id,
+        how_to_trigger: 'Manual',
+      });
     }
     return { organizationId, created: true };
   });

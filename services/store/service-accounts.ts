@@ -25,7 +25,13 @@ interface ServiceAccountRow {
 }
 
 function toServiceAccount(row: ServiceAccountRow): ServiceAccount {
-  return { id: row.id, organizationId: row.organization_id, workspaceId: row.workspace_id, name: row.name, roles: row.roles };
+  return {
+    id: row.id,
+    organizationId: row.organization_id,
+    workspaceId: row.workspace_id,
+    name: row.name,
+    roles: row.roles,
+  };
 }
 
 export function serviceAccountsStore(db: Db) {
@@ -91,7 +97,10 @@ export function serviceAccountsStore(db: Db) {
       return row ? { id: row.id, serviceAccountId: row.service_account_id, createdUtc: row.created_at } : null;
     },
     async listApiKeys(serviceAccountId: string): Promise<ApiKey[]> {
-      const rows = await db('api_keys').where({ service_account_id: serviceAccountId }).whereNull('deleted_at').orderBy('created_at');
+      const rows = await db('api_keys')
+        .where({ service_account_id: serviceAccountId })
+        .whereNull('deleted_at')
+        .orderBy('created_at');
       return rows.map((row) => ({ id: row.id, serviceAccountId: row.service_account_id, createdUtc: row.created_at }));
     },
     async deleteApiKey(id: string, at: Date): Promise<void> {

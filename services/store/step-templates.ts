@@ -65,7 +65,12 @@ export function stepTemplatesStore(db: Db) {
       return row ? toStepTemplate(row) : null;
     },
     async list(workspaceId: string, page: Page): Promise<Paged<StepTemplate>> {
-      return pageOf(live().where({ workspace_id: workspaceId }), page, [{ column: 'name' }, { column: 'id' }], toStepTemplate);
+      return pageOf(
+        live().where({ workspace_id: workspaceId }),
+        page,
+        [{ column: 'name' }, { column: 'id' }],
+        toStepTemplate,
+      );
     },
     async insert(template: StepTemplate): Promise<void> {
       await db('step_templates').insert({

@@ -113,7 +113,9 @@ export function variablesStore(db: Db) {
   async function valuesOf(variableIds: readonly string[]): Promise<Map<string, VariableValue[]>> {
     const byVariable = new Map<string, VariableValue[]>();
     if (variableIds.length === 0) return byVariable;
-    const rows = await liveValues().whereIn('variable_id', variableIds).orderBy([{ column: 'created_at' }, { column: 'id' }]);
+    const rows = await liveValues()
+      .whereIn('variable_id', variableIds)
+      .orderBy([{ column: 'created_at' }, { column: 'id' }]);
     for (const row of rows) {
       const list = byVariable.get(row.variable_id) ?? [];
       list.push(toValue(row));
@@ -128,7 +130,11 @@ export function variablesStore(db: Db) {
   }
 
   /** How many of `ids` exist in `table` under `where` (ids are deduplicated by the caller). */
-  async function countExisting(table: string, ids: readonly string[], where: (q: Knex.QueryBuilder) => void): Promise<number> {
+  async function countExisting(
+    table: string,
+    ids: readonly string[],
+    where: (q: Knex.QueryBuilder) => void,
+  ): Promise<number> {
     if (ids.length === 0) return 0;
     const query = db(table).whereIn('id', ids);
     where(query);
@@ -199,7 +205,10 @@ export function variablesStore(db: Db) {
     /** `stored` replaces both value columns when given (exactly one of them is non-null). */
     async updateValue(
       id: string,
-      patch: { stored?: { plain: string | null; encrypted: string | null } | undefined; filters?: Partial<VariableValueFilters> | undefined },
+      patch: {
+        stored?: { plain: string | null; encrypted: string | null } | undefined;
+        filters?: Partial<VariableValueFilters> | undefined;
+      },
     ): Promise<void> {
       const row: Record<string, string | null> = { ...filterColumns(patch.filters ?? {}) };
       if (patch.stored) {
@@ -225,20 +234,30 @@ export function variablesStore(db: Db) {
     async setImports(projectId: string, variableIds: readonly string[]): Promise<void> {
       await db('project_workspace_variables').where({ project_id: projectId }).delete();
       if (variableIds.length > 0) {
-        await db('project_workspace_variables').insert(variableIds.map((id) => ({ project_id: projectId, variable_id: id })));
+        await db('project_workspace_variables').insert(
+          variableIds.map((id) => ({ project_id: projectId, variable_id: id })),
+        );
       }
     },
     async addImport(projectId: string, variableId: string): Promise<void> {
-      await db('project_workspace_variables').insert({ project_id: projectId, variable_id: variableId }).onConflict(['project_id', 'variable_id']).ignore();
+      await db('project_workspace_variables')
+        .insert({ project_id: projectId, variable_id: variableId })
+        .onConflict(['project_id', 'variable_id'])
+        .ignore();
     },
     /** True when an import was removed. */
     async removeImport(projectId: string, variableId: string): Promise<boolean> {
-      return (await db('project_workspace_variables').where({ project_id: projectId, variable_id: variableId }).delete()) > 0;
+      return (
+        (await db('project_workspace_variables').where({ project_id: projectId, variable_id: variableId }).delete()) > 0
+      );
     },
     /** The live workspace-level variables of a workspace among `ids`. */
     async workspaceVariables(workspaceId: string, ids: readonly string[]): Promise<Variable[]> {
       if (ids.length === 0) return [];
-      const rows = await liveVariables().where({ workspace_id: workspaceId }).whereNull('project_id').whereIn('id', ids);
+      const rows = await liveVariables()
+        .where({ workspace_id: workspaceId })
+        .whereNull('project_id')
+        .whereIn('id', ids);
       return rows.map(toVariable);
     },
 
@@ -263,8 +282,15 @@ export function variablesStore(db: Db) {
      * Step and channel IDs in filters are mapped through `idMap` (old → new); IDs it lacks are
      * kept, which can only narrow a value's scope, never widen it. Ciphertext is copied as is.
      */
-    async copyProjectVariables(fromProjectId: string, toProjectId: string, idMap: ReadonlyMap<string, string>, at: Date): Promise<void> {
-      const target: { workspace_id: string } | undefined = await db('projects').where({ id: toProjectId }).first('workspace_id');
+    async copyProjectVariables(
+      fromProjectId: string,
+      toProjectId: string,
+      idMap: ReadonlyMap<string, string>,
+      at: Date,
+    ): Promise<void> {
+      const target: { workspace_id: string } | undefined = await db('projects')
+        .where({ id: toProjectId })
+        .first('workspace_id');
       if (!target) return;
       const variables = await liveVariables().where({ project_id: fromProjectId });
       const values = await valuesOf(variables.map((v) => v.id));
@@ -273,9 +299,20 @@ export function variablesStore(db: Db) {
       let tick = at.getTime();
       for (const row of variables) {
         const variableId = newId();
-        await db('variables').insert({ ...row, id: variableId, project_id: toProjectId, workspace_id: target.workspace_id, created_at: at, deleted_at: null });
+        await db('variables').insert({
+          ...row,
+          id: variableId,
+          project_id: toProjectId,
+          workspace_id: target.workspace_id,
+          created_at: at,
+          deleted_at: null,
+        });
         for (const value of values.get(row.id) ?? []) {
-          const filters = { ...value.filters, stepIds: remap(value.filters.stepIds), channelIds: remap(value.filters.channelIds) };
+          const filters = {
+            ...value.filters,
+            stepIds: remap(value.filters.stepIds),
+            channelIds: remap(value.filters.channelIds),
+          };
           await db('variable_values').insert({
             id: newId(),
             variable_id: variableId,
@@ -286,10 +323,14 @@ export function variablesStore(db: Db) {
           });
         }
       }
-      const imported = await db('project_workspace_variables').where({ project_id: fromProjectId }).select('variable_id');
+      const imported = await db('project_workspace_variables')
+        .where({ project_id: fromProjectId })
+        .select('variable_id');
       if (imported.length > 0) {
         await db('project_workspace_variables')
-          .insert(imported.map((r: { variable_id: string }) => ({ project_id: toProjectId, variable_id: r.variable_id })))
+          .insert(
+            imported.map((r: { variable_id: string }) => ({ project_id: toProjectId, variable_id: r.variable_id })),
+          )
           .onConflict(['project_id', 'variable_id'])
           .ignore();
       }
@@ -301,14 +342,17 @@ export function variablesStore(db: Db) {
       countExisting('environments', ids, (q) => {
         q.where({ workspace_id: workspaceId }).whereNull('deleted_at');
       }),
-    countMachines: (workspaceId: string, ids: readonly string[]) => countExisting('machines', ids, (q) => {
-      q.where({ workspace_id: workspaceId });
-    }),
-    countSteps: (projectId: string, ids: readonly string[]) => countExisting('project_steps', ids, (q) => {
-      q.where({ project_id: projectId });
-    }),
-    countChannels: (projectId: string, ids: readonly string[]) => countExisting('channels', ids, (q) => {
-      q.where({ project_id: projectId });
-    }),
+    countMachines: (workspaceId: string, ids: readonly string[]) =>
+      countExisting('machines', ids, (q) => {
+        q.where({ workspace_id: workspaceId });
+      }),
+    countSteps: (projectId: string, ids: readonly string[]) =>
+      countExisting('project_steps', ids, (q) => {
+        q.where({ project_id: projectId });
+      }),
+    countChannels: (projectId: string, ids: readonly string[]) =>
+      countExisting('channels', ids, (q) => {
+        q.where({ project_id: projectId });
+      }),
   };
 }

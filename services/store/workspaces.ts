@@ -16,7 +16,12 @@ interface WorkspaceRow {
 }
 
 function toWorkspace(row: WorkspaceRow): Workspace {
-  return { id: row.id, organizationId: row.organization_id, name: row.name, packageStoreRegion: row.package_store_region };
+  return {
+    id: row.id,
+    organizationId: row.organization_id,
+    name: row.name,
+    packageStoreRegion: row.package_store_region,
+  };
 }
 
 export function workspacesStore(db: Db) {
@@ -33,7 +38,10 @@ export function workspacesStore(db: Db) {
       return (await query).map(toWorkspace);
     },
     async findByName(organizationId: string, name: string): Promise<Workspace | null> {
-      const row = await live().where({ organization_id: organizationId }).whereRaw('lower(name) = lower(?)', [name]).first();
+      const row = await live()
+        .where({ organization_id: organizationId })
+        .whereRaw('lower(name) = lower(?)', [name])
+        .first();
       return row ? toWorkspace(row) : null;
     },
     async insert(workspace: Workspace): Promise<void> {

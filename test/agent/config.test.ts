@@ -20,14 +20,20 @@ describe('parseAgentConfig', () => {
   });
 
   it('defaults to the local control plane with plaintext when nothing is set', () => {
-    expect(parseAgentConfig({})).toMatchObject({ servers: ['127.0.0.1:8081'], registrationToken: undefined, caFile: undefined });
+    expect(parseAgentConfig({})).toMatchObject({
+      servers: ['127.0.0.1:8081'],
+      registrationToken: undefined,
+      caFile: undefined,
+    });
   });
 
   it('keeps finished tasks 7 days unless GANTRY_AGENT_RETENTION_DAYS says otherwise, and refuses a retention that is not above 0', () => {
     expect(parseAgentConfig({}).retentionMs).toBe(7 * 24 * 3600 * 1000);
     expect(parseAgentConfig({ GANTRY_AGENT_RETENTION_DAYS: '0.5' }).retentionMs).toBe(12 * 3600 * 1000);
     for (const bad of ['0', '-1', 'week', '']) {
-      expect(() => parseAgentConfig({ GANTRY_AGENT_RETENTION_DAYS: bad })).toThrow(/GANTRY_AGENT_RETENTION_DAYS must be a number of days above 0/);
+      expect(() => parseAgentConfig({ GANTRY_AGENT_RETENTION_DAYS: bad })).toThrow(
+        /GANTRY_AGENT_RETENTION_DAYS must be a number of days above 0/,
+      );
     }
   });
 
@@ -39,6 +45,9 @@ describe('parseAgentConfig', () => {
 
 describe('scriptBaseEnv', () => {
   it('drops the agent own GANTRY_* settings so scripts never see the token', () => {
-    expect(scriptBaseEnv({ PATH: '/bin', GANTRY_AGENT_TOKEN: 'secret', GANTRY_SERVER: 'x:1', HOME: '/root' })).toEqual({ PATH: '/bin', HOME: '/root' });
+    expect(scriptBaseEnv({ PATH: '/bin', GANTRY_AGENT_TOKEN: 'secret', GANTRY_SERVER: 'x:1', HOME: '/root' })).toEqual({
+      PATH: '/bin',
+      HOME: '/root',
+    });
   });
 });

@@ -21,7 +21,12 @@ function spawnAgent(env: Record<string, string>): { child: ChildProcess; output:
   let output = '';
   const child = spawn(process.execPath, [agentBundle()], {
     cwd: repoRoot,
-    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/tmp', GANTRY_AGENT_LOG_LEVEL: 'info', ...env },
+    env: {
+      PATH: process.env.PATH ?? '/usr/bin:/bin',
+      HOME: process.env.HOME ?? '/tmp',
+      GANTRY_AGENT_LOG_LEVEL: 'info',
+      ...env,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
@@ -38,7 +43,12 @@ describe('agent process (npm run agent)', () => {
     cleanups.push(() => plane.stop());
     const home = mkdtempSync(path.join(tmpdir(), 'gantry-agent-proc-'));
     cleanups.push(() => rmSync(home, { recursive: true, force: true }));
-    const agent = spawnAgent({ GANTRY_SERVER: plane.address, GANTRY_AGENT_TOKEN: 'good-token', GANTRY_AGENT_HOME: home, GANTRY_AGENT_SHUTDOWN_GRACE_MS: '2000' });
+    const agent = spawnAgent({
+      GANTRY_SERVER: plane.address,
+      GANTRY_AGENT_TOKEN: 'good-token',
+      GANTRY_AGENT_HOME: home,
+      GANTRY_AGENT_SHUTDOWN_GRACE_MS: '2000',
+    });
 
     await waitFor(() => plane.received.find((m) => m.hello), 20_000).catch((error: unknown) => {
       throw new Error(`agent did not connect: ${String(error)}\n${agent.output()}`);
@@ -46,17 +56,24 @@ describe('agent process (npm run agent)', () => {
     expect(plane.registrations).toBe(1);
     expect(existsSync(path.join(home, 'identity.json'))).toBe(true);
 
-    const task = runTask({ script: 'echo "from a real agent: $Who"\necho "token visible? ${GANTRY_AGENT_TOKEN:-no}"', env: { Who: 'me' } });
+    const task = runTask({
+      script: 'echo "from a real agent: $Who"\necho "token visible? ${GANTRY_AGENT_TOKEN:-no}"',
+      env: { Who: 'me' },
+    });
     plane.send({ runTask: task });
     const result = await waitFor(() => plane.received.find((m) => m.taskResult?.taskId === task.taskId)?.taskResult);
     expect(result).toMatchObject({ outcome: 'SUCCEEDED', exitCode: 0 });
-    const texts = plane.received.flatMap((m) => (m.logBatch?.taskId === task.taskId ? m.logBatch.lines.map((l) => l.text) : []));
+    const texts = plane.received.flatMap((m) =>
+      m.logBatch?.taskId === task.taskId ? m.logBatch.lines.map((l) => l.text) : [],
+    );
     expect(texts).toEqual(['from a real agent: me', 'token visible? no']);
 
     const long = runTask({ script: 'sleep 30 &\necho "sleeper=$!"\nwait' });
     plane.send({ runTask: long });
     const sleeperLine = await waitFor(() =>
-      plane.received.flatMap((m) => (m.logBatch?.taskId === long.taskId ? m.logBatch.lines : [])).find((l) => l.text.startsWith('sleeper=')),
+      plane.received
+        .flatMap((m) => (m.logBatch?.taskId === long.taskId ? m.logBatch.lines : []))
+        .find((l) => l.text.startsWith('sleeper=')),
     );
     const sleeperPid = Number(sleeperLine.text.slice('sleeper='.length));
     expect(isAlive(sleeperPid)).toBe(true);

@@ -17,14 +17,25 @@ const ALLOWED: Record<string, { runtime: string[]; typesFrom?: string[] }> = {
   'services/bus': { runtime: ['services/core'] },
   'services/engine': { runtime: ['services/core', 'services/domain', 'services/store', 'services/bus'] },
   'services/packages': { runtime: ['services/core', 'services/store', 'services/domain'] },
-  'services/gateway': { runtime: ['services/core', 'services/store', 'services/bus', 'proto'], typesFrom: ['services/engine'] },
-  'services/api': { runtime: ['services/core', 'services/domain', 'services/engine', 'services/packages'], typesFrom: ['services/store'] },
+  'services/gateway': {
+    runtime: ['services/core', 'services/store', 'services/bus', 'proto'],
+    typesFrom: ['services/engine'],
+  },
+  'services/api': {
+    runtime: ['services/core', 'services/domain', 'services/engine', 'services/packages'],
+    typesFrom: ['services/store'],
+  },
   agent: { runtime: ['proto'] },
   proto: { runtime: [] },
 };
 
 /** Composition roots: the only files that may import every concern. */
-const ROOTS = new Set(['services/main.ts', 'services/server.ts', 'services/config.ts', 'services/store/migrate-cli.ts']);
+const ROOTS = new Set([
+  'services/main.ts',
+  'services/server.ts',
+  'services/config.ts',
+  'services/store/migrate-cli.ts',
+]);
 
 function concernOf(file: string): string | null {
   const rel = path.relative(root, file).split(path.sep).join('/');
@@ -78,7 +89,9 @@ describe('import rules', () => {
   });
 
   it('reads imports at all (the rule table is not vacuous)', () => {
-    const api = sourceFiles('services/api').map((f) => fs.readFileSync(f, 'utf8')).join('\n');
+    const api = sourceFiles('services/api')
+      .map((f) => fs.readFileSync(f, 'utf8'))
+      .join('\n');
     expect([...api.matchAll(IMPORT)].length).toBeGreaterThan(50);
   });
 });

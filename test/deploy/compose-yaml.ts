@@ -35,7 +35,11 @@ function parseBlock(lines: Line[], cursor: { at: number }, indent: number): Yaml
 
 function parseSequence(lines: Line[], cursor: { at: number }, indent: number): YamlValue[] {
   const items: YamlValue[] = [];
-  for (let line = lines[cursor.at]; line && line.indent === indent && line.text.startsWith('- '); line = lines[cursor.at]) {
+  for (
+    let line = lines[cursor.at];
+    line && line.indent === indent && line.text.startsWith('- ');
+    line = lines[cursor.at]
+  ) {
     const item = line.text.slice(2).trim();
     if (/^[\w-]+:(\s|$)/.test(item)) throw unsupported(line.number, 'mapping inside a sequence');
     items.push(parseScalar(item, line.number));
@@ -55,7 +59,8 @@ function parseMapping(lines: Line[], cursor: { at: number }, indent: number): { 
     if (match[2] !== undefined) map[match[1]] = parseScalar(match[2], line.number);
     else if (next && next.indent > indent) map[match[1]] = parseBlock(lines, cursor, next.indent);
     // A sequence may sit at the key's own indentation ("key:\n- item"), as YAML allows.
-    else if (next && next.indent === indent && next.text.startsWith('- ')) map[match[1]] = parseSequence(lines, cursor, indent);
+    else if (next && next.indent === indent && next.text.startsWith('- '))
+      map[match[1]] = parseSequence(lines, cursor, indent);
     else map[match[1]] = null;
   }
   return map;

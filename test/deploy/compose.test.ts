@@ -26,7 +26,10 @@ function isMap(value: YamlValue | undefined): value is { [key: string]: YamlValu
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-const services = (isMap(compose) && isMap(compose.services) ? compose.services : {}) as unknown as Record<string, Service>;
+const services = (isMap(compose) && isMap(compose.services) ? compose.services : {}) as unknown as Record<
+  string,
+  Service
+>;
 const replicas = ['control-plane-1', 'control-plane-2'] as const;
 const agents = ['agent-1', 'agent-2', 'agent-3'] as const;
 
@@ -49,7 +52,15 @@ function interpolate(value: string): string {
 
 describe('docker-compose.yml', () => {
   it('declares postgres, NATS with JetStream, two control planes and three agents', () => {
-    expect(Object.keys(services).sort()).toEqual(['agent-1', 'agent-2', 'agent-3', 'control-plane-1', 'control-plane-2', 'nats', 'postgres']);
+    expect(Object.keys(services).sort()).toEqual([
+      'agent-1',
+      'agent-2',
+      'agent-3',
+      'control-plane-1',
+      'control-plane-2',
+      'nats',
+      'postgres',
+    ]);
     expect(service('postgres').image).toBe('postgres:15');
     expect(service('nats').image).toMatch(/^nats:2\.10(-|$)/);
     expect(service('nats').command).toContain('-js');
@@ -103,7 +114,10 @@ describe('docker-compose.yml', () => {
       expect(service(name).healthcheck?.test.length, `${name} healthcheck`).toBeGreaterThan(0);
     }
     for (const name of replicas) {
-      expect(service(name).depends_on).toEqual({ postgres: { condition: 'service_healthy' }, nats: { condition: 'service_healthy' } });
+      expect(service(name).depends_on).toEqual({
+        postgres: { condition: 'service_healthy' },
+        nats: { condition: 'service_healthy' },
+      });
       // The healthcheck probes the port this replica really listens on.
       expect(service(name).healthcheck?.test.join(' ')).toContain(`127.0.0.1:${loadConfig(env(name)).httpPort}/`);
     }

@@ -11,7 +11,18 @@ import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createTestDatabase } from '../helpers/database.ts';
 import { waitFor } from '../helpers/wait-for.ts';
-import { api, cleanup, replicaIdOf, startAgent, startControlPlane, tempDir, waitForDeployment, type Agent, type Api, type ControlPlane } from './harness.ts';
+import {
+  api,
+  cleanup,
+  replicaIdOf,
+  startAgent,
+  startControlPlane,
+  tempDir,
+  waitForDeployment,
+  type Agent,
+  type Api,
+  type ControlPlane,
+} from './harness.ts';
 
 const STEPS = ['First', 'Second', 'Third', 'Fourth'];
 const SCRIPT_SECONDS = 2;
@@ -37,10 +48,14 @@ interface Cluster {
 async function startCluster(): Promise<Cluster> {
   const databaseUrl = (await createTestDatabase({ empty: true })).url;
   const natsPrefix = `e2e_failover_${randomBytes(4).toString('hex')}`;
-  const start = () => startControlPlane({ databaseUrl, natsUrl: 'nats://127.0.0.1:4222', natsPrefix, env: { GANTRY_LOG_LEVEL: 'info' } });
+  const start = () =>
+    startControlPlane({ databaseUrl, natsUrl: 'nats://127.0.0.1:4222', natsPrefix, env: { GANTRY_LOG_LEVEL: 'info' } });
   // Together: migrations and the bootstrap seed must run once, under their locks, not race.
   const planes = await Promise.all([start(), start()]);
-  const replicas = planes.map((plane) => ({ plane, client: api(plane.url), replicaId: replicaIdOf(plane) })) as [Replica, Replica];
+  const replicas = planes.map((plane) => ({ plane, client: api(plane.url), replicaId: replicaIdOf(plane) })) as [
+    Replica,
+    Replica,
+  ];
   const [a, b] = replicas;
   expect(a.replicaId).not.toBe(b.replicaId);
 
@@ -48,20 +63,33 @@ async function startCluster(): Promise<Cluster> {
   expect(workspaces).toHaveLength(1);
   const workspaceId = workspaces[0]!.workspaceId;
   // Seeded once although both replicas bootstrapped the same empty database at the same time.
-  const environments = (await b.client.get('/api/environment', { workspaceId })).body.environments as Array<{ environmentId: string; name: string }>;
+  const environments = (await b.client.get('/api/environment', { workspaceId })).body.environments as Array<{
+    environmentId: string;
+    name: string;
+  }>;
   expect(environments.map((e) => e.name).sort()).toEqual(['Production', 'Staging']);
-  const lifecycles = (await b.client.get('/api/lifecycle', { workspaceId })).body.lifecycles as Array<{ lifecycleId: string; name: string }>;
+  const lifecycles = (await b.client.get('/api/lifecycle', { workspaceId })).body.lifecycles as Array<{
+    lifecycleId: string;
+    name: string;
+  }>;
   expect(lifecycles.map((l) => l.name)).toEqual(['Default Lifecycle']);
 
   const agents: Cluster['agents'] = {};
   for (const [index, name] of MACHINES.entries()) {
     // Machines are created on either replica; agents list A first or B first, so both hold sessions.
     const creator = replicas[index % 2]!;
-    const created = await creator.client.post('/api/machine', { workspaceId, name, environmentIds: environments.map((e) => e.environmentId) });
+    const created = await creator.client.post('/api/machine', {
+      workspaceId,
+      name,
+      environmentIds: environments.map((e) => e.environmentId),
+    });
     expect(created.status, created.text).toBe(200);
     const first = index === 1 ? b : a;
     const second = first === a ? b : a;
-    agents[name] = { agent: startAgent([first.plane.grpcAddress, second.plane.grpcAddress], created.body.registrationToken), first };
+    agents[name] = {
+      agent: startAgent([first.plane.grpcAddress, second.plane.grpcAddress], created.body.registrationToken),
+      first,
+    };
   }
   await waitFor(
     async () => {
@@ -70,13 +98,25 @@ async function startCluster(): Promise<Cluster> {
     },
     { timeoutMs: 60_000, intervalMs: 250, description: 'three agents online' },
   );
-  return { databaseUrl, replicas, agents, workspaceId, lifecycleId: lifecycles[0]!.lifecycleId, markers: tempDir('gantry-e2e-markers-') };
+  return {
+    databaseUrl,
+    replicas,
+    agents,
+    workspaceId,
+    lifecycleId: lifecycles[0]!.lifecycleId,
+    markers: tempDir('gantry-e2e-markers-'),
+  };
 }
 
 /** Each step appends its name to a per-machine marker file, prints two lines, and takes a while. */
 async function markerProject(cluster: Cluster, client: Api): Promise<string> {
-  const projectId = (await client.post('/api/project', { workspaceId: cluster.workspaceId, name: `Failover ${randomBytes(3).toString('hex')}`, lifecycleId: cluster.lifecycleId })).body
-    .projectId as string;
+  const projectId = (
+    await client.post('/api/project', {
+      workspaceId: cluster.workspaceId,
+      name: `Failover ${randomBytes(3).toString('hex')}`,
+      lifecycleId: cluster.lifecycleId,
+    })
+  ).body.projectId as string;
   for (const name of STEPS) {
     const script = [
       `echo "#{CONTEXT.StepName}" >> '${cluster.markers}/#{CONTEXT.MachineName}.runs'`,
@@ -84,9 +124,18 @@ async function markerProject(cluster: Cluster, client: Api): Promise<string> {
       `sleep ${SCRIPT_SECONDS}`,
       'echo "end #{CONTEXT.StepName} on #{CONTEXT.MachineName}"',
     ].join('\n');
-    const template = await client.post('/api/step-template', { workspaceId: cluster.workspaceId, name: `failover-${name}-${randomBytes(3).toString('hex')}`, script, scriptLanguage: 'bash' });
+    const template = await client.post('/api/step-template', {
+      workspaceId: cluster.workspaceId,
+      name: `failover-${name}-${randomBytes(3).toString('hex')}`,
+      script,
+      scriptLanguage: 'bash',
+    });
     expect(template.status, template.text).toBe(200);
-    const step = await client.post('/api/project/step', { projectId, name, stepTemplateId: template.body.stepTemplateId });
+    const step = await client.post('/api/project/step', {
+      projectId,
+      name,
+      stepTemplateId: template.body.stepTemplateId,
+    });
     expect(step.status, step.text).toBe(200);
   }
   return projectId;
@@ -114,7 +163,13 @@ async function watchLease(databaseUrl: string, deploymentId: string) {
       const row = rows[0];
       if (row) {
         latest = { owner: row.lease_owner, status: row.status };
-        if (row.lease_owner) seen.push({ at: Date.now(), owner: row.lease_owner, until: row.lease_until?.getTime() ?? 0, status: row.status });
+        if (row.lease_owner)
+          seen.push({
+            at: Date.now(),
+            owner: row.lease_owner,
+            until: row.lease_until?.getTime() ?? 0,
+            status: row.status,
+          });
       }
       await new Promise((resolve) => setTimeout(resolve, 2));
     }
@@ -137,22 +192,29 @@ function logsOf(client: Api, deploymentId: string): Promise<Array<{ Data: string
 /** Every step ran exactly once on every machine (marker files) and printed each line exactly once (logs). */
 async function expectEveryStepExactlyOnce(cluster: Cluster, client: Api, deploymentId: string): Promise<void> {
   for (const machine of MACHINES) {
-    const runs = readFileSync(path.join(cluster.markers, `${machine}.runs`), 'utf8').trim().split('\n');
+    const runs = readFileSync(path.join(cluster.markers, `${machine}.runs`), 'utf8')
+      .trim()
+      .split('\n');
     expect(runs, `steps run on ${machine}`).toEqual(STEPS);
   }
   const data = (await logsOf(client, deploymentId)).map((l) => l.Data);
   for (const machine of MACHINES) {
     for (const step of STEPS) {
-      expect(data.filter((d) => d === `begin ${step} on ${machine}`), `begin ${step} on ${machine}`).toHaveLength(1);
-      expect(data.filter((d) => d === `end ${step} on ${machine}`), `end ${step} on ${machine}`).toHaveLength(1);
+      expect(
+        data.filter((d) => d === `begin ${step} on ${machine}`),
+        `begin ${step} on ${machine}`,
+      ).toHaveLength(1);
+      expect(
+        data.filter((d) => d === `end ${step} on ${machine}`),
+        `end ${step} on ${machine}`,
+      ).toHaveLength(1);
     }
   }
   const targets = await client.get('/api/deployment/targets', { deploymentId });
   expect(targets.status, targets.text).toBe(200);
-  const statuses = (targets.body.steps as Array<{ name: string; targets: Array<{ machineName: string; status: string }> }>).map((s) => [
-    s.name,
-    s.targets.map((t) => `${t.machineName}:${t.status}`),
-  ]);
+  const statuses = (
+    targets.body.steps as Array<{ name: string; targets: Array<{ machineName: string; status: string }> }>
+  ).map((s) => [s.name, s.targets.map((t) => `${t.machineName}:${t.status}`)]);
   expect(statuses).toEqual(STEPS.map((s) => [s, MACHINES.map((m) => `${m}:Succeeded`)]));
 }
 
@@ -161,16 +223,39 @@ async function diagnose(cluster: Cluster, survivor: Replica, deploymentId: strin
   const client = new pg.Client({ connectionString: cluster.databaseUrl });
   await client.connect();
   try {
-    const deployment = (await client.query('select status, lease_owner, lease_until, scheduled_for from deployments where id = $1', [deploymentId])).rows;
-    const tasks = (await client.query('select step_name, machine_name, status, message from deployment_tasks where deployment_id = $1 order by stage_index, machine_name', [deploymentId])).rows;
-    const agents = Object.entries(cluster.agents).map(([name, { agent }]) => `--- ${name}\n${agent.output().slice(-3000)}`);
-    const markers = MACHINES.map((m) => `${m}: ${readFileSync(path.join(cluster.markers, `${m}.runs`), { encoding: 'utf8', flag: 'a+' }).trim().split('\n').join(',')}`);
+    const deployment = (
+      await client.query('select status, lease_owner, lease_until, scheduled_for from deployments where id = $1', [
+        deploymentId,
+      ])
+    ).rows;
+    const tasks = (
+      await client.query(
+        'select step_name, machine_name, status, message from deployment_tasks where deployment_id = $1 order by stage_index, machine_name',
+        [deploymentId],
+      )
+    ).rows;
+    const agents = Object.entries(cluster.agents).map(
+      ([name, { agent }]) => `--- ${name}\n${agent.output().slice(-3000)}`,
+    );
+    const markers = MACHINES.map(
+      (m) =>
+        `${m}: ${readFileSync(path.join(cluster.markers, `${m}.runs`), { encoding: 'utf8', flag: 'a+' })
+          .trim()
+          .split('\n')
+          .join(',')}`,
+    );
     const survivorLog = survivor.plane
       .output()
       .split('\n')
       .filter((line) => !/"msg":"(incoming request|request completed)"/.test(line))
       .join('\n');
-    return [JSON.stringify(deployment), JSON.stringify(tasks), ...markers, `--- survivor\n${survivorLog.slice(-8000)}`, ...agents].join('\n');
+    return [
+      JSON.stringify(deployment),
+      JSON.stringify(tasks),
+      ...markers,
+      `--- survivor\n${survivorLog.slice(-8000)}`,
+      ...agents,
+    ].join('\n');
   } finally {
     await client.end();
   }
@@ -208,13 +293,20 @@ describe('control-plane failover on PostgreSQL + NATS JetStream with two replica
     const lease = await watchLease(cluster.databaseUrl, deploymentId!);
     try {
       // Mid-deployment: the first step's scripts are running on the machines.
-      await waitFor(async () => (await logsOf(a.client, deploymentId!)).some((l) => l.Data.startsWith('begin First on ')), {
-        timeoutMs: 30_000,
-        intervalMs: 100,
-        description: 'the first step to run',
-      });
+      await waitFor(
+        async () => (await logsOf(a.client, deploymentId!)).some((l) => l.Data.startsWith('begin First on ')),
+        {
+          timeoutMs: 30_000,
+          intervalMs: 100,
+          description: 'the first step to run',
+        },
+      );
       // Kill whichever replica is driving the deployment right now (holds its lease).
-      const owner = await waitFor(() => lease.latest().owner, { timeoutMs: 20_000, intervalMs: 1, description: 'a replica to hold the lease' });
+      const owner = await waitFor(() => lease.latest().owner, {
+        timeoutMs: 20_000,
+        intervalMs: 1,
+        description: 'a replica to hold the lease',
+      });
       const victim = owner === a.replicaId ? a : b;
       const survivor = victim === a ? b : a;
       expect(owner).toBe(victim.replicaId);
@@ -222,7 +314,10 @@ describe('control-plane failover on PostgreSQL + NATS JetStream with two replica
       const killedAt = Date.now();
       const statusAtKill = lease.latest().status;
       expect(['Running']).toContain(statusAtKill);
-      expect((await survivor.client.get('/api/deployment', { deploymentId: deploymentId!, skipLogs: 'true' })).body.status.Status).toBe('Running');
+      expect(
+        (await survivor.client.get('/api/deployment', { deploymentId: deploymentId!, skipLogs: 'true' })).body.status
+          .Status,
+      ).toBe('Running');
 
       const status = await finished(cluster, survivor, deploymentId!, 30_000 + STEPS.length * SCRIPT_SECONDS * 1000);
       const tookMs = Date.now() - killedAt;
@@ -237,19 +332,25 @@ describe('control-plane failover on PostgreSQL + NATS JetStream with two replica
       const before = new Set(lease.seen.filter((s) => s.at < killedAt).map((s) => s.owner));
       expect(before.has(victim.replicaId)).toBe(true);
       const after = lease.seen.filter((s) => s.at > killedAt + 50);
-      const victimUntil = Math.max(0, ...lease.seen.filter((s) => s.at <= killedAt && s.owner === victim.replicaId).map((s) => s.until));
+      const victimUntil = Math.max(
+        0,
+        ...lease.seen.filter((s) => s.at <= killedAt && s.owner === victim.replicaId).map((s) => s.until),
+      );
       expect(after.filter((s) => s.owner === victim.replicaId).every((s) => s.until <= victimUntil)).toBe(true);
       // The takeover itself: the survivor's first lease after the kill, within 30 s.
       const takeover = after.find((s) => s.owner === survivor.replicaId);
       expect(takeover).toBeDefined();
       expect(takeover!.at - killedAt).toBeLessThan(30_000);
       const stale = after.some((s) => s.owner === victim.replicaId);
-      console.info(`failover: taken over ${takeover!.at - killedAt} ms and completed ${tookMs} ms after the kill; the victim ${stale ? 'died holding the lease (taken over after expiry)' : 'had released the lease'}`);
+      console.info(
+        `failover: taken over ${takeover!.at - killedAt} ms and completed ${tookMs} ms after the kill; the victim ${stale ? 'died holding the lease (taken over after expiry)' : 'had released the lease'}`,
+      );
       // The agents that were on the dead replica came over to the survivor: all are Online there.
       const onVictim = Object.values(cluster.agents).filter((x) => x.first === victim);
       expect(onVictim.length).toBeGreaterThan(0);
       for (const { agent } of onVictim) expect(agent.output()).toContain('control-plane session ended; reconnecting');
-      const machines = (await survivor.client.get('/api/machine', { workspaceId: cluster.workspaceId })).body.machines as Array<{ status: string }>;
+      const machines = (await survivor.client.get('/api/machine', { workspaceId: cluster.workspaceId })).body
+        .machines as Array<{ status: string }>;
       expect(machines.map((m) => m.status)).toEqual(['Online', 'Online', 'Online']);
     } finally {
       await lease.stop();
@@ -262,12 +363,18 @@ describe('control-plane failover on PostgreSQL + NATS JetStream with two replica
     const projectId = await markerProject(cluster, a.client);
     const releaseId = await createRelease(a.client, projectId);
     const at = Date.now() + 3_000;
-    const deployed = await a.client.post('/api/release/deploy', { releaseId, environments: ['Staging'], deploymentDateUnixMillis: at });
+    const deployed = await a.client.post('/api/release/deploy', {
+      releaseId,
+      environments: ['Staging'],
+      deploymentDateUnixMillis: at,
+    });
     expect(deployed.status, deployed.text).toBe(200);
     const [deploymentId] = deployed.body.deploymentIds as string[];
     const lease = await watchLease(cluster.databaseUrl, deploymentId!);
     try {
-      expect((await a.client.get('/api/deployment', { deploymentId: deploymentId!, skipLogs: 'true' })).body.status.Status).toBe('Queued');
+      expect(
+        (await a.client.get('/api/deployment', { deploymentId: deploymentId!, skipLogs: 'true' })).body.status.Status,
+      ).toBe('Queued');
       await sigkill(a);
       const killedAt = Date.now();
       expect(killedAt).toBeLessThan(at);
@@ -278,10 +385,15 @@ describe('control-plane failover on PostgreSQL + NATS JetStream with two replica
       const started = (await logsOf(b.client, deploymentId!)).filter((l) => l.Data.startsWith('begin First on '));
       expect(started).toHaveLength(MACHINES.length);
       // Only the survivor drove it once A was dead (A may have looked at it while it was Queued).
-      const aUntil = Math.max(0, ...lease.seen.filter((s) => s.at <= killedAt && s.owner === a.replicaId).map((s) => s.until));
+      const aUntil = Math.max(
+        0,
+        ...lease.seen.filter((s) => s.at <= killedAt && s.owner === a.replicaId).map((s) => s.until),
+      );
       const after = lease.seen.filter((s) => s.at > killedAt + 50);
       expect(after.some((s) => s.owner === b.replicaId)).toBe(true);
-      expect(after.filter((s) => s.owner === a.replicaId).every((s) => s.until <= aUntil && s.status === 'Queued')).toBe(true);
+      expect(
+        after.filter((s) => s.owner === a.replicaId).every((s) => s.until <= aUntil && s.status === 'Queued'),
+      ).toBe(true);
     } finally {
       await lease.stop();
     }

@@ -58,7 +58,13 @@ export interface ControlPlane {
 }
 
 export async function startControlPlane(
-  options: { databaseUrl?: string; natsUrl?: string; natsPrefix?: string; dataDir?: string; env?: Record<string, string> } = {},
+  options: {
+    databaseUrl?: string;
+    natsUrl?: string;
+    natsPrefix?: string;
+    dataDir?: string;
+    env?: Record<string, string>;
+  } = {},
 ): Promise<ControlPlane> {
   const httpPort = await freePort();
   const grpcPort = await freePort();
@@ -148,13 +154,24 @@ export async function waitForDeployment(client: Api, deploymentId: string, timeo
 }
 
 /** The first workspace's ID, the IDs of its environments by name and of its Default Lifecycle. */
-export async function workspaceOf(client: Api): Promise<{ workspaceId: string; environments: Record<string, string>; defaultLifecycleId: string }> {
+export async function workspaceOf(
+  client: Api,
+): Promise<{ workspaceId: string; environments: Record<string, string>; defaultLifecycleId: string }> {
   const workspaceId = (await client.get('/api/workspace')).body.workspaces[0].workspaceId as string;
-  const [environments, lifecycles] = await Promise.all([client.get('/api/environment', { workspaceId }), client.get('/api/lifecycle', { workspaceId })]);
+  const [environments, lifecycles] = await Promise.all([
+    client.get('/api/environment', { workspaceId }),
+    client.get('/api/lifecycle', { workspaceId }),
+  ]);
   const list = environments.body.environments as Array<{ environmentId: string; name: string }>;
-  const defaultLifecycle = (lifecycles.body.lifecycles as Array<{ lifecycleId: string; name: string }>).find((l) => l.name === 'Default Lifecycle');
+  const defaultLifecycle = (lifecycles.body.lifecycles as Array<{ lifecycleId: string; name: string }>).find(
+    (l) => l.name === 'Default Lifecycle',
+  );
   if (!defaultLifecycle) throw new Error(`Workspace ${workspaceId} has no Default Lifecycle`);
-  return { workspaceId, environments: Object.fromEntries(list.map((e) => [e.name, e.environmentId])), defaultLifecycleId: defaultLifecycle.lifecycleId };
+  return {
+    workspaceId,
+    environments: Object.fromEntries(list.map((e) => [e.name, e.environmentId])),
+    defaultLifecycleId: defaultLifecycle.lifecycleId,
+  };
 }
 
 /** The agents startMachines started, by machine name (their output helps when a test fails). */
@@ -169,14 +186,22 @@ export async function startMachines(
 ): Promise<Record<string, string>> {
   const ids: Record<string, string> = {};
   for (const m of machines) {
-    const created = await client.post('/api/machine', { workspaceId, name: m.name, environmentIds: m.environmentIds, tagIds: m.tagIds ?? [] });
+    const created = await client.post('/api/machine', {
+      workspaceId,
+      name: m.name,
+      environmentIds: m.environmentIds,
+      tagIds: m.tagIds ?? [],
+    });
     if (created.status !== 200) throw new Error(`POST /api/machine answered ${created.status}: ${created.text}`);
     ids[m.name] = created.body.machineId;
     startedAgents.set(m.name, startAgent([plane.grpcAddress], created.body.registrationToken));
   }
   await waitFor(
     async () => {
-      const list = (await client.get('/api/machine', { workspaceId, take: '100' })).body.machines as Array<{ machineId: string; status: string }>;
+      const list = (await client.get('/api/machine', { workspaceId, take: '100' })).body.machines as Array<{
+        machineId: string;
+        status: string;
+      }>;
       return Object.values(ids).every((id) => list.some((m) => m.machineId === id && m.status === 'Online'));
     },
     { timeoutMs: 60_000, intervalMs: 250, description: `${machines.length} agents online` },
@@ -215,8 +240,13 @@ export async function bashProject(
       scriptLanguage: 'bash',
       ...(s.propertiesRaw === undefined ? {} : { propertiesRaw: s.propertiesRaw }),
     });
-    if (template.status !== 200) throw new Error(`POST /api/step-template answered ${template.status}: ${template.text}`);
-    const step = await client.post('/api/project/step', { projectId, name: s.name, stepTemplateId: template.body.stepTemplateId });
+    if (template.status !== 200)
+      throw new Error(`POST /api/step-template answered ${template.status}: ${template.text}`);
+    const step = await client.post('/api/project/step', {
+      projectId,
+      name: s.name,
+      stepTemplateId: template.body.stepTemplateId,
+    });
     if (step.status !== 200) throw new Error(`POST /api/project/step answered ${step.status}: ${step.text}`);
     stepIds[s.name] = step.body.projectStepId;
     if (s.settings) {
@@ -228,11 +258,17 @@ export async function bashProject(
 }
 
 /** Creates a release of the project and deploys it to the environments; returns the deployment IDs. */
-export async function releaseAndDeploy(client: Api, projectId: string, environments: string[], version = '1.0.0'): Promise<string[]> {
+export async function releaseAndDeploy(
+  client: Api,
+  projectId: string,
+  environments: string[],
+  version = '1.0.0',
+): Promise<string[]> {
   const release = await client.post('/api/release', { projectId, version });
   if (release.status !== 200) throw new Error(`POST /api/release answered ${release.status}: ${release.text}`);
   const deployed = await client.post('/api/release/deploy', { releaseId: release.body.releaseId, environments });
-  if (deployed.status !== 200) throw new Error(`POST /api/release/deploy answered ${deployed.status}: ${deployed.text}`);
+  if (deployed.status !== 200)
+    throw new Error(`POST /api/release/deploy answered ${deployed.status}: ${deployed.text}`);
   return deployed.body.deploymentIds as string[];
 }
 
@@ -249,11 +285,18 @@ export async function logsOf(client: Api, deploymentId: string): Promise<E2eLog[
 }
 
 /** `step name → machine name → target status` from GET /api/deployment/targets. */
-export async function targetStatuses(client: Api, deploymentId: string): Promise<Record<string, Record<string, string>>> {
+export async function targetStatuses(
+  client: Api,
+  deploymentId: string,
+): Promise<Record<string, Record<string, string>>> {
   const response = await client.get('/api/deployment/targets', { deploymentId });
-  if (response.status !== 200) throw new Error(`GET /api/deployment/targets answered ${response.status}: ${response.text}`);
+  if (response.status !== 200)
+    throw new Error(`GET /api/deployment/targets answered ${response.status}: ${response.text}`);
   const out: Record<string, Record<string, string>> = {};
-  for (const step of response.body.steps as Array<{ name: string; targets: Array<{ machineName: string | null; status: string }> }>) {
+  for (const step of response.body.steps as Array<{
+    name: string;
+    targets: Array<{ machineName: string | null; status: string }>;
+  }>) {
     out[step.name] = Object.fromEntries(step.targets.map((t) => [t.machineName ?? '', t.status]));
   }
   return out;
@@ -265,12 +308,19 @@ export async function targetStatuses(client: Api, deploymentId: string): Promise
  */
 export function replicaIdOf(plane: ControlPlane): string {
   const match = /"replicaId":"([^"]+)"[^\n]*"msg":"engine started"/.exec(plane.output());
-  if (!match?.[1]) throw new Error(`no 'engine started' line in the control plane output:\n${plane.output().slice(0, 2000)}`);
+  if (!match?.[1])
+    throw new Error(`no 'engine started' line in the control plane output:\n${plane.output().slice(0, 2000)}`);
   return match[1];
 }
 
 /** Uploads a package file with a real multipart/form-data request, as a CI pipeline does (spec §4.6). */
-export async function uploadPackage(baseUrl: string, workspaceId: string, fileName: string, data: Buffer, credentials = ADMIN) {
+export async function uploadPackage(
+  baseUrl: string,
+  workspaceId: string,
+  fileName: string,
+  data: Buffer,
+  credentials = ADMIN,
+) {
   const form = new FormData();
   form.append('workspaceId', workspaceId);
   form.append('PackageFile', new Blob([new Uint8Array(data)]), fileName);

@@ -4,7 +4,18 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitFor } from '../helpers/wait-for.ts';
-import { api, bashProject, cleanup, logsOf, startControlPlane, startMachines, waitForDeployment, workspaceOf, type Api, type ControlPlane } from './harness.ts';
+import {
+  api,
+  bashProject,
+  cleanup,
+  logsOf,
+  startControlPlane,
+  startMachines,
+  waitForDeployment,
+  workspaceOf,
+  type Api,
+  type ControlPlane,
+} from './harness.ts';
 import { E2E_MODES } from './modes.ts';
 
 const ENVIRONMENTS = ['LC Dev', 'LC Staging', 'LC Production', 'Prod East', 'Prod West'];
@@ -47,11 +58,19 @@ describe.each(E2E_MODES)('lifecycles end to end on $name (three agents)', (mode)
     await cleanup();
   });
 
-  async function lifecycle(phases: Array<{ name: string; environments: Array<[string, 'Manual' | 'Automatic']> }>): Promise<string> {
+  async function lifecycle(
+    phases: Array<{ name: string; environments: Array<[string, 'Manual' | 'Automatic']> }>,
+  ): Promise<string> {
     const created = await client.post('/api/lifecycle', {
       workspaceId,
       name: `LC ${Math.random().toString(16).slice(2, 8)}`,
-      phases: phases.map((p) => ({ name: p.name, environments: p.environments.map(([name, howToTrigger]) => ({ environmentId: environments[name], howToTrigger })) })),
+      phases: phases.map((p) => ({
+        name: p.name,
+        environments: p.environments.map(([name, howToTrigger]) => ({
+          environmentId: environments[name],
+          howToTrigger,
+        })),
+      })),
     });
     expect(created.status, created.text).toBe(200);
     return created.body.lifecycleId;
@@ -69,7 +88,8 @@ describe.each(E2E_MODES)('lifecycles end to end on $name (three agents)', (mode)
     return created.body.releaseId;
   }
 
-  const greetings = async (deploymentId: string) => (await logsOf(client, deploymentId)).map((l) => l.Data).filter((d) => d.startsWith('hello from '));
+  const greetings = async (deploymentId: string) =>
+    (await logsOf(client, deploymentId)).map((l) => l.Data).filter((d) => d.startsWith('hello from '));
 
   it('deploys an Automatic environment by itself once the earlier phase completes', async () => {
     const lifecycleId = await lifecycle([
@@ -86,14 +106,19 @@ describe.each(E2E_MODES)('lifecycles end to end on $name (three agents)', (mode)
     const [stagingId] = deployed.body.deploymentIds as string[];
     expect((await waitForDeployment(client, stagingId!, 30_000)).Status).toBe('Completed');
 
-    const production = await waitFor(async () => (await listed(projectId)).find((d) => d.environmentName === 'LC Production'), {
-      timeoutMs: 15_000,
-      intervalMs: 200,
-      description: 'the automatic Production deployment',
-    });
+    const production = await waitFor(
+      async () => (await listed(projectId)).find((d) => d.environmentName === 'LC Production'),
+      {
+        timeoutMs: 15_000,
+        intervalMs: 200,
+        description: 'the automatic Production deployment',
+      },
+    );
     expect(production.automatic).toBe(true);
     expect((await waitForDeployment(client, production.deploymentId, 30_000)).Status).toBe('Completed');
-    expect((await greetings(production.deploymentId)).sort()).toEqual(AGENTS.map((a) => `hello from ${a} in LC Production`));
+    expect((await greetings(production.deploymentId)).sort()).toEqual(
+      AGENTS.map((a) => `hello from ${a} in LC Production`),
+    );
 
     const all = await listed(projectId);
     expect(all.map((d) => [d.environmentName, d.status, d.automatic]).sort()).toEqual([
@@ -102,7 +127,9 @@ describe.each(E2E_MODES)('lifecycles end to end on $name (three agents)', (mode)
     ]);
     // It was created only after Staging had completed.
     const staging = all.find((d) => d.environmentName === 'LC Staging')!;
-    expect(Date.parse(all.find((d) => d.environmentName === 'LC Production')!.createdUtc)).toBeGreaterThanOrEqual(Date.parse(staging.completedUtc!));
+    expect(Date.parse(all.find((d) => d.environmentName === 'LC Production')!.createdUtc)).toBeGreaterThanOrEqual(
+      Date.parse(staging.completedUtc!),
+    );
   }, 60_000);
 
   it('deploys an Automatic first phase when the release is created, and nothing Manual after it', async () => {
@@ -128,7 +155,13 @@ describe.each(E2E_MODES)('lifecycles end to end on $name (three agents)', (mode)
   it('promotes to a phase, deploying to every environment of it', async () => {
     const lifecycleId = await lifecycle([
       { name: 'Test', environments: [['LC Staging', 'Manual']] },
-      { name: 'Prod', environments: [['Prod East', 'Manual'], ['Prod West', 'Manual']] },
+      {
+        name: 'Prod',
+        environments: [
+          ['Prod East', 'Manual'],
+          ['Prod West', 'Manual'],
+        ],
+      },
     ]);
     const { projectId } = await bashProject(client, workspaceId, lifecycleId, [{ name: 'Greet', script: SCRIPT }]);
     const releaseId = await release(projectId);
@@ -151,8 +184,15 @@ describe.each(E2E_MODES)('lifecycles end to end on $name (three agents)', (mode)
     expect(statuses.map((s) => s.Status)).toEqual(['Completed', 'Completed']);
 
     const all = await listed(projectId);
-    expect(all.filter((d) => ids.includes(d.deploymentId)).map((d) => d.environmentName).sort()).toEqual(['Prod East', 'Prod West']);
+    expect(
+      all
+        .filter((d) => ids.includes(d.deploymentId))
+        .map((d) => d.environmentName)
+        .sort(),
+    ).toEqual(['Prod East', 'Prod West']);
     const lines = (await Promise.all(ids.map(greetings))).flat().sort();
-    expect(lines).toEqual(AGENTS.flatMap((a) => [`hello from ${a} in Prod East`, `hello from ${a} in Prod West`]).sort());
+    expect(lines).toEqual(
+      AGENTS.flatMap((a) => [`hello from ${a} in Prod East`, `hello from ${a} in Prod West`]).sort(),
+    );
   }, 60_000);
 });

@@ -15,6 +15,10 @@ export const E2E_MODES: readonly E2eMode[] = [
   { name: 'embedded PostgreSQL + in-process bus', options: async () => ({}) },
   {
     name: 'PostgreSQL + NATS JetStream',
-    options: async () => ({ databaseUrl: (await createTestDatabase()).url, natsUrl: 'nats://127.0.0.1:4222', natsPrefix: `e2e_${randomBytes(4).toString('hex')}` }),
+    options: async () => ({
+      databaseUrl: (await createTestDatabase()).url,
+      natsUrl: 'nats://127.0.0.1:4222',
+      natsPrefix: `e2e_${randomBytes(4).toString('hex')}`,
+    }),
   },
 ];

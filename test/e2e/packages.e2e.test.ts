@@ -28,7 +28,9 @@ import {
 import { E2E_MODES } from './modes.ts';
 
 const AGENTS = ['pkg-agent-1', 'pkg-agent-2', 'pkg-agent-3'];
-const PACKAGE_PROPERTY = JSON.stringify([{ Id: 'Pkg', Name: 'Package', ControlType: 'PackageSelector', DefaultValue: '' }]);
+const PACKAGE_PROPERTY = JSON.stringify([
+  { Id: 'Pkg', Name: 'Package', ControlType: 'PackageSelector', DefaultValue: '' },
+]);
 
 /** Every file or link named `name` below `root`, at any depth. */
 function findNamed(root: string, name: string): string[] {
@@ -71,7 +73,12 @@ describe.each(E2E_MODES)('packages end to end on $name (three agents)', (mode) =
   /** A one-step project whose step uses `packageId` through a PackageSelector property; returns the Staging deployment's final status. */
   async function deployWithPackage(packageId: string, script: string) {
     const { projectId } = await bashProject(client, workspaceId, lifecycleId, [
-      { name: 'Unpack', script, propertiesRaw: PACKAGE_PROPERTY, settings: { propertiesJson: JSON.stringify({ Pkg: packageId }) } },
+      {
+        name: 'Unpack',
+        script,
+        propertiesRaw: PACKAGE_PROPERTY,
+        settings: { propertiesJson: JSON.stringify({ Pkg: packageId }) },
+      },
     ]);
     const [id] = await releaseAndDeploy(client, projectId, ['Staging']);
     const status = await waitForDeployment(client, id!, 30_000);
@@ -84,10 +91,18 @@ describe.each(E2E_MODES)('packages end to end on $name (three agents)', (mode) =
 
   it('unpacks a good package into the work folder where the script reads it', async () => {
     const run = 'echo "run.sh says hi"\n';
-    const uploaded = await uploadPackage(plane.url, workspaceId, 'Good.App.1.0.0.zip', makeZip([{ name: 'app/run.sh', data: run }]));
+    const uploaded = await uploadPackage(
+      plane.url,
+      workspaceId,
+      'Good.App.1.0.0.zip',
+      makeZip([{ name: 'app/run.sh', data: run }]),
+    );
     expect(uploaded.status, uploaded.text).toBe(200);
 
-    const { id, status, logs } = await deployWithPackage('Good.App', 'cat "$PackageFolder/app/run.sh"\nbash "$PackageFolder/app/run.sh"');
+    const { id, status, logs } = await deployWithPackage(
+      'Good.App',
+      'cat "$PackageFolder/app/run.sh"\nbash "$PackageFolder/app/run.sh"',
+    );
     expect(status).toMatchObject({ Status: 'Completed', ErrorCount: 0 });
     const data = logs.map((l) => l.Data);
     expect(data.filter((d) => d === 'echo "run.sh says hi"')).toHaveLength(3);
@@ -96,7 +111,10 @@ describe.each(E2E_MODES)('packages end to end on $name (three agents)', (mode) =
   }, 60_000);
 
   it('refuses a zip whose entry escapes the folder at upload, leaving nothing in the feed', async () => {
-    const evil = buildZip([{ name: 'app/ok.txt', data: 'fine' }, { name: '../evil.txt', data: 'pwned' }]);
+    const evil = buildZip([
+      { name: 'app/ok.txt', data: 'fine' },
+      { name: '../evil.txt', data: 'pwned' },
+    ]);
     const uploaded = await uploadPackage(plane.url, workspaceId, 'Evil.App.1.0.0.zip', evil);
     expect(uploaded.status, uploaded.text).toBe(400);
     expect(uploaded.body.error).toContain('not a readable zip archive');
@@ -106,14 +124,23 @@ describe.each(E2E_MODES)('packages end to end on $name (three agents)', (mode) =
 
   it('has the agent refuse an archive whose entry escapes the work folder: the step fails and no file lands outside', async () => {
     // node-tar lists `../evil.txt` without complaint, so this one reaches the feed and the agents.
-    const evil = buildTar([{ path: 'app/ok.txt', data: 'fine' }, { path: '../evil.txt', data: 'pwned' }], true);
+    const evil = buildTar(
+      [
+        { path: 'app/ok.txt', data: 'fine' },
+        { path: '../evil.txt', data: 'pwned' },
+      ],
+      true,
+    );
     const uploaded = await uploadPackage(plane.url, workspaceId, 'Evil.Tar.1.0.0.tar.gz', evil);
     expect(uploaded.status, uploaded.text).toBe(200);
 
     const { id, status, logs } = await deployWithPackage('Evil.Tar', 'echo "the script ran"');
     expect(status.Status).toBe('Failed');
     expect(Object.values((await targetStatuses(client, id)).Unpack!)).toEqual(['Failed', 'Failed', 'Failed']);
-    const refusals = logs.filter((l) => l.LogLevel === 'Error' && l.Data.includes('Archive refused: entry "../evil.txt" escapes the target folder'));
+    const refusals = logs.filter(
+      (l) =>
+        l.LogLevel === 'Error' && l.Data.includes('Archive refused: entry "../evil.txt" escapes the target folder'),
+    );
     expect(refusals.length).toBeGreaterThanOrEqual(3);
     expect(logs.some((l) => l.Data === 'the script ran')).toBe(false);
     expect(evilFiles()).toEqual([]);
@@ -131,7 +158,9 @@ describe.each(E2E_MODES)('packages end to end on $name (three agents)', (mode) =
 
     const { status, logs } = await deployWithPackage('Evil.Link', 'echo "the script ran"');
     expect(status.Status).toBe('Failed');
-    expect(logs.filter((l) => l.LogLevel === 'Error' && l.Data.includes('is a symbolic link')).length).toBeGreaterThanOrEqual(3);
+    expect(
+      logs.filter((l) => l.LogLevel === 'Error' && l.Data.includes('is a symbolic link')).length,
+    ).toBeGreaterThanOrEqual(3);
     expect(logs.some((l) => l.Data === 'the script ran')).toBe(false);
     expect(evilFiles()).toEqual([]);
     expect(readdirSync(outside)).toEqual([]);

@@ -26,7 +26,8 @@ const BY_NAME = ['M-a', 'm-b', 'M-c', 'm-d'];
 
 const timed = (name: string): E2eStep => ({
   name,
-  script: 'echo "start $(date +%s%N) #{CONTEXT.MachineName} #{CONTEXT.StepName}"\nsleep 0.3\necho "end $(date +%s%N) #{CONTEXT.MachineName} #{CONTEXT.StepName}"',
+  script:
+    'echo "start $(date +%s%N) #{CONTEXT.MachineName} #{CONTEXT.StepName}"\nsleep 0.3\necho "end $(date +%s%N) #{CONTEXT.MachineName} #{CONTEXT.StepName}"',
 });
 
 interface Run {
@@ -65,7 +66,12 @@ function spans(runs: Run[]): Span[] {
   for (const r of runs) {
     const span = byMachine.get(r.machine);
     if (!span) byMachine.set(r.machine, { machine: r.machine, start: r.start, end: r.end });
-    else byMachine.set(r.machine, { machine: r.machine, start: r.start < span.start ? r.start : span.start, end: r.end > span.end ? r.end : span.end });
+    else
+      byMachine.set(r.machine, {
+        machine: r.machine,
+        start: r.start < span.start ? r.start : span.start,
+        end: r.end > span.end ? r.end : span.end,
+      });
   }
   return [...byMachine.values()].sort((a, b) => (a.start < b.start ? -1 : a.start > b.start ? 1 : 0));
 }
@@ -141,7 +147,10 @@ describe.each(E2E_MODES)('rolling groups end to end on $name (four agents)', (mo
   }
 
   it('runs one machine at a time in case-insensitive name order with windowSize 1, each machine finishing both members first', async () => {
-    const projectId = await rollingProject([timed('First'), timed('Second')], { windowSize: 1, machineOrder: 'MachineName' });
+    const projectId = await rollingProject([timed('First'), timed('Second')], {
+      windowSize: 1,
+      machineOrder: 'MachineName',
+    });
     const { id, status } = await deployToStaging(projectId);
     expect(status.Status).toBe('Completed');
 
@@ -156,13 +165,19 @@ describe.each(E2E_MODES)('rolling groups end to end on $name (four agents)', (mo
       expect(first.end <= second.start, `${machine}: First before Second`).toBe(true);
     }
     for (let i = 1; i < order.length; i++) {
-      expect(order[i - 1]!.end <= order[i]!.start, `${order[i - 1]!.machine} ends before ${order[i]!.machine} starts`).toBe(true);
+      expect(
+        order[i - 1]!.end <= order[i]!.start,
+        `${order[i - 1]!.machine} ends before ${order[i]!.machine} starts`,
+      ).toBe(true);
     }
     expect(maxConcurrent(order)).toBe(1);
   }, 60_000);
 
   it('keeps at most two machines inside the group with windowSize 2, and reaches two', async () => {
-    const projectId = await rollingProject([timed('First'), timed('Second')], { windowSize: 2, machineOrder: 'MachineName' });
+    const projectId = await rollingProject([timed('First'), timed('Second')], {
+      windowSize: 2,
+      machineOrder: 'MachineName',
+    });
     const { id, status } = await deployToStaging(projectId);
     expect(status.Status).toBe('Completed');
 
@@ -171,7 +186,12 @@ describe.each(E2E_MODES)('rolling groups end to end on $name (four agents)', (mo
     const order = spans(runs);
     expect(maxConcurrent(order)).toBe(2);
     // The first two by name start first; the other two only once a window place is free.
-    expect(order.slice(0, 2).map((s) => s.machine).sort()).toEqual(['M-a', 'm-b'].sort());
+    expect(
+      order
+        .slice(0, 2)
+        .map((s) => s.machine)
+        .sort(),
+    ).toEqual(['M-a', 'm-b'].sort());
     for (const machine of BY_NAME) {
       const first = runs.find((r) => r.machine === machine && r.step === 'First')!;
       const second = runs.find((r) => r.machine === machine && r.step === 'Second')!;
@@ -181,14 +201,22 @@ describe.each(E2E_MODES)('rolling groups end to end on $name (four agents)', (mo
 
   it('finishes every machine of a tag rank before the next rank starts, untagged machines last', async () => {
     // rank 0 (tag-a): M-c, m-d; rank 1 (tag-b): m-b; no listed tag: M-a.
-    const tagged: Record<string, string[]> = { 'M-c': [tags['tag-a']!], 'm-d': [tags['tag-a']!], 'm-b': [tags['tag-b']!], 'M-a': [] };
+    const tagged: Record<string, string[]> = {
+      'M-c': [tags['tag-a']!],
+      'm-d': [tags['tag-a']!],
+      'm-b': [tags['tag-b']!],
+      'M-a': [],
+    };
     for (const [name, tagIds] of Object.entries(tagged)) {
       const updated = await client.put('/api/machine', { machineId: machines[name], tagIds });
       expect(updated.status, updated.text).toBe(200);
     }
     try {
       // m-d takes a second longer than M-c: without waiting for the whole rank, m-b would start as soon as M-c is done.
-      const slowOnD = { ...timed('First'), script: `${timed('First').script}\nif [ "#{CONTEXT.MachineName}" = "m-d" ]; then sleep 1; fi` };
+      const slowOnD = {
+        ...timed('First'),
+        script: `${timed('First').script}\nif [ "#{CONTEXT.MachineName}" = "m-d" ]; then sleep 1; fi`,
+      };
       const projectId = await rollingProject([slowOnD, timed('Second')], {
         windowSize: 2,
         machineOrder: 'TagPriority',
@@ -208,18 +236,31 @@ describe.each(E2E_MODES)('rolling groups end to end on $name (four agents)', (mo
       // The window still applies within a rank: both rank-0 machines were in at once.
       expect(maxConcurrent(rank0)).toBe(2);
     } finally {
-      for (const name of Object.keys(tagged)) await client.put('/api/machine', { machineId: machines[name], tagIds: [] });
+      for (const name of Object.keys(tagged))
+        await client.put('/api/machine', { machineId: machines[name], tagIds: [] });
     }
   }, 60_000);
 
-  const failOnB = (name: string): E2eStep => ({ name, script: 'echo "#{CONTEXT.StepName} on #{CONTEXT.MachineName}"\nif [ "#{CONTEXT.MachineName}" = "m-b" ]; then exit 3; fi' });
+  const failOnB = (name: string): E2eStep => ({
+    name,
+    script:
+      'echo "#{CONTEXT.StepName} on #{CONTEXT.MachineName}"\nif [ "#{CONTEXT.MachineName}" = "m-b" ]; then exit 3; fi',
+  });
   const ok = (name: string): E2eStep => ({ name, script: 'echo "#{CONTEXT.StepName} on #{CONTEXT.MachineName}"' });
 
   it('applies onMachineFailure and onMemberFailure', async () => {
     const run = async (settings: Record<string, unknown>) => {
-      const projectId = await rollingProject([failOnB('Fragile'), ok('Next')], { windowSize: 1, machineOrder: 'MachineName', ...settings });
+      const projectId = await rollingProject([failOnB('Fragile'), ok('Next')], {
+        windowSize: 1,
+        machineOrder: 'MachineName',
+        ...settings,
+      });
       const { id, status } = await deployToStaging(projectId);
-      return { status, targets: await targetStatuses(client, id), lines: (await logsOf(client, id)).map((l) => l.Data) };
+      return {
+        status,
+        targets: await targetStatuses(client, id),
+        lines: (await logsOf(client, id)).map((l) => l.Data),
+      };
     };
     const [stop, carryOn, continueMembers] = await Promise.all([
       run({ onMachineFailure: 'StopStep', onMemberFailure: 'SkipRestOnThisMachine' }),
@@ -246,7 +287,12 @@ describe.each(E2E_MODES)('rolling groups end to end on $name (four agents)', (mo
     expect(carryOn.status.Status).toBe('Failed');
 
     // ContinueMembers: m-b runs its remaining member after the failure.
-    expect(continueMembers.targets.Next).toEqual({ 'M-a': 'Succeeded', 'm-b': 'Succeeded', 'M-c': 'Succeeded', 'm-d': 'Succeeded' });
+    expect(continueMembers.targets.Next).toEqual({
+      'M-a': 'Succeeded',
+      'm-b': 'Succeeded',
+      'M-c': 'Succeeded',
+      'm-d': 'Succeeded',
+    });
     expect(continueMembers.lines).toContain('Next on m-b');
     expect(continueMembers.targets.Fragile!['m-b']).toBe('Failed');
   }, 60_000);
@@ -266,18 +312,29 @@ describe.each(E2E_MODES)('rolling groups end to end on $name (four agents)', (mo
 
     expect(skip.status).toMatchObject({ Status: 'Completed', ErrorCount: 0, WarningCount: 0 });
     expect(skip.targets.Lonely).toEqual({});
-    expect(skip.logs.some((l) => l.LogLevel === 'Information' && l.Data.includes("'Lonely'") && l.Data.includes('is skipped'))).toBe(true);
+    expect(
+      skip.logs.some(
+        (l) => l.LogLevel === 'Information' && l.Data.includes("'Lonely'") && l.Data.includes('is skipped'),
+      ),
+    ).toBe(true);
     expect(skip.logs.filter((l) => l.Data === 'Afterwards on M-a')).toHaveLength(1);
 
     expect(warn.status.Status).toBe('Completed');
     expect(warn.status.ErrorCount).toBe(0);
     expect(warn.status.WarningCount).toBeGreaterThan(0);
     expect(warn.logs.some((l) => l.LogLevel === 'Warning' && l.Data.includes('no machine matches'))).toBe(true);
-    expect(warn.targets.Afterwards).toEqual({ 'M-a': 'Succeeded', 'm-b': 'Succeeded', 'M-c': 'Succeeded', 'm-d': 'Succeeded' });
+    expect(warn.targets.Afterwards).toEqual({
+      'M-a': 'Succeeded',
+      'm-b': 'Succeeded',
+      'M-c': 'Succeeded',
+      'm-d': 'Succeeded',
+    });
 
     expect(fail.status.Status).toBe('Failed');
     expect(fail.status.ErrorCount).toBeGreaterThan(0);
-    expect(fail.logs.some((l) => l.LogLevel === 'Error' && l.Data.includes("'Lonely'") && l.Data.includes('fails'))).toBe(true);
+    expect(
+      fail.logs.some((l) => l.LogLevel === 'Error' && l.Data.includes("'Lonely'") && l.Data.includes('fails')),
+    ).toBe(true);
     // The failed group stops the deployment (errorAction Stop): the next step never runs.
     expect(fail.targets.Afterwards).toEqual({ 'M-a': 'Skipped', 'm-b': 'Skipped', 'M-c': 'Skipped', 'm-d': 'Skipped' });
     expect(fail.logs.some((l) => /^Afterwards on \S+$/.test(l.Data))).toBe(false);
@@ -285,7 +342,10 @@ describe.each(E2E_MODES)('rolling groups end to end on $name (four agents)', (mo
 
   it('applies errorAction Stop, ContinueOnError and Continue to a step that fails on one machine', async () => {
     const run = async (errorAction: string) => {
-      const { projectId } = await bashProject(client, workspaceId, lifecycleId, [{ ...failOnB('Fragile'), settings: { errorAction } }, ok('Afterwards')]);
+      const { projectId } = await bashProject(client, workspaceId, lifecycleId, [
+        { ...failOnB('Fragile'), settings: { errorAction } },
+        ok('Afterwards'),
+      ]);
       const { id, status } = await deployToStaging(projectId);
       return { status, targets: await targetStatuses(client, id), logs: await logsOf(client, id) };
     };
@@ -293,7 +353,12 @@ describe.each(E2E_MODES)('rolling groups end to end on $name (four agents)', (mo
     const allSucceeded = { 'M-a': 'Succeeded', 'm-b': 'Succeeded', 'M-c': 'Succeeded', 'm-d': 'Succeeded' };
 
     expect(stop.status.Status).toBe('Failed');
-    expect(stop.targets.Fragile).toEqual({ 'M-a': 'Succeeded', 'm-b': 'Failed', 'M-c': 'Succeeded', 'm-d': 'Succeeded' });
+    expect(stop.targets.Fragile).toEqual({
+      'M-a': 'Succeeded',
+      'm-b': 'Failed',
+      'M-c': 'Succeeded',
+      'm-d': 'Succeeded',
+    });
     expect(stop.targets.Afterwards).toEqual({ 'M-a': 'Skipped', 'm-b': 'Skipped', 'M-c': 'Skipped', 'm-d': 'Skipped' });
 
     expect(continueOnError.status.Status).toBe('Completed');

@@ -9,7 +9,20 @@ import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitFor } from '../helpers/wait-for.ts';
-import { api, bashProject, cleanup, logsOf, releaseAndDeploy, startAgent, startControlPlane, tempDir, waitForDeployment, workspaceOf, type Api, type ControlPlane } from './harness.ts';
+import {
+  api,
+  bashProject,
+  cleanup,
+  logsOf,
+  releaseAndDeploy,
+  startAgent,
+  startControlPlane,
+  tempDir,
+  waitForDeployment,
+  workspaceOf,
+  type Api,
+  type ControlPlane,
+} from './harness.ts';
 
 interface Certificates {
   ca: string;
@@ -23,10 +36,38 @@ function makeCertificates(dir: string): Certificates {
   const openssl = (...args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: 'pipe' });
   const ecKey = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
   openssl('req', '-x509', ...ecKey, '-keyout', 'ca.key', '-out', 'ca.pem', '-days', '2', '-subj', '/CN=Gantry test CA');
-  openssl('req', '-x509', ...ecKey, '-keyout', 'other-ca.key', '-out', 'other-ca.pem', '-days', '2', '-subj', '/CN=Some other CA');
+  openssl(
+    'req',
+    '-x509',
+    ...ecKey,
+    '-keyout',
+    'other-ca.key',
+    '-out',
+    'other-ca.pem',
+    '-days',
+    '2',
+    '-subj',
+    '/CN=Some other CA',
+  );
   openssl('req', ...ecKey, '-keyout', 'server.key', '-out', 'server.csr', '-subj', '/CN=gantry-control-plane');
   writeFileSync(path.join(dir, 'san.ext'), 'subjectAltName=IP:127.0.0.1,DNS:localhost\n');
-  openssl('x509', '-req', '-in', 'server.csr', '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'server.pem', '-days', '2', '-extfile', 'san.ext');
+  openssl(
+    'x509',
+    '-req',
+    '-in',
+    'server.csr',
+    '-CA',
+    'ca.pem',
+    '-CAkey',
+    'ca.key',
+    '-CAcreateserial',
+    '-out',
+    'server.pem',
+    '-days',
+    '2',
+    '-extfile',
+    'san.ext',
+  );
   const file = (name: string) => path.join(dir, name);
   return { ca: file('ca.pem'), otherCa: file('other-ca.pem'), cert: file('server.pem'), key: file('server.key') };
 }
@@ -41,7 +82,9 @@ describe('agents over TLS (real certificates)', () => {
 
   beforeAll(async () => {
     certificates = makeCertificates(tempDir('gantry-e2e-tls-'));
-    plane = await startControlPlane({ env: { GANTRY_GRPC_TLS_CERT_FILE: certificates.cert, GANTRY_GRPC_TLS_KEY_FILE: certificates.key } });
+    plane = await startControlPlane({
+      env: { GANTRY_GRPC_TLS_CERT_FILE: certificates.cert, GANTRY_GRPC_TLS_KEY_FILE: certificates.key },
+    });
     client = api(plane.url);
     const workspace = await workspaceOf(client);
     workspaceId = workspace.workspaceId;
@@ -60,17 +103,28 @@ describe('agents over TLS (real certificates)', () => {
   }
 
   const statusOf = async (machineId: string) =>
-    ((await client.get('/api/machine', { workspaceId })).body.machines as Array<{ machineId: string; status: string }>).find((m) => m.machineId === machineId)?.status;
+    (
+      (await client.get('/api/machine', { workspaceId })).body.machines as Array<{ machineId: string; status: string }>
+    ).find((m) => m.machineId === machineId)?.status;
 
   it('registers an agent that trusts the CA, and runs its steps', async () => {
     const { machineId, token } = await machine('tls-agent');
     const agent = startAgent([plane.grpcAddress], token, { GANTRY_AGENT_CA_FILE: certificates.ca });
-    await waitFor(async () => (await statusOf(machineId)) === 'Online', { timeoutMs: 30_000, intervalMs: 250, description: 'the TLS agent online' }).catch((error: unknown) => {
+    await waitFor(async () => (await statusOf(machineId)) === 'Online', {
+      timeoutMs: 30_000,
+      intervalMs: 250,
+      description: 'the TLS agent online',
+    }).catch((error: unknown) => {
       throw new Error(`${String(error)}\n${agent.output()}`);
     });
-    const { projectId } = await bashProject(client, workspaceId, lifecycleId, [{ name: 'Over TLS', script: 'echo "hello over $Transport"' }]);
+    const { projectId } = await bashProject(client, workspaceId, lifecycleId, [
+      { name: 'Over TLS', script: 'echo "hello over $Transport"' },
+    ]);
     const variable = await client.post('/api/project/variable', { projectId, name: 'Transport', variableType: 'Text' });
-    expect((await client.post('/api/project/variable/value', { variableId: variable.body.variableId, theValue: 'TLS' })).status).toBe(200);
+    expect(
+      (await client.post('/api/project/variable/value', { variableId: variable.body.variableId, theValue: 'TLS' }))
+        .status,
+    ).toBe(200);
     const [deploymentId] = await releaseAndDeploy(client, projectId, ['Staging']);
     const done = await waitForDeployment(client, deploymentId!);
     expect(done.Status).toBe('Completed');
@@ -81,11 +135,17 @@ describe('agents over TLS (real certificates)', () => {
     const wrongCa = await machine('wrong-ca-agent');
     const plaintext = await machine('plaintext-agent');
     const agents = [
-      startAgent([plane.grpcAddress], wrongCa.token, { GANTRY_AGENT_CA_FILE: certificates.otherCa, GANTRY_AGENT_LOG_LEVEL: 'info' }),
+      startAgent([plane.grpcAddress], wrongCa.token, {
+        GANTRY_AGENT_CA_FILE: certificates.otherCa,
+        GANTRY_AGENT_LOG_LEVEL: 'info',
+      }),
       startAgent([plane.grpcAddress], plaintext.token, { GANTRY_AGENT_LOG_LEVEL: 'info' }),
     ];
     // Both keep retrying (with backoff): give them several attempts.
-    await waitFor(() => agents.every((agent) => agent.output().includes('registration failed; retrying')), { timeoutMs: 30_000, description: 'both agents to report failed attempts' });
+    await waitFor(() => agents.every((agent) => agent.output().includes('registration failed; retrying')), {
+      timeoutMs: 30_000,
+      description: 'both agents to report failed attempts',
+    });
     await new Promise((resolve) => setTimeout(resolve, 2000));
     for (const { machineId } of [wrongCa, plaintext]) expect(await statusOf(machineId)).not.toBe('Online');
     for (const agent of agents) expect(agent.child.exitCode).toBeNull(); // still trying, as an agent should

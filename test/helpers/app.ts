@@ -13,7 +13,13 @@ import { buildApp } from '../../services/api/app.ts';
 import { createSecretBox, systemClock, type Clock, type Role } from '../../services/core/index.ts';
 import { bootstrap, type DomainDeps } from '../../services/domain/index.ts';
 import { createDb, createStore } from '../../services/store/index.ts';
-import { createFilesystemBlobStore, createPackageService, stagingDirOf, type BlobStore, type PackageService } from '../../services/packages/index.ts';
+import {
+  createFilesystemBlobStore,
+  createPackageService,
+  stagingDirOf,
+  type BlobStore,
+  type PackageService,
+} from '../../services/packages/index.ts';
 import { createTestDatabase } from './database.ts';
 
 export interface Credentials {
@@ -34,7 +40,12 @@ export interface Client {
   put<T = any>(path: string, body?: unknown): Promise<Response<T>>;
   delete<T = any>(path: string, body?: unknown): Promise<Response<T>>;
   /** Any request, for tests of raw payloads and headers. */
-  raw(options: { method: string; path: string; payload?: string | Buffer; headers?: Record<string, string> }): Promise<Response>;
+  raw(options: {
+    method: string;
+    path: string;
+    payload?: string | Buffer;
+    headers?: Record<string, string>;
+  }): Promise<Response>;
 }
 
 export interface TestContext {
@@ -63,12 +74,24 @@ function basic(credentials: Credentials): string {
 }
 
 function clientFor(app: FastifyInstance, credentials: Credentials | null): Client {
-  const headers = (extra: Record<string, string> = {}) => (credentials ? { authorization: basic(credentials), ...extra } : extra);
-  const send = async (method: string, path: string, body?: unknown, query?: Record<string, unknown>): Promise<Response> => {
+  const headers = (extra: Record<string, string> = {}) =>
+    credentials ? { authorization: basic(credentials), ...extra } : extra;
+  const send = async (
+    method: string,
+    path: string,
+    body?: unknown,
+    query?: Record<string, unknown>,
+  ): Promise<Response> => {
     const response = await app.inject({
       method: method as 'GET',
       url: path,
-      query: query ? Object.fromEntries(Object.entries(query).filter(([, v]) => v !== undefined).map(([k, v]) => [k, String(v)])) : undefined,
+      query: query
+        ? Object.fromEntries(
+            Object.entries(query)
+              .filter(([, v]) => v !== undefined)
+              .map(([k, v]) => [k, String(v)]),
+          )
+        : undefined,
       headers: headers(body === undefined ? {} : { 'content-type': 'application/json' }),
       payload: body === undefined ? undefined : JSON.stringify(body),
     });
@@ -86,7 +109,8 @@ function clientFor(app: FastifyInstance, credentials: Credentials | null): Clien
 
 function toResponse(response: { statusCode: number; body: string; headers: Record<string, unknown> }): Response {
   let body: unknown = undefined;
-  if (response.body.length > 0 && `${response.headers['content-type'] as string | undefined ?? ''}`.includes('json')) body = JSON.parse(response.body);
+  if (response.body.length > 0 && `${(response.headers['content-type'] as string | undefined) ?? ''}`.includes('json'))
+    body = JSON.parse(response.body);
   return { status: response.statusCode, body, headers: response.headers, text: response.body };
 }
 
@@ -110,8 +134,19 @@ export async function testApp(options: TestAppOptions = {}): Promise<TestContext
   const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'gantry-test-'));
   const blobs = options.packages?.blobs
     ? await options.packages.blobs(dataDir)
-    : createFilesystemBlobStore({ root: path.join(dataDir, 'packages'), publicUrl: 'http://127.0.0.1:8080', hmacKey: randomBytes(32) });
-  const packages = createPackageService({ deps, db, clock: deps.clock, blobs, stagingDir: stagingDirOf(dataDir), maxBytes: options.packages?.maxBytes });
+    : createFilesystemBlobStore({
+        root: path.join(dataDir, 'packages'),
+        publicUrl: 'http://127.0.0.1:8080',
+        hmacKey: randomBytes(32),
+      });
+  const packages = createPackageService({
+    deps,
+    db,
+    clock: deps.clock,
+    blobs,
+    stagingDir: stagingDirOf(dataDir),
+    maxBytes: options.packages?.maxBytes,
+  });
   const app = await buildApp({ ...deps, packages }, { logger: false });
   afterAll(async () => {
     await app.close();

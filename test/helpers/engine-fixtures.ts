@@ -3,19 +3,41 @@
  * a release with a hand-made snapshot, and deployments of it. Steps and groups are given as
  * snapshot fragments so each test states exactly the plan it exercises.
  */
-import { newId, type ReleaseSnapshot, type SnapshotRollingGroup, type SnapshotStep } from '../../services/core/index.ts';
+import {
+  newId,
+  type ReleaseSnapshot,
+  type SnapshotRollingGroup,
+  type SnapshotStep,
+} from '../../services/core/index.ts';
 import type { TestContext } from './app.ts';
 
 export async function environmentId(t: TestContext, name: string): Promise<string> {
-  const row = await t.db('environments').where({ workspace_id: t.mainWorkspaceId, name }).whereNull('deleted_at').first('id');
+  const row = await t
+    .db('environments')
+    .where({ workspace_id: t.mainWorkspaceId, name })
+    .whereNull('deleted_at')
+    .first('id');
   return row.id;
 }
 
 /** A machine in the environment whose agent counts as connected now. */
-export async function onlineMachine(t: TestContext, name: string, envId: string, tagIds: string[] = []): Promise<string> {
-  const created = await t.admin.post('/api/machine', { workspaceId: t.mainWorkspaceId, name, environmentIds: [envId], tagIds });
+export async function onlineMachine(
+  t: TestContext,
+  name: string,
+  envId: string,
+  tagIds: string[] = [],
+): Promise<string> {
+  const created = await t.admin.post('/api/machine', {
+    workspaceId: t.mainWorkspaceId,
+    name,
+    environmentIds: [envId],
+    tagIds,
+  });
   if (created.status !== 200) throw new Error(created.text);
-  await t.db('machines').where({ id: created.body.machineId }).update({ agent_credential_hash: `cred-${newId()}`, last_seen_at: new Date() });
+  await t
+    .db('machines')
+    .where({ id: created.body.machineId })
+    .update({ agent_credential_hash: `cred-${newId()}`, last_seen_at: new Date() });
   return created.body.machineId;
 }
 
@@ -32,13 +54,23 @@ export function step(name: string, overrides: Partial<SnapshotStep> = {}): Snaps
     machineTagFilter: [],
     rollingGroupId: null,
     properties: {},
-    template: { stepTemplateId: 'tpl', name: 'Run a script', script: `echo ${name}`, scriptLanguage: 'bash', properties: [] },
+    template: {
+      stepTemplateId: 'tpl',
+      name: 'Run a script',
+      script: `echo ${name}`,
+      scriptLanguage: 'bash',
+      properties: [],
+    },
     packageIds: [],
     ...overrides,
   };
 }
 
-export function rollingGroup(id: string, memberStepIds: string[], overrides: Partial<SnapshotRollingGroup> = {}): SnapshotRollingGroup {
+export function rollingGroup(
+  id: string,
+  memberStepIds: string[],
+  overrides: Partial<SnapshotRollingGroup> = {},
+): SnapshotRollingGroup {
   return {
     rollingGroupId: id,
     name: id,
@@ -56,9 +88,17 @@ export function rollingGroup(id: string, memberStepIds: string[], overrides: Par
 
 export async function release(
   t: TestContext,
-  parts: { steps: SnapshotStep[]; rollingGroups?: SnapshotRollingGroup[]; variables?: ReleaseSnapshot['variables']; lifecycle?: ReleaseSnapshot['lifecycle'] },
+  parts: {
+    steps: SnapshotStep[];
+    rollingGroups?: SnapshotRollingGroup[];
+    variables?: ReleaseSnapshot['variables'];
+    lifecycle?: ReleaseSnapshot['lifecycle'];
+  },
 ): Promise<{ releaseId: string; projectId: string }> {
-  const project = await t.admin.post('/api/project', { workspaceId: t.mainWorkspaceId, name: `Project ${newId().slice(0, 8)}` });
+  const project = await t.admin.post('/api/project', {
+    workspaceId: t.mainWorkspaceId,
+    name: `Project ${newId().slice(0, 8)}`,
+  });
   const projectId = project.body.projectId as string;
   const snapshot: ReleaseSnapshot = {
     v: 1,

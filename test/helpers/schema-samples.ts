@@ -18,7 +18,11 @@ export interface Schema {
 /** Every JSON type the schema (or any branch of it) accepts. */
 export function typesOf(schema: Schema): string[] {
   const own = schema.type === undefined ? [] : [schema.type].flat();
-  return [...own, ...(schema.anyOf ?? []).flatMap(typesOf), ...(schema.const !== undefined ? [typeof schema.const] : [])];
+  return [
+    ...own,
+    ...(schema.anyOf ?? []).flatMap(typesOf),
+    ...(schema.const !== undefined ? [typeof schema.const] : []),
+  ];
 }
 
 /** A value the schema accepts; objects get their required properties. */

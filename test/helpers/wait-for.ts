@@ -14,7 +14,10 @@ export interface WaitForOptions {
  * may be async and may throw (an `expect` that does not hold yet); the last error is reported if
  * the time runs out.
  */
-export async function waitFor<T>(condition: () => T | Promise<T>, options: WaitForOptions = {}): Promise<NonNullable<T>> {
+export async function waitFor<T>(
+  condition: () => T | Promise<T>,
+  options: WaitForOptions = {},
+): Promise<NonNullable<T>> {
   const { timeoutMs = 5_000, intervalMs = 20, description = 'condition' } = options;
   const deadline = Date.now() + timeoutMs;
   let lastError: unknown;

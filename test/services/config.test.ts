@@ -5,14 +5,19 @@ import { loadConfig } from '../../services/config.ts';
 describe('loadConfig', () => {
   it('serves agents plaintext by default and TLS with both a certificate and a key file', () => {
     expect(loadConfig({}).grpcTls).toBeNull();
-    expect(loadConfig({ GANTRY_GRPC_TLS_CERT_FILE: 'certs/server.pem', GANTRY_GRPC_TLS_KEY_FILE: '/etc/gantry/server.key' }).grpcTls).toEqual({
+    expect(
+      loadConfig({ GANTRY_GRPC_TLS_CERT_FILE: 'certs/server.pem', GANTRY_GRPC_TLS_KEY_FILE: '/etc/gantry/server.key' })
+        .grpcTls,
+    ).toEqual({
       certFile: path.resolve('certs/server.pem'),
       keyFile: '/etc/gantry/server.key',
     });
   });
 
   it('refuses a TLS certificate without its key, and the other way round', () => {
-    expect(() => loadConfig({ GANTRY_GRPC_TLS_CERT_FILE: 'server.pem' })).toThrow(/Set both GANTRY_GRPC_TLS_CERT_FILE and GANTRY_GRPC_TLS_KEY_FILE/);
+    expect(() => loadConfig({ GANTRY_GRPC_TLS_CERT_FILE: 'server.pem' })).toThrow(
+      /Set both GANTRY_GRPC_TLS_CERT_FILE and GANTRY_GRPC_TLS_KEY_FILE/,
+    );
     expect(() => loadConfig({ GANTRY_GRPC_TLS_KEY_FILE: 'server.key' })).toThrow(/Set both/);
   });
 });

@@ -18,10 +18,20 @@ afterAll(async () => {
 });
 
 function config() {
-  return loadConfig({ GANTRY_DATA_DIR: dataDir, GANTRY_PORT: '0', GANTRY_HOST: '127.0.0.1', GANTRY_LOG_LEVEL: 'silent' });
+  return loadConfig({
+    GANTRY_DATA_DIR: dataDir,
+    GANTRY_PORT: '0',
+    GANTRY_HOST: '127.0.0.1',
+    GANTRY_LOG_LEVEL: 'silent',
+  });
 }
 
-async function request(method: string, url: string, credentials: { serviceAccountId: string; apiKey: string }, body?: unknown) {
+async function request(
+  method: string,
+  url: string,
+  credentials: { serviceAccountId: string; apiKey: string },
+  body?: unknown,
+) {
   const response = await fetch(`${server!.url}${url}`, {
     method,
     headers: {
@@ -30,7 +40,10 @@ async function request(method: string, url: string, credentials: { serviceAccoun
     },
     body: body ? JSON.stringify(body) : undefined,
   });
-  return { status: response.status, body: response.headers.get('content-type')?.includes('json') ? await response.json() : null };
+  return {
+    status: response.status,
+    body: response.headers.get('content-type')?.includes('json') ? await response.json() : null,
+  };
 }
 
 describe('embedded default', () => {
@@ -48,7 +61,10 @@ describe('embedded default', () => {
     const main = workspaces.body.workspaces.find((w: { name: string }) => w.name === 'Main');
     const environments = await request('GET', `/api/environment?workspaceId=${main.workspaceId}`, credentials);
     expect(environments.body.environments.map((e: { name: string }) => e.name)).toEqual(['Staging', 'Production']);
-    const created = await request('POST', '/api/environment', credentials, { workspaceId: main.workspaceId, name: 'Survives' });
+    const created = await request('POST', '/api/environment', credentials, {
+      workspaceId: main.workspaceId,
+      name: 'Survives',
+    });
     expect(created.status).toBe(200);
 
     await server.stop();
@@ -62,15 +78,23 @@ describe('embedded default', () => {
     expect(JSON.parse(await fs.readFile(file, 'utf8'))).toEqual(credentials);
   }, 120_000);
 
-  it.runIf(process.getuid?.() === 0)('refuses, naming the fix, a data folder the postgres user cannot reach', async () => {
-    const closed = await fs.mkdtemp(path.join(os.tmpdir(), 'gantry-closed-'));
-    await fs.chmod(closed, 0o700);
-    try {
-      const config = loadConfig({ GANTRY_DATA_DIR: path.join(closed, 'data'), GANTRY_PORT: '0', GANTRY_HOST: '127.0.0.1', GANTRY_LOG_LEVEL: 'silent' });
-      await expect(startServer(config)).rejects.toThrow(`${closed} is closed to other users`);
-      await expect(fs.stat(path.join(closed, 'data'))).rejects.toThrow();
-    } finally {
-      await fs.rm(closed, { recursive: true, force: true });
-    }
-  });
+  it.runIf(process.getuid?.() === 0)(
+    'refuses, naming the fix, a data folder the postgres user cannot reach',
+    async () => {
+      const closed = await fs.mkdtemp(path.join(os.tmpdir(), 'gantry-closed-'));
+      await fs.chmod(closed, 0o700);
+      try {
+        const config = loadConfig({
+          GANTRY_DATA_DIR: path.join(closed, 'data'),
+          GANTRY_PORT: '0',
+          GANTRY_HOST: '127.0.0.1',
+          GANTRY_LOG_LEVEL: 'silent',
+        });
+        await expect(startServer(config)).rejects.toThrow(`${closed} is closed to other users`);
+        await expect(fs.stat(path.join(closed, 'data'))).rejects.toThrow();
+      } finally {
+        await fs.rm(closed, { recursive: true, force: true });
+      }
+    },
+  );
 });

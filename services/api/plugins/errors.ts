@@ -50,7 +50,10 @@ export function sendError(reply: FastifyReply, status: number, body: ErrorBody):
   return reply.code(status).type('application/json; charset=utf-8').send(body);
 }
 
-function describe(error: FastifyError | GantryError | Error, request: FastifyRequest): { status: number; body: ErrorBody } {
+function describe(
+  error: FastifyError | GantryError | Error,
+  request: FastifyRequest,
+): { status: number; body: ErrorBody } {
   const requestid = request.id;
   if (error instanceof GantryError) {
     const status = statusOf(error);
@@ -60,7 +63,8 @@ function describe(error: FastifyError | GantryError | Error, request: FastifyReq
       // The spec shows requestid null for bad credentials: nothing about the caller is known yet.
       requestid: error instanceof InvalidCredentialsError ? null : requestid,
     };
-    if (error instanceof InvalidParameterError && error.validationErrors) body.validationErrors = error.validationErrors;
+    if (error instanceof InvalidParameterError && error.validationErrors)
+      body.validationErrors = error.validationErrors;
     if (error instanceof LimitExceededError) body.resourceUsageErrors = error.resourceUsageErrors;
     return { status, body };
   }
@@ -82,13 +86,20 @@ function describe(error: FastifyError | GantryError | Error, request: FastifyReq
   if (fastifyError.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
     return {
       status: 415,
-      body: { error: 'Unsupported Content-Type: this endpoint takes application/json', errorcode: ErrorCode.InvalidParameter, requestid },
+      body: {
+        error: 'Unsupported Content-Type: this endpoint takes application/json',
+        errorcode: ErrorCode.InvalidParameter,
+        requestid,
+      },
     };
   }
   const status = fastifyError.statusCode ?? 500;
   if (status >= 400 && status < 500) {
     // Malformed JSON, empty JSON body, body too large…: Fastify's own client errors.
-    const message = fastifyError.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || error instanceof SyntaxError ? `Malformed JSON: ${error.message}` : error.message;
+    const message =
+      fastifyError.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || error instanceof SyntaxError
+        ? `Malformed JSON: ${error.message}`
+        : error.message;
     return { status, body: { error: message, errorcode: ErrorCode.InvalidParameter, requestid } };
   }
   return { status: 500, body: { error: 'Internal server error', errorcode: ErrorCode.UnknownError, requestid } };

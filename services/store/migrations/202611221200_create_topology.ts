@@ -24,7 +24,9 @@ export async function up(knex: Knex): Promise<void> {
     t.timestamp('created_at', { useTz: true }).notNullable().defaultTo(now(knex));
     t.timestamp('deleted_at', { useTz: true });
   });
-  await knex.raw('create unique index workspaces_name_uq on workspaces (organization_id, lower(name)) where deleted_at is null');
+  await knex.raw(
+    'create unique index workspaces_name_uq on workspaces (organization_id, lower(name)) where deleted_at is null',
+  );
 
   await knex.schema.createTable('service_accounts', (t) => {
     t.text('id').primary();
@@ -56,7 +58,9 @@ export async function up(knex: Knex): Promise<void> {
     t.timestamp('created_at', { useTz: true }).notNullable().defaultTo(now(knex));
     t.timestamp('deleted_at', { useTz: true });
   });
-  await knex.raw('create unique index environments_name_uq on environments (workspace_id, lower(name)) where deleted_at is null');
+  await knex.raw(
+    'create unique index environments_name_uq on environments (workspace_id, lower(name)) where deleted_at is null',
+  );
 
   await knex.schema.createTable('tags', (t) => {
     t.text('id').primary();
@@ -126,7 +130,9 @@ export async function up(knex: Knex): Promise<void> {
     t.timestamp('created_at', { useTz: true }).notNullable().defaultTo(now(knex));
     t.timestamp('deleted_at', { useTz: true });
   });
-  await knex.raw('create unique index projects_name_uq on projects (workspace_id, lower(name)) where deleted_at is null');
+  await knex.raw(
+    'create unique index projects_name_uq on projects (workspace_id, lower(name)) where deleted_at is null',
+  );
 
   await knex.schema.createTable('channels', (t) => {
     t.text('id').primary();
@@ -155,7 +161,9 @@ export async function up(knex: Knex): Promise<void> {
     t.timestamp('created_at', { useTz: true }).notNullable().defaultTo(now(knex));
     t.timestamp('deleted_at', { useTz: true });
   });
-  await knex.raw('create unique index step_templates_name_uq on step_templates (workspace_id, lower(name)) where deleted_at is null');
+  await knex.raw(
+    'create unique index step_templates_name_uq on step_templates (workspace_id, lower(name)) where deleted_at is null',
+  );
 
   await knex.schema.createTable('rolling_groups', (t) => {
     t.text('id').primary();

@@ -9,7 +9,9 @@ export async function up(knex: Knex): Promise<void> {
   await knex.raw(
     'create unique index machines_registration_token_uq on machines (registration_token_hash) where registration_token_hash is not null',
   );
-  await knex.raw('create unique index machines_agent_credential_uq on machines (agent_credential_hash) where agent_credential_hash is not null');
+  await knex.raw(
+    'create unique index machines_agent_credential_uq on machines (agent_credential_hash) where agent_credential_hash is not null',
+  );
 }
 
 export async function down(knex: Knex): Promise<void> {

@@ -20,7 +20,9 @@ export async function up(knex: Knex): Promise<void> {
     t.text('blob_key').notNullable().unique();
     t.timestamp('uploaded_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());
   });
-  await knex.raw('create unique index packages_version_uq on packages (workspace_id, lower(package_id), version_precedence)');
+  await knex.raw(
+    'create unique index packages_version_uq on packages (workspace_id, lower(package_id), version_precedence)',
+  );
 
   await knex.schema.createTable('pending_uploads', (t) => {
     // Also the token in the upload URL; the signature, not the secrecy of this ID, protects it.

@@ -59,7 +59,9 @@ export async function up(knex: Knex): Promise<void> {
     t.index(['status']);
   });
   // "Automatic environments deploy by themselves when their phase is reached, once each."
-  await knex.raw('create unique index deployments_automatic_once on deployments (release_id, environment_id) where automatic');
+  await knex.raw(
+    'create unique index deployments_automatic_once on deployments (release_id, environment_id) where automatic',
+  );
 
   await knex.schema.createTable('deployment_tasks', (t) => {
     t.text('id').primary();
@@ -95,7 +97,9 @@ export async function up(knex: Knex): Promise<void> {
     t.integer('agent_seq');
     t.unique(['deployment_id', 'tick']);
   });
-  await knex.raw('create unique index deployment_logs_agent_seq on deployment_logs (task_id, agent_seq) where agent_seq is not null');
+  await knex.raw(
+    'create unique index deployment_logs_agent_seq on deployment_logs (task_id, agent_seq) where agent_seq is not null',
+  );
 }
 
 export async function down(knex: Knex): Promise<void> {

@@ -41,11 +41,14 @@ async function expectRefused(file: string, message: RegExp): Promise<void> {
 
 describe('extractArchive (zip)', () => {
   it('extracts files and folders and keeps the executable bit when the zip is benign', async () => {
-    const file = await writeArchive('ok.zip', buildZip([
-      { name: 'bin/' },
-      { name: 'bin/run.sh', data: '#!/bin/sh\necho hi\n', unixMode: 0o100755, deflate: true },
-      { name: 'readme.txt', data: 'hello' },
-    ]));
+    const file = await writeArchive(
+      'ok.zip',
+      buildZip([
+        { name: 'bin/' },
+        { name: 'bin/run.sh', data: '#!/bin/sh\necho hi\n', unixMode: 0o100755, deflate: true },
+        { name: 'readme.txt', data: 'hello' },
+      ]),
+    );
     expect(await extractArchive(file, target)).toBe('zip');
     expect(await readFile(path.join(target, 'readme.txt'), 'utf8')).toBe('hello');
     expect((await stat(path.join(target, 'bin/run.sh'))).mode & 0o111).not.toBe(0);
@@ -60,25 +63,40 @@ describe('extractArchive (zip)', () => {
     ['a symlink entry', { name: 'link', data: '/etc/passwd', unixMode: 0o120777 }, /is a symbolic link/],
   ];
   it.each(hostile)('refuses the archive and writes nothing when it holds %s', async (_label, evil, message) => {
-    const file = await writeArchive('evil.zip', buildZip([{ name: 'first.txt', data: 'written before the evil entry' }, evil]));
+    const file = await writeArchive(
+      'evil.zip',
+      buildZip([{ name: 'first.txt', data: 'written before the evil entry' }, evil]),
+    );
     await expectRefused(file, message);
   });
 
   it('refuses an entry that appears twice', async () => {
-    const file = await writeArchive('dup.zip', buildZip([{ name: 'a.txt', data: '1' }, { name: 'a.txt', data: '2' }]));
+    const file = await writeArchive(
+      'dup.zip',
+      buildZip([
+        { name: 'a.txt', data: '1' },
+        { name: 'a.txt', data: '2' },
+      ]),
+    );
     await expectRefused(file, /appears twice/);
   });
 
   it('refuses when the entry count exceeds the limit', async () => {
     const file = await writeArchive('many.zip', buildZip([{ name: 'a' }, { name: 'b' }, { name: 'c' }]));
-    await expect(extractArchive(file, target, { limits: { maxEntries: 2 } })).rejects.toThrow(/3 entries exceed the limit of 2/);
+    await expect(extractArchive(file, target, { limits: { maxEntries: 2 } })).rejects.toThrow(
+      /3 entries exceed the limit of 2/,
+    );
   });
 
   it('refuses a zip bomb by total size and by compression ratio', async () => {
     const zeros = Buffer.alloc(4 * 1024 * 1024);
     const file = await writeArchive('bomb.zip', buildZip([{ name: 'zeros.bin', data: zeros, deflate: true }]));
-    await expect(extractArchive(file, target, { limits: { maxTotalBytes: 1024 * 1024 } })).rejects.toThrow(/exceeds 1048576 bytes/);
-    await expect(extractArchive(file, target, { limits: { maxCompressionRatio: 100 } })).rejects.toThrow(/compression ratio/);
+    await expect(extractArchive(file, target, { limits: { maxTotalBytes: 1024 * 1024 } })).rejects.toThrow(
+      /exceeds 1048576 bytes/,
+    );
+    await expect(extractArchive(file, target, { limits: { maxCompressionRatio: 100 } })).rejects.toThrow(
+      /compression ratio/,
+    );
     expect(await filesUnder(root)).toEqual(['sandbox']);
   });
 
@@ -98,10 +116,17 @@ describe('extractArchive (nupkg)', () => {
   ];
 
   it('skips the OPC parts and URL-decodes entry names', async () => {
-    const file = await writeArchive('acme.nupkg', buildZip([...opcParts, { name: 'content/my%20file.txt', data: 'spaced' }]));
+    const file = await writeArchive(
+      'acme.nupkg',
+      buildZip([...opcParts, { name: 'content/my%20file.txt', data: 'spaced' }]),
+    );
     expect(await detectArchiveFormat(file)).toBe('nupkg');
     expect(await extractArchive(file, target)).toBe('nupkg');
-    expect((await readdir(target, { recursive: true })).sort()).toEqual(['Acme.Web.nuspec', 'content', 'content/my file.txt']);
+    expect((await readdir(target, { recursive: true })).sort()).toEqual([
+      'Acme.Web.nuspec',
+      'content',
+      'content/my file.txt',
+    ]);
   });
 
   it('refuses a name that escapes only after URL-decoding', async () => {
@@ -116,10 +141,16 @@ describe('extractArchive (tar, tar.gz)', () => {
     const fileName = gzip ? 'a.tgz' : 'a.tar';
 
     it(`extracts a benign ${kind}`, async () => {
-      const file = await writeArchive(fileName, buildTar([
-        { path: 'app/', type: 'Directory', mode: 0o755 },
-        { path: 'app/run.sh', data: 'echo hi', mode: 0o755 },
-      ], gzip));
+      const file = await writeArchive(
+        fileName,
+        buildTar(
+          [
+            { path: 'app/', type: 'Directory', mode: 0o755 },
+            { path: 'app/run.sh', data: 'echo hi', mode: 0o755 },
+          ],
+          gzip,
+        ),
+      );
       expect(await extractArchive(file, target)).toBe(kind);
       expect(await readFile(path.join(target, 'app/run.sh'), 'utf8')).toBe('echo hi');
     });
@@ -133,7 +164,10 @@ describe('extractArchive (tar, tar.gz)', () => {
       ['a fifo', { path: 'pipe', type: 'FIFO' }, /FIFO entry/],
     ];
     it.each(hostile)(`refuses a ${kind} holding %s and leaves no partial target`, async (_label, evil, message) => {
-      const file = await writeArchive(fileName, buildTar([{ path: 'first.txt', data: 'first' }, evil, { path: 'last.txt', data: 'l' }], gzip));
+      const file = await writeArchive(
+        fileName,
+        buildTar([{ path: 'first.txt', data: 'first' }, evil, { path: 'last.txt', data: 'l' }], gzip),
+      );
       await expectRefused(file, message);
     });
   }

@@ -38,7 +38,11 @@ interface TestAgent {
 }
 
 /** Wires an agent like agent/main.ts does, in-process, with fast reconnects. */
-async function startAgent(servers: string[], token: string | undefined = 'good-token', home?: string): Promise<TestAgent> {
+async function startAgent(
+  servers: string[],
+  token: string | undefined = 'good-token',
+  home?: string,
+): Promise<TestAgent> {
   const agentHome = home ?? mkdtempSync(path.join(tmpdir(), 'gantry-agent-conn-'));
   if (!home) cleanups.push(() => rmSync(agentHome, { recursive: true, force: true }));
   const credentials = grpc.credentials.createInsecure();
@@ -66,7 +70,16 @@ async function startAgent(servers: string[], token: string | undefined = 'good-t
     flushIntervalMs: 20,
   });
   manager.recover();
-  connection = new AgentConnection({ servers, credentials, identity, info, handler: manager, logger, backoff, connectTimeoutMs: 1000 });
+  connection = new AgentConnection({
+    servers,
+    credentials,
+    identity,
+    info,
+    handler: manager,
+    logger,
+    backoff,
+    connectTimeoutMs: 1000,
+  });
   manager.attach(connection);
   connection.start();
   const agent = { home: agentHome, manager, connection, journal };
@@ -78,23 +91,35 @@ async function startAgent(servers: string[], token: string | undefined = 'good-t
 }
 
 function linesOf(plane: FakeControlPlane, taskId: string): string[] {
-  return plane.received.flatMap((m) => (m.logBatch?.taskId === taskId ? m.logBatch.lines.map((l) => `${l.seq}:${l.text}`) : []));
+  return plane.received.flatMap((m) =>
+    m.logBatch?.taskId === taskId ? m.logBatch.lines.map((l) => `${l.seq}:${l.text}`) : [],
+  );
 }
 
 function resultsOf(plane: FakeControlPlane, taskId: string) {
-  return plane.received.flatMap((m) => [m.taskResult, ...(m.hello?.unacknowledgedResults ?? [])]).filter((r) => r?.taskId === taskId);
+  return plane.received
+    .flatMap((m) => [m.taskResult, ...(m.hello?.unacknowledgedResults ?? [])])
+    .filter((r) => r?.taskId === taskId);
 }
 
 describe('agent connection', () => {
   it('registers once, saves its identity with mode 0600, connects and runs a task end to end', async () => {
     const plane = await startPlane();
     const agent = await startAgent([plane.address]);
-    const saved = JSON.parse(readFileSync(identityFile(agent.home), 'utf8')) as { machineId: string; credential: string };
+    const saved = JSON.parse(readFileSync(identityFile(agent.home), 'utf8')) as {
+      machineId: string;
+      credential: string;
+    };
     expect(saved).toEqual({ machineId: 'machine-1', credential: 'credential-machine-1' });
     expect(statSync(identityFile(agent.home)).mode & 0o777).toBe(0o600);
 
     const hello = await waitFor(() => plane.received.find((m) => m.hello)?.hello);
-    expect(hello).toMatchObject({ agentVersion: 'test', hostname: 'test-host', runningTaskIds: [], unacknowledgedResults: [] });
+    expect(hello).toMatchObject({
+      agentVersion: 'test',
+      hostname: 'test-host',
+      runningTaskIds: [],
+      unacknowledgedResults: [],
+    });
 
     const task = runTask({ script: 'echo "hi $Name"', env: { Name: 'there' } });
     plane.send({ runTask: task });
@@ -106,7 +131,16 @@ describe('agent connection', () => {
     await waitFor(() => agent.journal.get(task.taskId)?.forgotten);
 
     // A second start on the same home reuses the identity: the one-time token is not needed.
-    const again = await ensureIdentity({ homeDir: agent.home, registrationToken: undefined, servers: [plane.address], credentials: grpc.credentials.createInsecure(), info, logger, backoff, signal: new AbortController().signal });
+    const again = await ensureIdentity({
+      homeDir: agent.home,
+      registrationToken: undefined,
+      servers: [plane.address],
+      credentials: grpc.credentials.createInsecure(),
+      info,
+      logger,
+      backoff,
+      signal: new AbortController().signal,
+    });
     expect(again.machineId).toBe('machine-1');
     expect(plane.registrations).toBe(1);
   });
@@ -137,7 +171,9 @@ describe('agent connection', () => {
     plane.stop();
     const restarted = await startPlane(plane.port, plane);
     const hello = await waitFor(() => restarted.received.find((m) => m.hello)?.hello, 10_000);
-    expect(hello?.unacknowledgedResults).toEqual([expect.objectContaining({ taskId: task.taskId, outcome: 'FAILED', exitCode: 4, lastLogSeq: '3' })]);
+    expect(hello?.unacknowledgedResults).toEqual([
+      expect.objectContaining({ taskId: task.taskId, outcome: 'FAILED', exitCode: 4, lastLogSeq: '3' }),
+    ]);
     await waitFor(() => linesOf(restarted, task.taskId).length === 3);
     expect(linesOf(restarted, task.taskId)).toEqual(['1:one', '2:two', '3:The script exited with code 4']);
 
@@ -158,7 +194,10 @@ describe('agent connection', () => {
     const restarted = await startPlane(plane.port, plane);
     const hello = await waitFor(() => restarted.received.find((m) => m.hello)?.hello, 10_000);
     expect(hello?.runningTaskIds).toEqual([task.taskId]);
-    expect(await waitFor(() => resultsOf(restarted, task.taskId)[0], 10_000)).toMatchObject({ outcome: 'SUCCEEDED', lastLogSeq: '3' });
+    expect(await waitFor(() => resultsOf(restarted, task.taskId)[0], 10_000)).toMatchObject({
+      outcome: 'SUCCEEDED',
+      lastLogSeq: '3',
+    });
     expect(linesOf(restarted, task.taskId)).toEqual(['2:during', '3:after']);
   });
 
@@ -169,12 +208,18 @@ describe('agent connection', () => {
     const task = runTask({ script: 'seq 1 100000' });
     plane.send({ runTask: task });
     await waitFor(() => resultsOf(plane, task.taskId)[0], 20_000);
-    const batches = plane.received.filter((m) => m.logBatch?.taskId === task.taskId).map((m) => m.logBatch?.lines ?? []);
+    const batches = plane.received
+      .filter((m) => m.logBatch?.taskId === task.taskId)
+      .map((m) => m.logBatch?.lines ?? []);
     const lines = batches.flat();
     expect(lines.length).toBe(100_000);
     expect(lines.every((line, index) => line.seq === String(index + 1) && line.text === String(index + 1))).toBe(true);
-    expect(Math.max(...batches.map((batch) => batch.reduce((bytes, line) => bytes + line.text.length, 0)))).toBeLessThanOrEqual(64 * 1024);
-    expect(lines.every((line, index) => index === 0 || BigInt(line.unixNanos) > BigInt(lines[index - 1]?.unixNanos ?? '0'))).toBe(true);
+    expect(
+      Math.max(...batches.map((batch) => batch.reduce((bytes, line) => bytes + line.text.length, 0))),
+    ).toBeLessThanOrEqual(64 * 1024);
+    expect(
+      lines.every((line, index) => index === 0 || BigInt(line.unixNanos) > BigInt(lines[index - 1]?.unixNanos ?? '0')),
+    ).toBe(true);
   });
 
   it('runs a duplicated RunTask only once', async () => {
@@ -205,7 +250,10 @@ describe('agent connection', () => {
   it('downloads a package in chunks over DownloadPackage and uses it in the script', async () => {
     const plane = await startPlane();
     const big = Buffer.alloc(300 * 1024, 'x');
-    const zip = buildZip([{ name: 'big.txt', data: big, deflate: true }, { name: 'hello.txt', data: 'packaged' }]);
+    const zip = buildZip([
+      { name: 'big.txt', data: big, deflate: true },
+      { name: 'hello.txt', data: 'packaged' },
+    ]);
     plane.packages.set('Acme@2.0.0', zip);
     await startAgent([plane.address]);
     await waitFor(() => plane.received.find((m) => m.hello));
@@ -216,6 +264,9 @@ describe('agent connection', () => {
     });
     plane.send({ runTask: task });
     expect(await waitFor(() => resultsOf(plane, task.taskId)[0])).toMatchObject({ outcome: 'SUCCEEDED' });
-    expect(linesOf(plane, task.taskId).filter((l) => !/Fetching|Extracted/.test(l))).toEqual(['3:packaged', `4:${300 * 1024}`]);
+    expect(linesOf(plane, task.taskId).filter((l) => !/Fetching|Extracted/.test(l))).toEqual([
+      '3:packaged',
+      `4:${300 * 1024}`,
+    ]);
   });
 });

@@ -25,9 +25,13 @@ export class FakeControlPlane {
     if (previous) for (const [k, v] of previous.credentials) plane.credentials.set(k, v);
     const { AgentService } = loadAgentProto().gantry.agent.v1;
     plane.server.addService(AgentService.service, {
-      Register: (call: grpc.ServerUnaryCall<{ registrationToken: string }, unknown>, callback: grpc.sendUnaryData<unknown>) => {
+      Register: (
+        call: grpc.ServerUnaryCall<{ registrationToken: string }, unknown>,
+        callback: grpc.sendUnaryData<unknown>,
+      ) => {
         const machineId = plane.tokens.get(call.request.registrationToken);
-        if (!machineId) return callback({ code: grpc.status.UNAUTHENTICATED, details: 'unknown or used registration token' });
+        if (!machineId)
+          return callback({ code: grpc.status.UNAUTHENTICATED, details: 'unknown or used registration token' });
         plane.tokens.delete(call.request.registrationToken);
         plane.registrations++;
         const credential = `credential-${machineId}`;
@@ -65,12 +69,15 @@ export class FakeControlPlane {
           call.emit('error', { code: grpc.status.NOT_FOUND, details: 'no such package' });
           return;
         }
-        for (let offset = 0; offset < bytes.length; offset += 64 * 1024) call.write({ data: bytes.subarray(offset, offset + 64 * 1024) });
+        for (let offset = 0; offset < bytes.length; offset += 64 * 1024)
+          call.write({ data: bytes.subarray(offset, offset + 64 * 1024) });
         call.end();
       },
     });
     plane.port = await new Promise<number>((resolve, reject) => {
-      plane.server.bindAsync(`127.0.0.1:${port}`, grpc.ServerCredentials.createInsecure(), (error, bound) => (error ? reject(error) : resolve(bound)));
+      plane.server.bindAsync(`127.0.0.1:${port}`, grpc.ServerCredentials.createInsecure(), (error, bound) =>
+        error ? reject(error) : resolve(bound),
+      );
     });
     return plane;
   }

@@ -21,7 +21,9 @@ describe('agent.proto', () => {
       const files = (await readdir(out, { recursive: true })).filter((f) => f.endsWith('.ts')).sort();
       expect((await readdir(committed, { recursive: true })).filter((f) => f.endsWith('.ts')).sort()).toEqual(files);
       for (const file of files) {
-        expect(await readFile(path.join(committed, file), 'utf8'), file).toBe(await readFile(path.join(out, file), 'utf8'));
+        expect(await readFile(path.join(committed, file), 'utf8'), file).toBe(
+          await readFile(path.join(out, file), 'utf8'),
+        );
       }
     } finally {
       await rm(out, { recursive: true, force: true });

@@ -7,7 +7,9 @@ import { findExecutable, interpreterFor } from '../../../agent/steps/interpreter
 describe('findExecutable', () => {
   it('takes the first executable file of that name on the PATH, passing over missing, non-executable and folder entries', () => {
     const root = mkdtempSync(path.join(os.tmpdir(), 'gantry-path-'));
-    const [missing, notExecutable, folder, right, later] = ['missing', 'plain', 'folder', 'right', 'later'].map((name) => path.join(root, name));
+    const [missing, notExecutable, folder, right, later] = ['missing', 'plain', 'folder', 'right', 'later'].map(
+      (name) => path.join(root, name),
+    );
     for (const dir of [notExecutable, folder, right, later]) mkdirSync(dir!);
     writeFileSync(path.join(notExecutable!, 'tool'), '#!/bin/sh\n');
     chmodSync(path.join(notExecutable!, 'tool'), 0o644);

@@ -40,14 +40,22 @@ export interface Harness {
   close(): Promise<void>;
 }
 
-export function createHarness(packages: Record<string, Buffer> = {}, options: Pick<TaskManagerOptions, 'retentionMs' | 'pruneEveryMs'> = {}): Harness {
+export function createHarness(
+  packages: Record<string, Buffer> = {},
+  options: Pick<TaskManagerOptions, 'retentionMs' | 'pruneEveryMs'> = {},
+): Harness {
   const home = mkdtempSync(path.join(tmpdir(), 'gantry-agent-home-'));
   const link = new FakeLink();
   const source: PackageSource = {
     download(packageId, version) {
       harness.downloads++;
       const bytes = packages[`${packageId}@${version}`];
-      if (!bytes) return new Readable({ read() { this.destroy(new Error(`no package ${packageId} ${version}`)); } });
+      if (!bytes)
+        return new Readable({
+          read() {
+            this.destroy(new Error(`no package ${packageId} ${version}`));
+          },
+        });
       return Readable.from([bytes]);
     },
   };

@@ -1,4 +1,13 @@
-import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import {
+  appendFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -15,7 +24,12 @@ const record = (taskId: string, patch: Partial<TaskRecord> = {}): TaskRecord => 
   ...patch,
 });
 
-const line = (seq: number, text = `line ${seq}`): StoredLogLine => ({ seq, stream: 'STDOUT', text, unixNanos: String(seq) });
+const line = (seq: number, text = `line ${seq}`): StoredLogLine => ({
+  seq,
+  stream: 'STDOUT',
+  text,
+  unixNanos: String(seq),
+});
 const newRoot = () => mkdtempSync(path.join(os.tmpdir(), 'gantry-journal-'));
 const fileOf = (root: string) => path.join(root, 'journal.ndjson');
 
@@ -26,11 +40,18 @@ describe('TaskJournal', () => {
     journal.save(record('t-1'));
     journal.save(record('t-1', { status: 'running', pid: 42 }));
     journal.save(record('t-2'));
-    journal.save(record('t-1', { status: 'finished', result: { outcome: 'SUCCEEDED', exitCode: 0, message: '', lastLogSeq: 3 } }));
+    journal.save(
+      record('t-1', { status: 'finished', result: { outcome: 'SUCCEEDED', exitCode: 0, message: '', lastLogSeq: 3 } }),
+    );
     const reopened = new TaskJournal(root);
     expect(reopened.get('t-1')).toMatchObject({ status: 'finished', result: { lastLogSeq: 3 } });
     expect(reopened.get('t-2')).toMatchObject({ status: 'accepted' });
-    expect(reopened.all().map((r) => r.taskId).sort()).toEqual(['t-1', 't-2']);
+    expect(
+      reopened
+        .all()
+        .map((r) => r.taskId)
+        .sort(),
+    ).toEqual(['t-1', 't-2']);
     expect(reopened.get('never')).toBeUndefined();
     // One line per change in one file: the history is appended, not rewritten, and no file or
     // folder is created per task.
@@ -141,20 +162,40 @@ describe('TaskJournal', () => {
   it("takes over the tasks of an earlier agent's folder per task (state.ndjson, state.json, logs.ndjson) and removes the folders", () => {
     const root = newRoot();
     mkdirSync(path.join(root, 't-old'));
-    writeFileSync(path.join(root, 't-old', 'state.json'), JSON.stringify(record('t-old', { status: 'running', pid: 9 })));
+    writeFileSync(
+      path.join(root, 't-old', 'state.json'),
+      JSON.stringify(record('t-old', { status: 'running', pid: 9 })),
+    );
     mkdirSync(path.join(root, 't-newer'));
     writeFileSync(
       path.join(root, 't-newer', 'state.ndjson'),
-      [JSON.stringify(record('t-newer')), JSON.stringify(record('t-newer', { status: 'finished', result: { outcome: 'SUCCEEDED', exitCode: 0, message: '', lastLogSeq: 2 } })), '{"torn'].join('\n'),
+      [
+        JSON.stringify(record('t-newer')),
+        JSON.stringify(
+          record('t-newer', {
+            status: 'finished',
+            result: { outcome: 'SUCCEEDED', exitCode: 0, message: '', lastLogSeq: 2 },
+          }),
+        ),
+        '{"torn',
+      ].join('\n'),
     );
-    writeFileSync(path.join(root, 't-newer', 'logs.ndjson'), `${JSON.stringify(line(1))}\n${JSON.stringify(line(2))}\n`);
+    writeFileSync(
+      path.join(root, 't-newer', 'logs.ndjson'),
+      `${JSON.stringify(line(1))}\n${JSON.stringify(line(2))}\n`,
+    );
     const journal = new TaskJournal(root);
     expect(journal.get('t-old')).toMatchObject({ status: 'running', pid: 9 });
     expect(journal.get('t-newer')).toMatchObject({ status: 'finished' });
     expect(journal.readLogs('t-newer', 0, 1_000).map((l) => l.seq)).toEqual([1, 2]);
     expect(readdirSync(root)).toEqual(['journal.ndjson']);
     const reopened = new TaskJournal(root);
-    expect(reopened.all().map((r) => r.taskId).sort()).toEqual(['t-newer', 't-old']);
+    expect(
+      reopened
+        .all()
+        .map((r) => r.taskId)
+        .sort(),
+    ).toEqual(['t-newer', 't-old']);
     expect(reopened.lastSeq('t-newer')).toBe(2);
   });
 });

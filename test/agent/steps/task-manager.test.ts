@@ -42,13 +42,25 @@ describe('TaskManager running scripts', () => {
 
   it('runs sh and python3 scripts and succeeds on exit code 0', async () => {
     const sh = runTask({ scriptLanguage: 'sh', script: 'echo "sh says $X"', env: { X: '1' } });
-    const py = runTask({ scriptLanguage: 'python', script: 'import os, sys\nprint("py says", os.environ["X"])\nprint("warn", file=sys.stderr)', env: { X: '2' } });
+    const py = runTask({
+      scriptLanguage: 'python',
+      script: 'import os, sys\nprint("py says", os.environ["X"])\nprint("warn", file=sys.stderr)',
+      env: { X: '2' },
+    });
     h.manager.onMessage({ runTask: sh });
     h.manager.onMessage({ runTask: py });
     expect(await result(sh.taskId)).toMatchObject({ outcome: 'SUCCEEDED', exitCode: 0 });
     expect(await result(py.taskId)).toMatchObject({ outcome: 'SUCCEEDED', exitCode: 0 });
     expect(h.link.lines(sh.taskId).map((l) => l.text)).toEqual(['sh says 1']);
-    expect(h.link.lines(py.taskId).map((l) => [l.stream, l.text]).sort()).toEqual([['STDERR', 'warn'], ['STDOUT', 'py says 2']]);
+    expect(
+      h.link
+        .lines(py.taskId)
+        .map((l) => [l.stream, l.text])
+        .sort(),
+    ).toEqual([
+      ['STDERR', 'warn'],
+      ['STDOUT', 'py says 2'],
+    ]);
   });
 
   it('masks every sensitive value in lines and in the result message', async () => {
@@ -60,8 +72,16 @@ describe('TaskManager running scripts', () => {
     h.manager.onMessage({ runTask: task });
     await result(task.taskId);
     // stdout and stderr are separate pipes: their relative order is not guaranteed.
-    const texts = h.link.lines(task.taskId).map((l) => l.text).sort();
-    expect(texts).toEqual(['The script exited with code 1', 'multi: ********', 'pw=******** and again ********', 'token: ********']);
+    const texts = h.link
+      .lines(task.taskId)
+      .map((l) => l.text)
+      .sort();
+    expect(texts).toEqual([
+      'The script exited with code 1',
+      'multi: ********',
+      'pw=******** and again ********',
+      'token: ********',
+    ]);
     expect(JSON.stringify(h.link.sent)).not.toMatch(/s3cr3t|abc\.def|line-two/);
   });
 
@@ -89,7 +109,7 @@ describe('TaskManager running scripts', () => {
   });
 
   it('sends SIGKILL after the grace period when the script ignores SIGTERM', async () => {
-    const task = runTask({ script: "trap '' TERM\nsleep 30 &\necho \"sleeper=$!\"\nwait" });
+    const task = runTask({ script: 'trap \'\' TERM\nsleep 30 &\necho "sleeper=$!"\nwait' });
     h.manager.onMessage({ runTask: task });
     const line = await waitFor(() => h.link.lines(task.taskId).find((l) => l.text?.startsWith('sleeper=')));
     const sleeperPid = Number(line.text?.slice('sleeper='.length));
@@ -127,7 +147,8 @@ describe('TaskManager idempotency and acknowledgements', () => {
         retained.manager.onMessage({ ackResult: { taskId: task.taskId } });
         retained.manager.onMessage({ ackLogs: { taskId: task.taskId, seq: String(done.lastLogSeq) } });
       };
-      const workOf = (task: ReturnType<typeof runTask>) => path.join(retained.home, 'work', task.deploymentId, task.taskId);
+      const workOf = (task: ReturnType<typeof runTask>) =>
+        path.join(retained.home, 'work', task.deploymentId, task.taskId);
       const first = runTask({ deploymentId: 'old-deployment' });
       await finish(first);
       expect(existsSync(workOf(first))).toBe(true);
@@ -155,7 +176,10 @@ describe('TaskManager idempotency and acknowledgements', () => {
     h.manager.onMessage({ runTask: task });
     const done = await result(task.taskId);
     const journalFile = path.join(h.home, 'tasks', 'journal.ndjson');
-    const records = () => readFileSync(journalFile, 'utf8').split('\n').filter((line) => line.startsWith(`{"state":{"taskId":"${task.taskId}"`)).length;
+    const records = () =>
+      readFileSync(journalFile, 'utf8')
+        .split('\n')
+        .filter((line) => line.startsWith(`{"state":{"taskId":"${task.taskId}"`)).length;
     const before = records();
     h.manager.onMessage({ ackResult: { taskId: task.taskId } });
     // One acknowledgement alone is kept in memory (a crash only means a harmless re-send).
@@ -248,13 +272,21 @@ describe('TaskManager packages', () => {
     h.manager.onMessage({ runTask: third });
     await result(third.taskId);
     expect(h.downloads).toBe(2);
-    expect(existsSync(path.join(h.home, 'work', 'deployment-1', first.taskId, 'Acme.Web', 'app', 'hello.txt'))).toBe(true);
+    expect(existsSync(path.join(h.home, 'work', 'deployment-1', first.taskId, 'Acme.Web', 'app', 'hello.txt'))).toBe(
+      true,
+    );
   });
 
   it('drops cached package versions no task has used within retention, and downloads them again when needed', async () => {
     await h.close();
     h = createHarness({ 'Acme.Web@1.0.0': zip, 'Acme.Web@2.0.0': zip }, { retentionMs: 600, pruneEveryMs: 0 });
-    const ref = (version: string) => ({ packageId: 'Acme.Web', version, sha256, sizeBytes: String(zip.length), format: '' });
+    const ref = (version: string) => ({
+      packageId: 'Acme.Web',
+      version,
+      sha256,
+      sizeBytes: String(zip.length),
+      format: '',
+    });
     const done = async (task: ReturnType<typeof runTask>) => {
       h.manager.onMessage({ runTask: task });
       const finished = await result(task.taskId);
@@ -296,10 +328,19 @@ describe('TaskManager packages', () => {
     await h.close();
     const evil = buildZip([{ name: '../../escaped.txt', data: 'x' }]);
     h = createHarness({ 'Evil@1.0.0': evil });
-    const ref = { packageId: 'Evil', version: '1.0.0', sha256: createHash('sha256').update(evil).digest('hex'), sizeBytes: '0', format: '' };
+    const ref = {
+      packageId: 'Evil',
+      version: '1.0.0',
+      sha256: createHash('sha256').update(evil).digest('hex'),
+      sizeBytes: '0',
+      format: '',
+    };
     const task = runTask({ script: 'echo script-ran', packages: [ref] });
     h.manager.onMessage({ runTask: task });
-    expect(await result(task.taskId)).toMatchObject({ outcome: 'FAILED', message: 'Archive refused: entry "../../escaped.txt" escapes the target folder' });
+    expect(await result(task.taskId)).toMatchObject({
+      outcome: 'FAILED',
+      message: 'Archive refused: entry "../../escaped.txt" escapes the target folder',
+    });
     expect(h.link.lines(task.taskId).map((l) => l.text)).not.toContain('script-ran');
     expect(existsSync(path.join(h.home, 'work', 'escaped.txt'))).toBe(false);
   });

@@ -46,8 +46,14 @@ describe('bad input on every JSON endpoint', () => {
     const failures: string[] = [];
     for (const route of jsonRoutes()) {
       for (const payload of ['{"name":', '{', '[]', '"text"', '42', 'null', '{"a":1}}']) {
-        const response = await t.admin.raw({ method: route.method, path: route.url, payload, headers: { 'content-type': 'application/json' } });
-        if (response.status !== 400 || response.body?.errorcode !== 3001) failures.push(`${route.method} ${route.url} ${payload} → ${response.status}`);
+        const response = await t.admin.raw({
+          method: route.method,
+          path: route.url,
+          payload,
+          headers: { 'content-type': 'application/json' },
+        });
+        if (response.status !== 400 || response.body?.errorcode !== 3001)
+          failures.push(`${route.method} ${route.url} ${payload} → ${response.status}`);
       }
     }
     expect(failures).toEqual([]);
@@ -64,7 +70,12 @@ describe('bad input on every JSON endpoint', () => {
       for (const [name, property] of Object.entries(schema.properties ?? {})) {
         cases++;
         const body = { ...valid, [name]: wrongValue(property) };
-        const response = await t.admin.raw({ method: route.method, path: route.url, payload: JSON.stringify(body), headers: { 'content-type': 'application/json' } });
+        const response = await t.admin.raw({
+          method: route.method,
+          path: route.url,
+          payload: JSON.stringify(body),
+          headers: { 'content-type': 'application/json' },
+        });
         const property0 = response.body?.validationErrors?.[0]?.property as string | undefined;
         if (response.status !== 400 || !property0?.startsWith(name)) {
           failures.push(`${route.method} ${route.url} ${name} → ${response.status} ${response.text.slice(0, 100)}`);
@@ -79,14 +90,21 @@ describe('bad input on every JSON endpoint', () => {
   it('answers 415 to a non-JSON content type on every JSON endpoint', async () => {
     const failures: string[] = [];
     for (const route of jsonRoutes()) {
-      const response = await t.admin.raw({ method: route.method, path: route.url, payload: 'a=b', headers: { 'content-type': 'text/plain' } });
+      const response = await t.admin.raw({
+        method: route.method,
+        path: route.url,
+        payload: 'a=b',
+        headers: { 'content-type': 'text/plain' },
+      });
       if (response.status !== 415) failures.push(`${route.method} ${route.url} → ${response.status}`);
     }
     expect(failures).toEqual([]);
   });
 
   it('answers 400 to non-numeric and non-boolean query parameters on every GET', async () => {
-    const document = t.app.swagger() as { paths: Record<string, Record<string, { parameters?: Array<{ in: string; name: string; schema: Schema }> }>> };
+    const document = t.app.swagger() as {
+      paths: Record<string, Record<string, { parameters?: Array<{ in: string; name: string; schema: Schema }> }>>;
+    };
     const failures: string[] = [];
     let cases = 0;
     for (const [path, operations] of Object.entries(document.paths)) {

@@ -16,7 +16,13 @@ const azureConfig = {
 };
 
 async function create(name: string, extra: Record<string, unknown> = {}) {
-  const created = await t.admin.post('/api/cloud-account', { workspaceId: t.mainWorkspaceId, name, type: 'Azure', config: azureConfig, ...extra });
+  const created = await t.admin.post('/api/cloud-account', {
+    workspaceId: t.mainWorkspaceId,
+    name,
+    type: 'Azure',
+    config: azureConfig,
+    ...extra,
+  });
   if (created.status !== 200) throw new Error(created.text);
   return created.body.cloudAccountId as string;
 }
@@ -32,7 +38,8 @@ describe('POST /api/cloud-account', () => {
     const [row] = await t.db('cloud_accounts').where({ id: cloudAccountId });
     expect(row.account_type).toBe('Azure');
     const raw = JSON.stringify(row);
-    for (const plain of ['azure-client-secret-value', 'nested-password-value', 'tenant-1']) expect(raw).not.toContain(plain);
+    for (const plain of ['azure-client-secret-value', 'nested-password-value', 'tenant-1'])
+      expect(raw).not.toContain(plain);
     expect(await storedConfig(cloudAccountId)).toEqual(azureConfig);
 
     const list = await t.admin.get('/api/cloud-account', { workspaceId: t.mainWorkspaceId });
@@ -44,7 +51,13 @@ describe('POST /api/cloud-account', () => {
           workspaceId: t.mainWorkspaceId,
           name: 'Azure prod',
           type: 'Azure',
-          config: { subscriptionId: 'sub-1', tenantId: 'tenant-1', clientId: 'client-1', clientSecret: null, nested: { password: null, region: 'westeurope' } },
+          config: {
+            subscriptionId: 'sub-1',
+            tenantId: 'tenant-1',
+            clientId: 'client-1',
+            clientSecret: null,
+            nested: { password: null, region: 'westeurope' },
+          },
         },
       ],
       totalCount: 1,
@@ -53,11 +66,24 @@ describe('POST /api/cloud-account', () => {
   });
 
   it('masks AWS and GCP secrets, including whole secret objects', async () => {
-    const aws = await create('AWS', { type: 'Aws', config: { accessKeyId: 'AKIA1', secretAccessKey: 'aws-secret', region: 'eu-west-1' } });
-    const gcp = await create('GCP', { type: 'Gcp', config: { projectId: 'p', jsonKey: { private_key: 'gcp-private' }, keys: [{ apiKey: 'k1', id: 'a' }] } });
-    expect((await t.admin.get('/api/cloud-account/details', { cloudAccountId: aws })).body.config).toEqual({ accessKeyId: 'AKIA1', secretAccessKey: null, region: 'eu-west-1' });
+    const aws = await create('AWS', {
+      type: 'Aws',
+      config: { accessKeyId: 'AKIA1', secretAccessKey: 'aws-secret', region: 'eu-west-1' },
+    });
+    const gcp = await create('GCP', {
+      type: 'Gcp',
+      config: { projectId: 'p', jsonKey: { private_key: 'gcp-private' }, keys: [{ apiKey: 'k1', id: 'a' }] },
+    });
+    expect((await t.admin.get('/api/cloud-account/details', { cloudAccountId: aws })).body.config).toEqual({
+      accessKeyId: 'AKIA1',
+      secretAccessKey: null,
+      region: 'eu-west-1',
+    });
     const gcpView = await t.admin.get('/api/cloud-account/details', { cloudAccountId: gcp });
-    expect(gcpView.body).toMatchObject({ type: 'Gcp', config: { projectId: 'p', jsonKey: null, keys: [{ apiKey: null, id: 'a' }] } });
+    expect(gcpView.body).toMatchObject({
+      type: 'Gcp',
+      config: { projectId: 'p', jsonKey: null, keys: [{ apiKey: null, id: 'a' }] },
+    });
     expect(gcpView.text).not.toContain('gcp-private');
   });
 
@@ -80,7 +106,12 @@ describe('POST /api/cloud-account', () => {
 
   it('refuses a duplicate name in any case', async () => {
     await create('Dup account');
-    const duplicate = await t.admin.post('/api/cloud-account', { workspaceId: t.mainWorkspaceId, name: 'dup ACCOUNT', type: 'Aws', config: {} });
+    const duplicate = await t.admin.post('/api/cloud-account', {
+      workspaceId: t.mainWorkspaceId,
+      name: 'dup ACCOUNT',
+      type: 'Aws',
+      config: {},
+    });
     expect(duplicate.status).toBe(400);
     expect(duplicate.body.validationErrors[0].property).toBe('name');
   });
@@ -90,7 +121,10 @@ describe('PUT /api/cloud-account', () => {
   it('keeps secrets sent back as null and replaces everything else', async () => {
     const cloudAccountId = await create('Round trip');
     const shown = (await t.admin.get('/api/cloud-account/details', { cloudAccountId })).body.config;
-    const updated = await t.admin.put('/api/cloud-account', { cloudAccountId, config: { ...shown, clientId: 'client-2', subscriptionId: undefined } });
+    const updated = await t.admin.put('/api/cloud-account', {
+      cloudAccountId,
+      config: { ...shown, clientId: 'client-2', subscriptionId: undefined },
+    });
     expect(updated.status).toBe(200);
     expect(await storedConfig(cloudAccountId)).toEqual({
       tenantId: 'tenant-1',
@@ -105,7 +139,9 @@ describe('PUT /api/cloud-account', () => {
 
   it('changes only the fields sent', async () => {
     const cloudAccountId = await create('Rename me');
-    expect((await t.admin.put('/api/cloud-account', { cloudAccountId, name: 'Renamed', type: 'Gcp' })).status).toBe(200);
+    expect((await t.admin.put('/api/cloud-account', { cloudAccountId, name: 'Renamed', type: 'Gcp' })).status).toBe(
+      200,
+    );
     const [row] = await t.db('cloud_accounts').where({ id: cloudAccountId });
     expect(row).toMatchObject({ name: 'Renamed', account_type: 'Gcp' });
     expect(await storedConfig(cloudAccountId)).toEqual(azureConfig);
@@ -155,9 +191,23 @@ describe('cloud account permissions', () => {
 
 describe('isSecretKey', () => {
   it('treats secret-looking names as secret, case-insensitively', () => {
-    for (const key of ['secret', 'clientSecret', 'PASSWORD', 'token', 'accessToken', 'key', 'apiKey', 'secretAccessKey', 'privateKey', 'connectionString', 'certificatePem', 'passphrase']) {
+    for (const key of [
+      'secret',
+      'clientSecret',
+      'PASSWORD',
+      'token',
+      'accessToken',
+      'key',
+      'apiKey',
+      'secretAccessKey',
+      'privateKey',
+      'connectionString',
+      'certificatePem',
+      'passphrase',
+    ]) {
       expect(isSecretKey(key), key).toBe(true);
     }
-    for (const key of ['accessKeyId', 'clientId', 'tenantId', 'region', 'subscriptionId', 'projectId']) expect(isSecretKey(key), key).toBe(false);
+    for (const key of ['accessKeyId', 'clientId', 'tenantId', 'region', 'subscriptionId', 'projectId'])
+      expect(isSecretKey(key), key).toBe(false);
   });
 });

@@ -20,9 +20,17 @@ beforeAll(async () => {
   staging = await environmentId(t, 'Staging');
   production = await environmentId(t, 'Production');
   const lifecycles = await t.admin.get('/api/lifecycle', { workspaceId: t.mainWorkspaceId });
-  const lifecycleId = lifecycles.body.lifecycles.find((l: { name: string }) => l.name === 'Default Lifecycle').lifecycleId;
-  projectId = (await t.admin.post('/api/project', { workspaceId: t.mainWorkspaceId, name: 'Deployable', lifecycleId })).body.projectId;
-  const template = await t.admin.post('/api/step-template', { workspaceId: t.mainWorkspaceId, name: 'echo', script: 'echo hi', scriptLanguage: 'bash' });
+  const lifecycleId = lifecycles.body.lifecycles.find(
+    (l: { name: string }) => l.name === 'Default Lifecycle',
+  ).lifecycleId;
+  projectId = (await t.admin.post('/api/project', { workspaceId: t.mainWorkspaceId, name: 'Deployable', lifecycleId }))
+    .body.projectId;
+  const template = await t.admin.post('/api/step-template', {
+    workspaceId: t.mainWorkspaceId,
+    name: 'echo',
+    script: 'echo hi',
+    scriptLanguage: 'bash',
+  });
   await t.admin.post('/api/project/step', { projectId, name: 'Say hi', stepTemplateId: template.body.stepTemplateId });
   releaseId = (await t.admin.post('/api/release', { projectId, version: '1.2.0' })).body.releaseId;
   await t.admin.post('/api/release', { projectId, version: '1.10.0' });
@@ -36,7 +44,10 @@ describe('POST /api/release/deploy', () => {
     expect(byName.body.deploymentIds).toHaveLength(1);
     const row = await t.db('deployments').where({ id: byName.body.deploymentIds[0] }).first();
     expect(row).toMatchObject({ status: 'Queued', environment_id: staging, release_id: releaseId });
-    const byObject = await t.admin.post('/api/release/deploy', { releaseId, environments: [{ environmentName: 'staging', machineMode: 'All' }] });
+    const byObject = await t.admin.post('/api/release/deploy', {
+      releaseId,
+      environments: [{ environmentName: 'staging', machineMode: 'All' }],
+    });
     expect(byObject.status).toBe(200);
     const obsolete = await t.admin.post('/api/release/deploy', { ReleaseId: releaseId, EnvironmentName: 'Staging' });
     expect(obsolete.status).toBe(200);
@@ -50,7 +61,8 @@ describe('POST /api/release/deploy', () => {
   });
 
   it('refuses a disabled environment, unknown environments, unknown phases, unknown steps and no target at all', async () => {
-    const qa = (await t.admin.post('/api/environment', { workspaceId: t.mainWorkspaceId, name: 'QA', enabled: false })).body.environmentId;
+    const qa = (await t.admin.post('/api/environment', { workspaceId: t.mainWorkspaceId, name: 'QA', enabled: false }))
+      .body.environmentId;
     expect(qa).toBeTruthy();
     const cases = [
       { releaseId, environments: ['QA'] },
@@ -98,18 +110,29 @@ describe('POST /api/release/promote', () => {
     const response = await t.admin.post('/api/release/promote', { projectId, environments: ['Staging'] });
     expect(response.status, response.text).toBe(200);
     expect(response.body.deploymentIds).toEqual([response.body.deploymentId]);
-    const row = await t.db('deployments as d').join('releases as r', 'r.id', 'd.release_id').where('d.id', response.body.deploymentId).first('r.version');
+    const row = await t
+      .db('deployments as d')
+      .join('releases as r', 'r.id', 'd.release_id')
+      .where('d.id', response.body.deploymentId)
+      .first('r.version');
     expect(row.version).toBe('1.10.0');
   });
 
   it('matches the version exactly: 1.2 does not find 1.2.0', async () => {
-    expect((await t.admin.post('/api/release/promote', { projectId, version: '1.2', environments: ['Staging'] })).status).toBe(400);
-    expect((await t.admin.post('/api/release/promote', { projectId, version: '1.2.0', environments: ['Staging'] })).status).toBe(200);
+    expect(
+      (await t.admin.post('/api/release/promote', { projectId, version: '1.2', environments: ['Staging'] })).status,
+    ).toBe(400);
+    expect(
+      (await t.admin.post('/api/release/promote', { projectId, version: '1.2.0', environments: ['Staging'] })).status,
+    ).toBe(200);
   });
 
   it('refuses an unknown project and a project without releases', async () => {
-    expect((await t.admin.post('/api/release/promote', { projectId: 'nope', environments: ['Staging'] })).status).toBe(400);
-    const empty = (await t.admin.post('/api/project', { workspaceId: t.mainWorkspaceId, name: 'Empty' })).body.projectId;
+    expect((await t.admin.post('/api/release/promote', { projectId: 'nope', environments: ['Staging'] })).status).toBe(
+      400,
+    );
+    const empty = (await t.admin.post('/api/project', { workspaceId: t.mainWorkspaceId, name: 'Empty' })).body
+      .projectId;
     const response = await t.admin.post('/api/release/promote', { projectId: empty, environments: ['Staging'] });
     expect(response.status).toBe(400);
     expect(response.body.error).toContain('no release');
@@ -118,24 +141,51 @@ describe('POST /api/release/promote', () => {
 
 describe('GET /api/deployment', () => {
   it('returns the status in PascalCase with exact ticks, and the logs', async () => {
-    const id = (await t.admin.post('/api/release/deploy', { releaseId, environments: ['Staging'] })).body.deploymentIds[0];
-    await t.deps.store.transaction((tx) => tx.deploymentLogs.append(id, [{ level: 'Information', data: 'one' }, { level: 'Warning', data: 'two' }], new Date()));
+    const id = (await t.admin.post('/api/release/deploy', { releaseId, environments: ['Staging'] })).body
+      .deploymentIds[0];
+    await t.deps.store.transaction((tx) =>
+      tx.deploymentLogs.append(
+        id,
+        [
+          { level: 'Information', data: 'one' },
+          { level: 'Warning', data: 'two' },
+        ],
+        new Date(),
+      ),
+    );
     const response = await t.admin.raw({ method: 'GET', path: `/api/deployment?deploymentid=${id}&skipLogs=False` });
     expect(response.status).toBe(200);
     const body = response.body;
-    expect(body.status).toMatchObject({ Status: 'Queued', ErrorCount: 0, WarningCount: 1, CancellationRequestedDate: null, CompleteDate: null });
-    expect(body.logs.map((l: { Data: string; LogLevel: string }) => [l.Data, l.LogLevel])).toEqual([['one', 'Information'], ['two', 'Warning']]);
+    expect(body.status).toMatchObject({
+      Status: 'Queued',
+      ErrorCount: 0,
+      WarningCount: 1,
+      CancellationRequestedDate: null,
+      CompleteDate: null,
+    });
+    expect(body.logs.map((l: { Data: string; LogLevel: string }) => [l.Data, l.LogLevel])).toEqual([
+      ['one', 'Information'],
+      ['two', 'Warning'],
+    ]);
     const rawTick = /"CreatedUtcTick":(\d+)/.exec(response.text)![1]!;
     const stored = await t.db('deployment_logs').where({ deployment_id: id, data: 'one' }).first('tick');
     expect(rawTick).toBe(stored.tick);
-    expect(new RegExp(`"LastLogDateTick":${(await t.db('deployments').where({ id }).first('last_log_tick')).last_log_tick}[,}]`).test(response.text)).toBe(true);
+    expect(
+      new RegExp(
+        `"LastLogDateTick":${(await t.db('deployments').where({ id }).first('last_log_tick')).last_log_tick}[,}]`,
+      ).test(response.text),
+    ).toBe(true);
     expect(body.status.LastLogDate).toMatch(/\+00:00$/);
-    const after = await t.admin.raw({ method: 'GET', path: `/api/deployment?deploymentId=${id}&getLogsAfter=${rawTick}` });
+    const after = await t.admin.raw({
+      method: 'GET',
+      path: `/api/deployment?deploymentId=${id}&getLogsAfter=${rawTick}`,
+    });
     expect(after.body.logs.map((l: { Data: string }) => l.Data)).toEqual(['two']);
   });
 
   it('gives every line up to the status it shows, also when a line commits between its two reads', async () => {
-    const id = (await t.admin.post('/api/release/deploy', { releaseId, environments: ['Staging'] })).body.deploymentIds[0];
+    const id = (await t.admin.post('/api/release/deploy', { releaseId, environments: ['Staging'] })).body
+      .deploymentIds[0];
     const { store } = t.deps;
     await store.deploymentLogs.append(id, [{ level: 'Information', data: 'first' }], new Date());
     // The order a busy database may pick: the lines are read, a line commits, then the deployment is read.
@@ -181,15 +231,35 @@ describe('GET /api/deployment', () => {
 describe('DELETE /api/project', () => {
   it("asks the project's deployments in progress to cancel, and leaves finished ones as they are", async () => {
     const lifecycles = await t.admin.get('/api/lifecycle', { workspaceId: t.mainWorkspaceId });
-    const lifecycleId = lifecycles.body.lifecycles.find((l: { name: string }) => l.name === 'Default Lifecycle').lifecycleId;
-    const doomed = (await t.admin.post('/api/project', { workspaceId: t.mainWorkspaceId, name: 'Deleted while deploying', lifecycleId })).body.projectId;
-    const template = await t.admin.post('/api/step-template', { workspaceId: t.mainWorkspaceId, name: 'echo doomed', script: 'echo hi', scriptLanguage: 'bash' });
-    await t.admin.post('/api/project/step', { projectId: doomed, name: 'Say hi', stepTemplateId: template.body.stepTemplateId });
+    const lifecycleId = lifecycles.body.lifecycles.find(
+      (l: { name: string }) => l.name === 'Default Lifecycle',
+    ).lifecycleId;
+    const doomed = (
+      await t.admin.post('/api/project', {
+        workspaceId: t.mainWorkspaceId,
+        name: 'Deleted while deploying',
+        lifecycleId,
+      })
+    ).body.projectId;
+    const template = await t.admin.post('/api/step-template', {
+      workspaceId: t.mainWorkspaceId,
+      name: 'echo doomed',
+      script: 'echo hi',
+      scriptLanguage: 'bash',
+    });
+    await t.admin.post('/api/project/step', {
+      projectId: doomed,
+      name: 'Say hi',
+      stepTemplateId: template.body.stepTemplateId,
+    });
     const release = (await t.admin.post('/api/release', { projectId: doomed, version: '1.0.0' })).body.releaseId;
-    const [finished] = (await t.admin.post('/api/release/deploy', { releaseId: release, environments: ['Staging'] })).body.deploymentIds;
+    const [finished] = (await t.admin.post('/api/release/deploy', { releaseId: release, environments: ['Staging'] }))
+      .body.deploymentIds;
     await t.deps.store.deployments.update(finished, { status: 'Completed', completedUtc: new Date() }, new Date());
-    const [running] = (await t.admin.post('/api/release/deploy', { releaseId: release, environments: ['Staging'] })).body.deploymentIds;
-    const [elsewhere] = (await t.admin.post('/api/release/deploy', { releaseId, environments: ['Staging'] })).body.deploymentIds;
+    const [running] = (await t.admin.post('/api/release/deploy', { releaseId: release, environments: ['Staging'] }))
+      .body.deploymentIds;
+    const [elsewhere] = (await t.admin.post('/api/release/deploy', { releaseId, environments: ['Staging'] })).body
+      .deploymentIds;
 
     expect((await t.admin.delete('/api/project', { projectId: doomed })).status).toBe(200);
     const get = (id: string) => t.deps.store.deployments.get(id);
@@ -201,7 +271,8 @@ describe('DELETE /api/project', () => {
 
 describe('POST /api/deployment/cancel', () => {
   it('records the cancellation request and refuses a finished deployment', async () => {
-    const id = (await t.admin.post('/api/release/deploy', { releaseId, environments: ['Staging'] })).body.deploymentIds[0];
+    const id = (await t.admin.post('/api/release/deploy', { releaseId, environments: ['Staging'] })).body
+      .deploymentIds[0];
     const response = await t.admin.post('/api/deployment/cancel', { deploymentId: id });
     expect(response.status).toBe(200);
     expect(response.text).toBe('');
@@ -220,7 +291,8 @@ describe('GET /api/deployment/list', () => {
     const tick = /"lastChangeTick":(\d+)}$/.exec(all.text)![1]!;
     const none = await t.admin.get('/api/deployment/list', { projectId, changedAfterTick: tick });
     expect(none.body.deployments).toEqual([]);
-    const id = (await t.admin.post('/api/release/deploy', { releaseId, environments: ['Staging'] })).body.deploymentIds[0];
+    const id = (await t.admin.post('/api/release/deploy', { releaseId, environments: ['Staging'] })).body
+      .deploymentIds[0];
     const changed = await t.admin.get('/api/deployment/list', { projectId, changedAfterTick: tick });
     expect(changed.body.deployments.map((d: { deploymentId: string }) => d.deploymentId)).toEqual([id]);
   });

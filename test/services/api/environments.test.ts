@@ -8,7 +8,13 @@ beforeAll(async () => {
 
 describe('POST /api/environment', () => {
   it('creates an environment that the list then shows, ordered by sortOrder', async () => {
-    const created = await t.admin.post('/api/environment', { workspaceId: t.mainWorkspaceId, name: 'QA', description: 'quality', sortOrder: 0, color: '#00ff00' });
+    const created = await t.admin.post('/api/environment', {
+      workspaceId: t.mainWorkspaceId,
+      name: 'QA',
+      description: 'quality',
+      sortOrder: 0,
+      color: '#00ff00',
+    });
     expect(created.status).toBe(200);
     expect(created.body.environmentId).toEqual(expect.any(String));
 
@@ -65,8 +71,16 @@ describe('POST /api/environment', () => {
 
 describe('PUT /api/environment', () => {
   it('changes only the fields sent', async () => {
-    const created = await t.admin.post('/api/environment', { workspaceId: t.mainWorkspaceId, name: 'Edit me', description: 'keep' });
-    const updated = await t.admin.put('/api/environment', { environmentId: created.body.environmentId, enabled: false, name: 'Edited' });
+    const created = await t.admin.post('/api/environment', {
+      workspaceId: t.mainWorkspaceId,
+      name: 'Edit me',
+      description: 'keep',
+    });
+    const updated = await t.admin.put('/api/environment', {
+      environmentId: created.body.environmentId,
+      enabled: false,
+      name: 'Edited',
+    });
     expect(updated.status).toBe(200);
     expect(updated.text).toBe('');
     const details = await t.admin.get('/api/environment/details', { environmentId: created.body.environmentId });
@@ -83,7 +97,9 @@ describe('DELETE /api/environment', () => {
   it('soft-deletes: the environment disappears and its name is free again', async () => {
     const created = await t.admin.post('/api/environment', { workspaceId: t.mainWorkspaceId, name: 'Temp' });
     expect((await t.admin.delete('/api/environment', { environmentId: created.body.environmentId })).status).toBe(200);
-    expect((await t.admin.get('/api/environment/details', { environmentId: created.body.environmentId })).status).toBe(400);
+    expect((await t.admin.get('/api/environment/details', { environmentId: created.body.environmentId })).status).toBe(
+      400,
+    );
     const rows = await t.db('environments').where({ id: created.body.environmentId });
     expect(rows[0].deleted_at).not.toBeNull();
     expect((await t.admin.post('/api/environment', { workspaceId: t.mainWorkspaceId, name: 'Temp' })).status).toBe(200);

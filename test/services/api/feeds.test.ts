@@ -19,7 +19,15 @@ describe('the built-in feed', () => {
       const second = await t.admin.get('/api/feed', { workspaceId });
       expect(first.status).toBe(200);
       expect(first.body.feeds).toEqual([
-        { feedId: expect.any(String), workspaceId, name: 'Built-in', feedType: 'BuiltIn', url: null, isBuiltin: true, hasPassword: false },
+        {
+          feedId: expect.any(String),
+          workspaceId,
+          name: 'Built-in',
+          feedType: 'BuiltIn',
+          url: null,
+          isBuiltin: true,
+          hasPassword: false,
+        },
       ]);
       expect(second.body).toEqual(first.body);
       expect(await t.db('feeds').where({ workspace_id: workspaceId, is_builtin: true })).toHaveLength(1);
@@ -28,7 +36,9 @@ describe('the built-in feed', () => {
 
   it('is created once when many requests race for it', async () => {
     const fresh = await t.workspace();
-    const responses = await Promise.all(Array.from({ length: 5 }, () => t.admin.get('/api/feed', { workspaceId: fresh })));
+    const responses = await Promise.all(
+      Array.from({ length: 5 }, () => t.admin.get('/api/feed', { workspaceId: fresh })),
+    );
     expect(responses.map((r) => r.status)).toEqual([200, 200, 200, 200, 200]);
     expect(await t.db('feeds').where({ workspace_id: fresh })).toHaveLength(1);
   });
@@ -41,10 +51,17 @@ describe('the built-in feed', () => {
     expect((await t.admin.put('/api/feed', { feedId: builtin.feedId, name: 'Renamed' })).status).toBe(400);
     expect((await t.admin.put('/api/feed', { feedId: builtin.feedId, url: 'https://example.com' })).status).toBe(400);
     expect((await t.admin.put('/api/feed', { feedId: builtin.feedId, name: 'Built-in' })).status).toBe(200);
-    expect(await t.db('feeds').where({ id: builtin.feedId })).toMatchObject([{ name: 'Built-in', url: null, is_builtin: true }]);
+    expect(await t.db('feeds').where({ id: builtin.feedId })).toMatchObject([
+      { name: 'Built-in', url: null, is_builtin: true },
+    ]);
 
     const fresh = await t.workspace();
-    const taken = await t.admin.post('/api/feed', { workspaceId: fresh, name: 'built-in', feedType: 'NuGet', url: 'https://example.com' });
+    const taken = await t.admin.post('/api/feed', {
+      workspaceId: fresh,
+      name: 'built-in',
+      feedType: 'NuGet',
+      url: 'https://example.com',
+    });
     expect(taken.status).toBe(400);
     expect(taken.body.validationErrors[0].property).toBe('name');
   });
@@ -77,15 +94,30 @@ describe('external feeds', () => {
     const [row] = await t.db('feeds').where({ id: created.body.feedId });
     expect(JSON.stringify(row)).not.toContain('hunter2');
     expect(JSON.stringify(row)).not.toContain('deployer');
-    expect(JSON.parse(t.deps.secrets.decrypt(row.config_encrypted))).toEqual({ username: 'deployer', password: 'hunter2-feed-password' });
+    expect(JSON.parse(t.deps.secrets.decrypt(row.config_encrypted))).toEqual({
+      username: 'deployer',
+      password: 'hunter2-feed-password',
+    });
   });
 
   it('updates only the fields sent and clears a credential with null', async () => {
-    const created = await t.admin.post('/api/feed', { workspaceId: t.mainWorkspaceId, name: 'Maven', feedType: 'Maven', url: 'https://repo.example.com', username: 'u', password: 'p' });
+    const created = await t.admin.post('/api/feed', {
+      workspaceId: t.mainWorkspaceId,
+      name: 'Maven',
+      feedType: 'Maven',
+      url: 'https://repo.example.com',
+      username: 'u',
+      password: 'p',
+    });
     const feedId = created.body.feedId;
     expect((await t.admin.put('/api/feed', { feedId, url: 'https://repo2.example.com' })).status).toBe(200);
     let details = (await t.admin.get('/api/feed/details', { feedId })).body;
-    expect(details).toMatchObject({ name: 'Maven', feedType: 'Maven', url: 'https://repo2.example.com', hasPassword: true });
+    expect(details).toMatchObject({
+      name: 'Maven',
+      feedType: 'Maven',
+      url: 'https://repo2.example.com',
+      hasPassword: true,
+    });
 
     expect((await t.admin.put('/api/feed', { feedId, password: null })).status).toBe(200);
     details = (await t.admin.get('/api/feed/details', { feedId })).body;
@@ -93,12 +125,23 @@ describe('external feeds', () => {
     const [row] = await t.db('feeds').where({ id: feedId });
     expect(JSON.parse(t.deps.secrets.decrypt(row.config_encrypted))).toEqual({ username: 'u', password: null });
 
-    expect((await t.admin.put('/api/feed', { feedId, username: null, name: 'Maven Central', feedType: 'Http' })).status).toBe(200);
-    expect((await t.db('feeds').where({ id: feedId }))[0]).toMatchObject({ config_encrypted: null, name: 'Maven Central', feed_type: 'Http' });
+    expect(
+      (await t.admin.put('/api/feed', { feedId, username: null, name: 'Maven Central', feedType: 'Http' })).status,
+    ).toBe(200);
+    expect((await t.db('feeds').where({ id: feedId }))[0]).toMatchObject({
+      config_encrypted: null,
+      name: 'Maven Central',
+      feed_type: 'Http',
+    });
   });
 
   it('deletes an external feed', async () => {
-    const created = await t.admin.post('/api/feed', { workspaceId: t.mainWorkspaceId, name: 'Temp feed', feedType: 'Http', url: 'http://files.example.com' });
+    const created = await t.admin.post('/api/feed', {
+      workspaceId: t.mainWorkspaceId,
+      name: 'Temp feed',
+      feedType: 'Http',
+      url: 'http://files.example.com',
+    });
     expect((await t.admin.delete('/api/feed', { feedId: created.body.feedId })).status).toBe(200);
     expect(await t.db('feeds').where({ id: created.body.feedId })).toHaveLength(0);
     expect((await t.admin.delete('/api/feed', { feedId: created.body.feedId })).status).toBe(400);
@@ -125,8 +168,18 @@ describe('external feeds', () => {
   });
 
   it('refuses a duplicate name', async () => {
-    await t.admin.post('/api/feed', { workspaceId: t.mainWorkspaceId, name: 'Dup feed', feedType: 'Http', url: 'https://a.example.com' });
-    const duplicate = await t.admin.post('/api/feed', { workspaceId: t.mainWorkspaceId, name: 'DUP FEED', feedType: 'Http', url: 'https://b.example.com' });
+    await t.admin.post('/api/feed', {
+      workspaceId: t.mainWorkspaceId,
+      name: 'Dup feed',
+      feedType: 'Http',
+      url: 'https://a.example.com',
+    });
+    const duplicate = await t.admin.post('/api/feed', {
+      workspaceId: t.mainWorkspaceId,
+      name: 'DUP FEED',
+      feedType: 'Http',
+      url: 'https://b.example.com',
+    });
     expect(duplicate.status).toBe(400);
     expect(duplicate.body.validationErrors[0].property).toBe('name');
   });
@@ -136,14 +189,24 @@ describe('feed permissions', () => {
   it('lets a View account read but not change feeds', async () => {
     const viewer = await t.account([{ role: 'View' }]);
     expect((await viewer.get('/api/feed', { workspaceId: t.mainWorkspaceId })).status).toBe(200);
-    const refused = await viewer.post('/api/feed', { workspaceId: t.mainWorkspaceId, name: 'Nope', feedType: 'Http', url: 'https://example.com' });
+    const refused = await viewer.post('/api/feed', {
+      workspaceId: t.mainWorkspaceId,
+      name: 'Nope',
+      feedType: 'Http',
+      url: 'https://example.com',
+    });
     expect(refused.status).toBe(401);
     expect(refused.body).toMatchObject({ errorcode: 2003, error: expect.stringContaining('ManageWorkspace') });
     expect(await t.db('feeds').where({ name: 'Nope' })).toHaveLength(0);
   });
 
   it('treats another workspace as unknown', async () => {
-    const created = await t.admin.post('/api/feed', { workspaceId: t.mainWorkspaceId, name: 'Private', feedType: 'Http', url: 'https://example.com' });
+    const created = await t.admin.post('/api/feed', {
+      workspaceId: t.mainWorkspaceId,
+      name: 'Private',
+      feedType: 'Http',
+      url: 'https://example.com',
+    });
     const other = await t.workspace();
     const outsider = await t.account([{ role: 'ManageWorkspace' }, { role: 'View' }], other);
     expect((await outsider.get('/api/feed', { workspaceId: t.mainWorkspaceId })).status).toBe(400);

@@ -16,14 +16,23 @@ describe('authentication', () => {
   it('answers 401/2002 for a wrong key, an unknown account and a malformed header', async () => {
     expect((await t.as({ id: ADMIN.id, key: 'wrong' }).get('/api/me')).body.errorcode).toBe(2002);
     expect((await t.as({ id: 'nobody', key: ADMIN.key }).get('/api/me')).body.errorcode).toBe(2002);
-    const malformed = await t.anonymous.raw({ method: 'GET', path: '/api/me', headers: { authorization: 'Bearer abc' } });
+    const malformed = await t.anonymous.raw({
+      method: 'GET',
+      path: '/api/me',
+      headers: { authorization: 'Bearer abc' },
+    });
     expect(malformed.status).toBe(401);
   });
 
   it('returns the calling account from /api/me', async () => {
     const me = await t.admin.get('/api/me');
     expect(me.status).toBe(200);
-    expect(me.body).toMatchObject({ serviceAccountId: ADMIN.id, organizationName: 'Default', workspaceId: null, roles: [{ role: 'Admin' }] });
+    expect(me.body).toMatchObject({
+      serviceAccountId: ADMIN.id,
+      organizationName: 'Default',
+      workspaceId: null,
+      roles: [{ role: 'Admin' }],
+    });
   });
 
   it('stops accepting a key once it is revoked', async () => {
@@ -46,17 +55,32 @@ describe('authentication', () => {
 describe('wire conventions', () => {
   it('answers 415 for a JSON endpoint called with another content type', async () => {
     for (const type of ['text/plain', 'application/x-www-form-urlencoded', 'application/xml']) {
-      const response = await t.admin.raw({ method: 'POST', path: '/api/environment', payload: 'name=x', headers: { 'content-type': type } });
+      const response = await t.admin.raw({
+        method: 'POST',
+        path: '/api/environment',
+        payload: 'name=x',
+        headers: { 'content-type': type },
+      });
       expect(response.status, type).toBe(415);
       expect(response.body.errorcode).toBe(3001);
     }
   });
 
   it('answers 400 for malformed JSON and for an empty body', async () => {
-    const malformed = await t.admin.raw({ method: 'POST', path: '/api/environment', payload: '{"name":', headers: { 'content-type': 'application/json' } });
+    const malformed = await t.admin.raw({
+      method: 'POST',
+      path: '/api/environment',
+      payload: '{"name":',
+      headers: { 'content-type': 'application/json' },
+    });
     expect(malformed.status).toBe(400);
     expect(malformed.body.errorcode).toBe(3001);
-    const empty = await t.admin.raw({ method: 'POST', path: '/api/environment', payload: '', headers: { 'content-type': 'application/json' } });
+    const empty = await t.admin.raw({
+      method: 'POST',
+      path: '/api/environment',
+      payload: '',
+      headers: { 'content-type': 'application/json' },
+    });
     expect(empty.status).toBe(400);
   });
 
@@ -94,7 +118,9 @@ describe('wire conventions', () => {
     const response = await t.anonymous.get('/api/openapi.json');
     expect(response.status).toBe(200);
     expect(response.body.openapi).toBe('3.1.0');
-    expect(Object.keys(response.body.paths)).toEqual(expect.arrayContaining(['/api/environment', '/api/project', '/api/me']));
+    expect(Object.keys(response.body.paths)).toEqual(
+      expect.arrayContaining(['/api/environment', '/api/project', '/api/me']),
+    );
     expect(response.body.paths['/api/environment'].post.requestBody).toBeDefined();
   });
 });

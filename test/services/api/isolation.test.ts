@@ -11,31 +11,71 @@ import { testApp, type Client, type Response, type TestContext } from '../../hel
 import { sample, type Schema } from '../../helpers/schema-samples.ts';
 
 type Key =
-  | 'workspace' | 'environment' | 'tag' | 'machine' | 'lifecycle' | 'phase' | 'project' | 'channel' | 'stepTemplate' | 'step' | 'rollingGroup'
-  | 'projectVariable' | 'projectValue' | 'workspaceVariable' | 'workspaceValue' | 'scriptModule' | 'feed' | 'cloudAccount' | 'serviceAccount' | 'apiKey' | 'package'
-  | 'release' | 'deployment';
+  | 'workspace'
+  | 'environment'
+  | 'tag'
+  | 'machine'
+  | 'lifecycle'
+  | 'phase'
+  | 'project'
+  | 'channel'
+  | 'stepTemplate'
+  | 'step'
+  | 'rollingGroup'
+  | 'projectVariable'
+  | 'projectValue'
+  | 'workspaceVariable'
+  | 'workspaceValue'
+  | 'scriptModule'
+  | 'feed'
+  | 'cloudAccount'
+  | 'serviceAccount'
+  | 'apiKey'
+  | 'package'
+  | 'release'
+  | 'deployment';
 type ResourceSet = Record<Key, string>;
 
 /** Which resource an ID-looking property (lower-cased; body path or query name) points at. */
-const isWorkspaceVariableRoute = (url: string) => url.startsWith('/api/workspace-variable') || url === '/api/project/workspace-variable';
+const isWorkspaceVariableRoute = (url: string) =>
+  url.startsWith('/api/workspace-variable') || url === '/api/project/workspace-variable';
 const KEY_OF: Record<string, Key | ((url: string) => Key)> = {
   workspaceid: 'workspace',
-  environmentid: 'environment', environmentids: 'environment', environments: 'environment', environmentsfilter: 'environment',
-  tagid: 'tag', tagids: 'tag', machineordertagids: 'tag',
-  machineid: 'machine', machinefilter: 'machine', machineidfilter: 'machine',
-  lifecycleid: 'lifecycle', phaseid: 'phase',
-  projectid: 'project', targetprojectid: 'project', projectids: 'project',
-  channelid: 'channel', channelfilter: 'channel',
+  environmentid: 'environment',
+  environmentids: 'environment',
+  environments: 'environment',
+  environmentsfilter: 'environment',
+  tagid: 'tag',
+  tagids: 'tag',
+  machineordertagids: 'tag',
+  machineid: 'machine',
+  machinefilter: 'machine',
+  machineidfilter: 'machine',
+  lifecycleid: 'lifecycle',
+  phaseid: 'phase',
+  projectid: 'project',
+  targetprojectid: 'project',
+  projectids: 'project',
+  channelid: 'channel',
+  channelfilter: 'channel',
   steptemplateid: 'stepTemplate',
-  projectstepid: 'step', projectstepids: 'step', memberstepids: 'step', stepfilter: 'step',
+  projectstepid: 'step',
+  projectstepids: 'step',
+  memberstepids: 'step',
+  stepfilter: 'step',
   rollinggroupid: 'rollingGroup',
   variableid: (url) => (isWorkspaceVariableRoute(url) ? 'workspaceVariable' : 'projectVariable'),
   variableids: 'workspaceVariable',
   variablevalueid: (url) => (isWorkspaceVariableRoute(url) ? 'workspaceValue' : 'projectValue'),
-  scriptmoduleid: 'scriptModule', scriptmoduleids: 'scriptModule',
-  feedid: 'feed', cloudaccountid: 'cloudAccount', serviceaccountid: 'serviceAccount', apikeyid: 'apiKey',
+  scriptmoduleid: 'scriptModule',
+  scriptmoduleids: 'scriptModule',
+  feedid: 'feed',
+  cloudaccountid: 'cloudAccount',
+  serviceaccountid: 'serviceAccount',
+  apikeyid: 'apiKey',
   packageid: 'package',
-  releaseid: 'release', deploymentid: 'deployment',
+  releaseid: 'release',
+  deploymentid: 'deployment',
 };
 /** ID-looking properties that are free text, not references (a channel rule names a package ID). */
 const NOT_REFERENCES = new Set(['packagerules.packageid']);
@@ -77,7 +117,8 @@ function keyOf(path: string, url: string): Key | null {
   const found = KEY_OF[leaf];
   if (typeof found === 'function') return found(url);
   if (found) return found;
-  if (/ids?$/.test(leaf) || leaf === 'environments') throw new Error(`no resource mapped for ID-looking property '${path}' of ${url}`);
+  if (/ids?$/.test(leaf) || leaf === 'environments')
+    throw new Error(`no resource mapped for ID-looking property '${path}' of ${url}`);
   return null;
 }
 
@@ -86,14 +127,22 @@ function holdsReference(schema: Schema, path: string, url: string): boolean {
   if (path && isIdShaped(schema) && keyOf(path, url)) return true;
   if (schema.items) return holdsReference(schema.items, path, url);
   if (schema.anyOf) return schema.anyOf.some((s) => holdsReference(s, path, url));
-  return Object.entries(schema.properties ?? {}).some(([name, s]) => holdsReference(s, path ? `${path}.${name}` : name, url));
+  return Object.entries(schema.properties ?? {}).some(([name, s]) =>
+    holdsReference(s, path ? `${path}.${name}` : name, url),
+  );
 }
 
 /**
  * A valid body (or query) for the schema: every reference — required or optional — is filled by
  * `pick(path, key)`, other required properties get valid values, names are unique.
  */
-function build(schema: Schema, path: string, url: string, pick: (path: string, key: Key) => string, slots: string[]): unknown {
+function build(
+  schema: Schema,
+  path: string,
+  url: string,
+  pick: (path: string, key: Key) => string,
+  slots: string[],
+): unknown {
   const key = path && isIdShaped(schema) ? keyOf(path, url) : null;
   const nonNull = schema.anyOf?.find((b) => b.type !== 'null');
   if (nonNull) return build(nonNull, path, url, pick, slots);
@@ -103,7 +152,9 @@ function build(schema: Schema, path: string, url: string, pick: (path: string, k
       slots.push(path);
       return [pick(path, key)];
     }
-    return holdsReference(schema.items, path, url) || (schema.minItems ?? 0) > 0 ? [build(schema.items, path, url, pick, slots)] : [];
+    return holdsReference(schema.items, path, url) || (schema.minItems ?? 0) > 0
+      ? [build(schema.items, path, url, pick, slots)]
+      : [];
   }
   if (key) {
     slots.push(path);
@@ -134,35 +185,137 @@ async function ok<T = any>(response: Promise<Response<T>>): Promise<T> {
 /** One of every resource type in a workspace, every name starting with `prefix`. */
 async function createSet(workspaceId: string, prefix: string, packagePrefix: string): Promise<ResourceSet> {
   const a = t.admin;
-  const environment = (await ok(a.post('/api/environment', { workspaceId, name: `${prefix}-environment` }))).environmentId;
+  const environment = (await ok(a.post('/api/environment', { workspaceId, name: `${prefix}-environment` })))
+    .environmentId;
   // The lifecycle uses another environment, so `environment` can still be added to a phase.
-  const phaseEnvironment = (await ok(a.post('/api/environment', { workspaceId, name: `${prefix}-phase-environment` }))).environmentId;
+  const phaseEnvironment = (await ok(a.post('/api/environment', { workspaceId, name: `${prefix}-phase-environment` })))
+    .environmentId;
   const tag = (await ok(a.post('/api/tag', { workspaceId, name: `${prefix}-tag` }))).tagId;
-  const machine = (await ok(a.post('/api/machine', { workspaceId, name: `${prefix}-machine`, environmentIds: [environment], tagIds: [tag] }))).machineId;
+  const machine = (
+    await ok(
+      a.post('/api/machine', { workspaceId, name: `${prefix}-machine`, environmentIds: [environment], tagIds: [tag] }),
+    )
+  ).machineId;
   const lifecycle = (
-    await ok(a.post('/api/lifecycle', { workspaceId, name: `${prefix}-lifecycle`, phases: [{ name: `${prefix}-phase`, environments: [{ environmentId: phaseEnvironment }] }] }))
+    await ok(
+      a.post('/api/lifecycle', {
+        workspaceId,
+        name: `${prefix}-lifecycle`,
+        phases: [{ name: `${prefix}-phase`, environments: [{ environmentId: phaseEnvironment }] }],
+      }),
+    )
   ).lifecycleId;
   const phase = (await ok(a.get('/api/lifecycle/details', { lifecycleId: lifecycle }))).phases[0].phaseId;
-  const project = (await ok(a.post('/api/project', { workspaceId, name: `${prefix}-project`, description: `${prefix}-description`, lifecycleId: lifecycle }))).projectId;
-  const channel = (await ok(a.post('/api/project/channel', { projectId: project, name: `${prefix}-channel`, lifecycleId: lifecycle }))).channelId;
-  const stepTemplate = (await ok(a.post('/api/step-template', { workspaceId, name: `${prefix}-template`, script: `echo ${prefix}`, scriptLanguage: 'bash' }))).stepTemplateId;
-  const step = (await ok(a.post('/api/project/step', { projectId: project, name: `${prefix}-step`, stepTemplateId: stepTemplate }))).projectStepId;
+  const project = (
+    await ok(
+      a.post('/api/project', {
+        workspaceId,
+        name: `${prefix}-project`,
+        description: `${prefix}-description`,
+        lifecycleId: lifecycle,
+      }),
+    )
+  ).projectId;
+  const channel = (
+    await ok(a.post('/api/project/channel', { projectId: project, name: `${prefix}-channel`, lifecycleId: lifecycle }))
+  ).channelId;
+  const stepTemplate = (
+    await ok(
+      a.post('/api/step-template', {
+        workspaceId,
+        name: `${prefix}-template`,
+        script: `echo ${prefix}`,
+        scriptLanguage: 'bash',
+      }),
+    )
+  ).stepTemplateId;
+  const step = (
+    await ok(a.post('/api/project/step', { projectId: project, name: `${prefix}-step`, stepTemplateId: stepTemplate }))
+  ).projectStepId;
   // The group holds a second step, so `step` can still join a group.
-  const groupedStep = (await ok(a.post('/api/project/step', { projectId: project, name: `${prefix}-grouped-step`, stepTemplateId: stepTemplate }))).projectStepId;
-  const rollingGroup = (await ok(a.post('/api/project/rolling-group', { projectId: project, name: `${prefix}-group`, memberStepIds: [groupedStep] }))).rollingGroupId;
-  const projectVariable = (await ok(a.post('/api/project/variable', { projectId: project, name: `${prefix}-variable`, variableType: 'Text' }))).variableId;
+  const groupedStep = (
+    await ok(
+      a.post('/api/project/step', { projectId: project, name: `${prefix}-grouped-step`, stepTemplateId: stepTemplate }),
+    )
+  ).projectStepId;
+  const rollingGroup = (
+    await ok(
+      a.post('/api/project/rolling-group', {
+        projectId: project,
+        name: `${prefix}-group`,
+        memberStepIds: [groupedStep],
+      }),
+    )
+  ).rollingGroupId;
+  const projectVariable = (
+    await ok(a.post('/api/project/variable', { projectId: project, name: `${prefix}-variable`, variableType: 'Text' }))
+  ).variableId;
   const filters = { environmentsFilter: [environment], machineFilter: [machine], tagFilter: [{ tagIds: [tag] }] };
   const projectValue = (
-    await ok(a.post('/api/project/variable/value', { variableId: projectVariable, theValue: `${prefix}-value`, ...filters, stepFilter: [step], channelFilter: [channel] }))
+    await ok(
+      a.post('/api/project/variable/value', {
+        variableId: projectVariable,
+        theValue: `${prefix}-value`,
+        ...filters,
+        stepFilter: [step],
+        channelFilter: [channel],
+      }),
+    )
   ).variableValueId;
-  const workspaceVariable = (await ok(a.post('/api/workspace-variable', { workspaceId, name: `${prefix}-workspace-variable`, variableType: 'Sensitive' }))).variableId;
-  const workspaceValue = (await ok(a.post('/api/workspace-variable/value', { variableId: workspaceVariable, theValue: `${prefix}-secret`, ...filters }))).variableValueId;
+  const workspaceVariable = (
+    await ok(
+      a.post('/api/workspace-variable', {
+        workspaceId,
+        name: `${prefix}-workspace-variable`,
+        variableType: 'Sensitive',
+      }),
+    )
+  ).variableId;
+  const workspaceValue = (
+    await ok(
+      a.post('/api/workspace-variable/value', {
+        variableId: workspaceVariable,
+        theValue: `${prefix}-secret`,
+        ...filters,
+      }),
+    )
+  ).variableValueId;
   await ok(a.post('/api/project/workspace-variable', { projectId: project, variableId: workspaceVariable }));
-  const scriptModule = (await ok(a.post('/api/script-module', { workspaceId, name: `${prefix}-module`, script: `echo ${prefix}`, scriptLanguage: 'bash' }))).scriptModuleId;
+  const scriptModule = (
+    await ok(
+      a.post('/api/script-module', {
+        workspaceId,
+        name: `${prefix}-module`,
+        script: `echo ${prefix}`,
+        scriptLanguage: 'bash',
+      }),
+    )
+  ).scriptModuleId;
   await ok(a.post('/api/project/script-module', { projectId: project, scriptModuleId: scriptModule }));
-  const feed = (await ok(a.post('/api/feed', { workspaceId, name: `${prefix}-feed`, feedType: 'NuGet', url: `https://${prefix}.example.com/nuget`, password: `${prefix}-pw` }))).feedId;
-  const cloudAccount = (await ok(a.post('/api/cloud-account', { workspaceId, name: `${prefix}-cloud`, type: 'Azure', config: { tenantId: `${prefix}-tenant` } }))).cloudAccountId;
-  const serviceAccount = (await ok(a.post('/api/service-account', { workspaceId, name: `${prefix}-account`, roles: [{ role: 'View' }] }))).serviceAccountId;
+  const feed = (
+    await ok(
+      a.post('/api/feed', {
+        workspaceId,
+        name: `${prefix}-feed`,
+        feedType: 'NuGet',
+        url: `https://${prefix}.example.com/nuget`,
+        password: `${prefix}-pw`,
+      }),
+    )
+  ).feedId;
+  const cloudAccount = (
+    await ok(
+      a.post('/api/cloud-account', {
+        workspaceId,
+        name: `${prefix}-cloud`,
+        type: 'Azure',
+        config: { tenantId: `${prefix}-tenant` },
+      }),
+    )
+  ).cloudAccountId;
+  const serviceAccount = (
+    await ok(a.post('/api/service-account', { workspaceId, name: `${prefix}-account`, roles: [{ role: 'View' }] }))
+  ).serviceAccountId;
   const apiKey = (await ok(a.post('/api/service-account/api-key', { serviceAccountId: serviceAccount }))).apiKeyId;
   const packageId = `${packagePrefix}.App`;
   if (t.app.routeCatalog.some((r) => r.url === '/api/packagestore/package')) {
@@ -176,20 +329,45 @@ async function createSet(workspaceId: string, prefix: string, packagePrefix: str
   }
   // Releases and deployments exist once their routes do (they are built in parallel).
   const has = (route: string) => t.app.routeCatalog.some((r) => `${r.method} ${r.url}` === route);
-  const release = has('POST /api/release') ? (await ok(a.post('/api/release', { projectId: project, version: '1.0.0' }))).releaseId : `${prefix}-no-release`;
+  const release = has('POST /api/release')
+    ? (await ok(a.post('/api/release', { projectId: project, version: '1.0.0' }))).releaseId
+    : `${prefix}-no-release`;
   const deployment = has('POST /api/release/deploy')
-    ? (await ok(a.post('/api/release/deploy', { releaseId: release, environments: [`${prefix}-phase-environment`] }))).deploymentIds[0]
+    ? (await ok(a.post('/api/release/deploy', { releaseId: release, environments: [`${prefix}-phase-environment`] })))
+        .deploymentIds[0]
     : `${prefix}-no-deployment`;
   return {
-    release, deployment,
-    workspace: workspaceId, environment, tag, machine, lifecycle, phase, project, channel, stepTemplate, step, rollingGroup,
-    projectVariable, projectValue, workspaceVariable, workspaceValue, scriptModule, feed, cloudAccount, serviceAccount, apiKey, package: packageId,
+    release,
+    deployment,
+    workspace: workspaceId,
+    environment,
+    tag,
+    machine,
+    lifecycle,
+    phase,
+    project,
+    channel,
+    stepTemplate,
+    step,
+    rollingGroup,
+    projectVariable,
+    projectValue,
+    workspaceVariable,
+    workspaceValue,
+    scriptModule,
+    feed,
+    cloudAccount,
+    serviceAccount,
+    apiKey,
+    package: packageId,
   };
 }
 
 /** Every row of every table, so a test can assert nothing at all changed. */
 async function snapshot(): Promise<Record<string, string[]>> {
-  const tables = await t.db.raw("select table_name from information_schema.tables where table_schema = 'public' and table_name not like 'knex_%' order by 1");
+  const tables = await t.db.raw(
+    "select table_name from information_schema.tables where table_schema = 'public' and table_name not like 'knex_%' order by 1",
+  );
   const rows: Record<string, string[]> = {};
   for (const { table_name } of tables.rows as Array<{ table_name: string }>) {
     rows[table_name] = (await t.db(table_name).select()).map((row) => JSON.stringify(row)).sort();
@@ -198,13 +376,24 @@ async function snapshot(): Promise<Record<string, string[]>> {
 }
 
 function queryParameters(url: string): Array<{ name: string; required: boolean; schema: Schema }> {
-  const document = t.app.swagger() as { paths: Record<string, Record<string, { parameters?: Array<{ in: string; name: string; required?: boolean; schema: Schema }> }>> };
+  const document = t.app.swagger() as {
+    paths: Record<
+      string,
+      Record<string, { parameters?: Array<{ in: string; name: string; required?: boolean; schema: Schema }> }>
+    >;
+  };
   const operation = document.paths[url.replace(/:(\w+)/g, '{$1}')]?.get;
-  return (operation?.parameters ?? []).filter((p) => p.in === 'query').map((p) => ({ name: p.name, required: p.required === true, schema: p.schema }));
+  return (operation?.parameters ?? [])
+    .filter((p) => p.in === 'query')
+    .map((p) => ({ name: p.name, required: p.required === true, schema: p.schema }));
 }
 
 /** A GET's query: references by `pick`, other required parameters with valid values. */
-function buildQuery(route: RouteEntry, pick: (path: string, key: Key) => string, slots: string[]): Record<string, unknown> {
+function buildQuery(
+  route: RouteEntry,
+  pick: (path: string, key: Key) => string,
+  slots: string[],
+): Record<string, unknown> {
   const query: Record<string, unknown> = {};
   for (const parameter of queryParameters(route.url)) {
     const key = keyOf(parameter.name, route.url);
@@ -222,7 +411,11 @@ function isAdminRoute(route: RouteEntry): boolean {
   return [route.capability ?? []].flat().includes(Capability.Admin);
 }
 
-async function call(client: Client, route: RouteEntry, pick: (path: string, key: Key) => string): Promise<{ response: Response; slots: string[]; sent: unknown }> {
+async function call(
+  client: Client,
+  route: RouteEntry,
+  pick: (path: string, key: Key) => string,
+): Promise<{ response: Response; slots: string[]; sent: unknown }> {
   const slots: string[] = [];
   if (route.method === 'GET') {
     const sent = buildQuery(route, pick, slots);
@@ -234,9 +427,16 @@ async function call(client: Client, route: RouteEntry, pick: (path: string, key:
     const { multipartBody } = await import('../packages/archives.ts');
     const { payload, headers } = multipartBody([
       { name: 'workspaceId', value: pick('workspaceId', 'workspace') },
-      { name: 'PackageFile', file: { fileName: 'Iso.App.1.0.0.zip', data: Buffer.from('not checked before the workspace') } },
+      {
+        name: 'PackageFile',
+        file: { fileName: 'Iso.App.1.0.0.zip', data: Buffer.from('not checked before the workspace') },
+      },
     ]);
-    return { response: await client.raw({ method: route.method, path: route.url, payload, headers }), slots, sent: 'multipart' };
+    return {
+      response: await client.raw({ method: route.method, path: route.url, payload, headers }),
+      slots,
+      sent: 'multipart',
+    };
   }
   const built = build(route.bodySchema, '', route.url, pick, slots) as Record<string, unknown>;
   const sent = { ...built, ...EXTRAS[`${route.method} ${route.url}`] };
@@ -307,7 +507,9 @@ describe('cross-workspace isolation', () => {
       if (slots.length < 2) continue;
       for (const foreign of slots) {
         cases++;
-        const { response, sent } = await call(intruder, route, (path, key) => (path === foreign ? main[key] : bee[key]));
+        const { response, sent } = await call(intruder, route, (path, key) =>
+          path === foreign ? main[key] : bee[key],
+        );
         const label = `${route.method} ${route.url} [${foreign} from Main] ${JSON.stringify(sent).slice(0, 200)} → ${response.status} ${response.text.slice(0, 150)}`;
         if (MAIN_NAMES.test(response.text)) failures.push(`names Main: ${label}`);
         // A GET may answer 200 when the Main ID is only a filter (no such package in B); a write never may.
@@ -321,7 +523,9 @@ describe('cross-workspace isolation', () => {
   });
 
   it("shows nothing of Main on any read in B, and B's lists hold B's resources", async () => {
-    const mainValues = Object.entries(main).filter(([key]) => key !== 'workspace').map(([, id]) => id);
+    const mainValues = Object.entries(main)
+      .filter(([key]) => key !== 'workspace')
+      .map(([, id]) => id);
     const failures: string[] = [];
     let served = 0;
     for (const route of routes().filter((r) => r.method === 'GET')) {
@@ -351,7 +555,10 @@ describe('cross-workspace isolation', () => {
       const list = await ok(intruder.get(url, { workspaceId: workspaceB }));
       const ids = list[property].map((item: Record<string, string>) => item[idProperty]);
       expect(ids, url).toContain(bee[key]);
-      expect(ids.filter((id: string) => Object.values(main).includes(id)), url).toEqual([]);
+      expect(
+        ids.filter((id: string) => Object.values(main).includes(id)),
+        url,
+      ).toEqual([]);
     }
     const feeds = await ok(intruder.get('/api/feed', { workspaceId: workspaceB }));
     expect(feeds.feeds.map((f: { feedId: string }) => f.feedId)).toContain(bee.feed);

@@ -40,7 +40,9 @@ async function phaseIds(lifecycleId: string): Promise<string[]> {
 beforeAll(async () => {
   t = await testApp();
   const list = await t.admin.get('/api/environment', { workspaceId: t.mainWorkspaceId });
-  env = Object.fromEntries(list.body.environments.map((e: { name: string; environmentId: string }) => [e.name, e.environmentId]));
+  env = Object.fromEntries(
+    list.body.environments.map((e: { name: string; environmentId: string }) => [e.name, e.environmentId]),
+  );
 });
 
 describe('POST /api/lifecycle', () => {
@@ -51,7 +53,10 @@ describe('POST /api/lifecycle', () => {
       name: 'Standard',
       description: 'two steps',
       phases: [
-        { name: 'Testing', environments: [{ environmentId: qa, howToTrigger: 'Automatic' }, { environmentId: env.Staging }] },
+        {
+          name: 'Testing',
+          environments: [{ environmentId: qa, howToTrigger: 'Automatic' }, { environmentId: env.Staging }],
+        },
         {
           name: 'Live',
           description: 'careful',
@@ -98,7 +103,10 @@ describe('POST /api/lifecycle', () => {
       ],
     });
     const stored = await t.db('lifecycle_phases').where({ lifecycle_id: lifecycleId }).orderBy('sort_order');
-    expect(stored.map((p) => [p.name, p.sort_order])).toEqual([['Testing', 1], ['Live', 2]]);
+    expect(stored.map((p) => [p.name, p.sort_order])).toEqual([
+      ['Testing', 1],
+      ['Live', 2],
+    ]);
     expect(await t.db('phase_environments').where({ phase_id: testing.phaseId })).toHaveLength(2);
   });
 
@@ -115,7 +123,10 @@ describe('POST /api/lifecycle', () => {
       phases: [{ name: 'P', progressRequirement: 'OptionalPhase', progressRequirementCount: 3, environments: [] }],
     });
     expect(created.status).toBe(200);
-    expect((await details(created.body.lifecycleId)).phases[0]).toMatchObject({ progressRequirement: 'OptionalPhase', progressRequirementCount: 0 });
+    expect((await details(created.body.lifecycleId)).phases[0]).toMatchObject({
+      progressRequirement: 'OptionalPhase',
+      progressRequirementCount: 0,
+    });
   });
 
   it('refuses a MinimumNumberToComplete count outside 1..environments with validationErrors', async () => {
@@ -123,10 +134,20 @@ describe('POST /api/lifecycle', () => {
       const response = await t.admin.post('/api/lifecycle', {
         workspaceId: t.mainWorkspaceId,
         name: `Bad count ${count}`,
-        phases: [{ name: 'P', progressRequirement: 'MinimumNumberToComplete', progressRequirementCount: count, environments: [{ environmentId: env.Staging }] }],
+        phases: [
+          {
+            name: 'P',
+            progressRequirement: 'MinimumNumberToComplete',
+            progressRequirementCount: count,
+            environments: [{ environmentId: env.Staging }],
+          },
+        ],
       });
       expect(response.status).toBe(400);
-      expect(response.body).toMatchObject({ errorcode: 3001, validationErrors: [{ property: 'phases[0].progressRequirementCount' }] });
+      expect(response.body).toMatchObject({
+        errorcode: 3001,
+        validationErrors: [{ property: 'phases[0].progressRequirementCount' }],
+      });
     }
     expect(await t.db('lifecycles').whereILike('name', 'Bad count%')).toHaveLength(0);
   });
@@ -141,8 +162,14 @@ describe('POST /api/lifecycle', () => {
       ],
     });
     expect(twice.status).toBe(400);
-    expect(twice.body.validationErrors).toEqual([{ property: 'phases[1].environments', messages: [expect.stringContaining('at most once')] }]);
-    const sameName = await t.admin.post('/api/lifecycle', { workspaceId: t.mainWorkspaceId, name: 'Names', phases: [{ name: 'X' }, { name: 'x' }] });
+    expect(twice.body.validationErrors).toEqual([
+      { property: 'phases[1].environments', messages: [expect.stringContaining('at most once')] },
+    ]);
+    const sameName = await t.admin.post('/api/lifecycle', {
+      workspaceId: t.mainWorkspaceId,
+      name: 'Names',
+      phases: [{ name: 'X' }, { name: 'x' }],
+    });
     expect(sameName.status).toBe(400);
     expect(sameName.body.validationErrors[0].property).toBe('phases[1].name');
     expect(await t.db('lifecycles').whereIn('name', ['Twice', 'Names'])).toHaveLength(0);
@@ -154,25 +181,47 @@ describe('POST /api/lifecycle', () => {
     const deleted = await environment('Gone');
     await t.admin.delete('/api/environment', { environmentId: deleted });
     for (const environmentId of ['nope', foreign, deleted]) {
-      const response = await t.admin.post('/api/lifecycle', { workspaceId: t.mainWorkspaceId, name: 'Refs', phases: [{ name: 'P', environments: [{ environmentId }] }] });
+      const response = await t.admin.post('/api/lifecycle', {
+        workspaceId: t.mainWorkspaceId,
+        name: 'Refs',
+        phases: [{ name: 'P', environments: [{ environmentId }] }],
+      });
       expect(response.status).toBe(400);
-      expect(response.body).toMatchObject({ errorcode: 3001, validationErrors: [{ property: 'phases[0].environments' }] });
+      expect(response.body).toMatchObject({
+        errorcode: 3001,
+        validationErrors: [{ property: 'phases[0].environments' }],
+      });
     }
     expect(await t.db('lifecycles').where({ name: 'Refs' })).toHaveLength(0);
   });
 
   it('refuses an unknown workspace, a duplicate name, wrong types and bad enum values', async () => {
     expect((await t.admin.post('/api/lifecycle', { workspaceId: 'nope', name: 'X' })).status).toBe(400);
-    const duplicate = await t.admin.post('/api/lifecycle', { workspaceId: t.mainWorkspaceId, name: 'default lifecycle' });
+    const duplicate = await t.admin.post('/api/lifecycle', {
+      workspaceId: t.mainWorkspaceId,
+      name: 'default lifecycle',
+    });
     expect(duplicate.status).toBe(400);
     expect(duplicate.body.validationErrors[0].property).toBe('name');
     expect((await t.admin.post('/api/lifecycle', { workspaceId: t.mainWorkspaceId, name: 7 })).status).toBe(400);
-    expect((await t.admin.post('/api/lifecycle', { workspaceId: t.mainWorkspaceId, name: 'X', phases: 'P' })).status).toBe(400);
-    const badEnum = await t.admin.post('/api/lifecycle', { workspaceId: t.mainWorkspaceId, name: 'X', phases: [{ name: 'P', progressRequirement: 'Sometimes' }] });
+    expect(
+      (await t.admin.post('/api/lifecycle', { workspaceId: t.mainWorkspaceId, name: 'X', phases: 'P' })).status,
+    ).toBe(400);
+    const badEnum = await t.admin.post('/api/lifecycle', {
+      workspaceId: t.mainWorkspaceId,
+      name: 'X',
+      phases: [{ name: 'P', progressRequirement: 'Sometimes' }],
+    });
     expect(badEnum.status).toBe(400);
-    const badTrigger = await t.admin.post('/api/lifecycle', { workspaceId: t.mainWorkspaceId, name: 'X', phases: [{ name: 'P', environments: [{ environmentId: env.Staging, howToTrigger: 'Never' }] }] });
+    const badTrigger = await t.admin.post('/api/lifecycle', {
+      workspaceId: t.mainWorkspaceId,
+      name: 'X',
+      phases: [{ name: 'P', environments: [{ environmentId: env.Staging, howToTrigger: 'Never' }] }],
+    });
     expect(badTrigger.status).toBe(400);
-    expect((await t.admin.post('/api/lifecycle', { workspaceId: t.mainWorkspaceId, name: 'x'.repeat(201) })).status).toBe(400);
+    expect(
+      (await t.admin.post('/api/lifecycle', { workspaceId: t.mainWorkspaceId, name: 'x'.repeat(201) })).status,
+    ).toBe(400);
     expect(await t.db('lifecycles').where({ name: 'X' })).toHaveLength(0);
   });
 });
@@ -183,7 +232,12 @@ describe('GET /api/lifecycle and /api/lifecycle/details', () => {
     const all = await viewer.get('/api/lifecycle', { workspaceId: t.mainWorkspaceId });
     expect(all.status).toBe(200);
     const seeded = all.body.lifecycles.find((l: { name: string }) => l.name === 'Default Lifecycle');
-    expect(seeded.phases.map((p: { name: string; environments: Array<{ environmentName: string }> }) => [p.name, p.environments.map((e) => e.environmentName)])).toEqual([
+    expect(
+      seeded.phases.map((p: { name: string; environments: Array<{ environmentName: string }> }) => [
+        p.name,
+        p.environments.map((e) => e.environmentName),
+      ]),
+    ).toEqual([
       ['Staging', ['Staging']],
       ['Production', ['Production']],
     ]);
@@ -195,11 +249,15 @@ describe('GET /api/lifecycle and /api/lifecycle/details', () => {
 
   it('answers 400 for a missing, unknown or foreign lifecycleId', async () => {
     expect((await t.admin.get('/api/lifecycle/details')).status).toBe(400);
-    expect((await t.admin.get('/api/lifecycle/details', { lifecycleId: 'nope' })).body).toMatchObject({ errorcode: 3001, error: expect.stringContaining('lifecycleId') });
+    expect((await t.admin.get('/api/lifecycle/details', { lifecycleId: 'nope' })).body).toMatchObject({
+      errorcode: 3001,
+      error: expect.stringContaining('lifecycleId'),
+    });
     const other = await t.workspace();
     const foreign = await t.admin.post('/api/lifecycle', { workspaceId: other, name: 'Theirs' });
     const outsider = await t.account([{ role: 'ManageWorkspace' }, { role: 'View' }], other);
-    const ours = (await t.admin.get('/api/lifecycle', { workspaceId: t.mainWorkspaceId })).body.lifecycles[0].lifecycleId;
+    const ours = (await t.admin.get('/api/lifecycle', { workspaceId: t.mainWorkspaceId })).body.lifecycles[0]
+      .lifecycleId;
     expect((await outsider.get('/api/lifecycle/details', { lifecycleId: ours })).status).toBe(400);
     expect((await outsider.get('/api/lifecycle/details', { lifecycleId: foreign.body.lifecycleId })).status).toBe(200);
     expect((await outsider.get('/api/lifecycle', { workspaceId: t.mainWorkspaceId })).status).toBe(400);
@@ -270,10 +328,15 @@ describe('PUT /api/lifecycle', () => {
     expect(response.status).toBe(200);
     const body = await details(lifecycleId);
     expect(body.name).toBe('Reshaped');
-    expect(body.phases.map((p: { name: string; sortOrder: number }) => [p.name, p.sortOrder])).toEqual([['Test', 1], ['Prod', 2]]);
+    expect(body.phases.map((p: { name: string; sortOrder: number }) => [p.name, p.sortOrder])).toEqual([
+      ['Test', 1],
+      ['Prod', 2],
+    ]);
     expect(body.phases[0].phaseId).toBe(test);
     expect(await t.db('lifecycle_phases').where({ id: dev })).toHaveLength(0);
-    expect(body.phases[1].environments).toEqual([{ environmentId: d, environmentName: expect.any(String), howToTrigger: 'Automatic' }]);
+    expect(body.phases[1].environments).toEqual([
+      { environmentId: d, environmentName: expect.any(String), howToTrigger: 'Automatic' },
+    ]);
   });
 
   it('refuses a phaseId of another lifecycle and leaves the phases unchanged', async () => {
@@ -281,7 +344,10 @@ describe('PUT /api/lifecycle', () => {
     const second = await sampleLifecycle();
     const foreignPhase = (await phaseIds(second.lifecycleId))[0];
     const before = await details(first.lifecycleId);
-    const response = await t.admin.put('/api/lifecycle', { lifecycleId: first.lifecycleId, phases: [{ phaseId: foreignPhase, name: 'Stolen' }] });
+    const response = await t.admin.put('/api/lifecycle', {
+      lifecycleId: first.lifecycleId,
+      phases: [{ phaseId: foreignPhase, name: 'Stolen' }],
+    });
     expect(response.status).toBe(400);
     expect(response.body.validationErrors[0].property).toBe('phases[0].phaseId');
     expect(await details(first.lifecycleId)).toEqual(before);
@@ -309,13 +375,22 @@ describe('DELETE /api/lifecycle', () => {
 
   it('refuses while a live project or a channel uses it, and allows it once the project is deleted', async () => {
     const { lifecycleId } = await sampleLifecycle();
-    const project = await t.admin.post('/api/project', { workspaceId: t.mainWorkspaceId, name: `Uses lifecycle ${counter}`, lifecycleId });
+    const project = await t.admin.post('/api/project', {
+      workspaceId: t.mainWorkspaceId,
+      name: `Uses lifecycle ${counter}`,
+      lifecycleId,
+    });
     const refused = await t.admin.delete('/api/lifecycle', { lifecycleId });
     expect(refused.status).toBe(400);
     expect(refused.body.error).toContain(`project 'Uses lifecycle ${counter}'`);
 
-    const other = await t.admin.post('/api/project', { workspaceId: t.mainWorkspaceId, name: `Channel owner ${counter}` });
-    await t.db('channels').insert({ id: `ch-${counter}`, project_id: other.body.projectId, name: 'Beta', lifecycle_id: lifecycleId });
+    const other = await t.admin.post('/api/project', {
+      workspaceId: t.mainWorkspaceId,
+      name: `Channel owner ${counter}`,
+    });
+    await t
+      .db('channels')
+      .insert({ id: `ch-${counter}`, project_id: other.body.projectId, name: 'Beta', lifecycle_id: lifecycleId });
     await t.admin.delete('/api/project', { projectId: project.body.projectId });
     const byChannel = await t.admin.delete('/api/lifecycle', { lifecycleId });
     expect(byChannel.status).toBe(400);
@@ -340,7 +415,13 @@ describe('POST /api/lifecycle/phase', () => {
     });
     expect(created.status).toBe(200);
     const body = await details(lifecycleId);
-    expect(body.phases[2]).toMatchObject({ phaseId: created.body.phaseId, name: 'Prod', sortOrder: 3, progressRequirementCount: 1, environments: [{ environmentId: d, howToTrigger: 'Automatic' }] });
+    expect(body.phases[2]).toMatchObject({
+      phaseId: created.body.phaseId,
+      name: 'Prod',
+      sortOrder: 3,
+      progressRequirementCount: 1,
+      environments: [{ environmentId: d, howToTrigger: 'Automatic' }],
+    });
   });
 
   it('refuses a duplicate phase name, an environment already in the lifecycle and an unknown lifecycle', async () => {
@@ -348,7 +429,11 @@ describe('POST /api/lifecycle/phase', () => {
     const name = await t.admin.post('/api/lifecycle/phase', { lifecycleId, name: 'dev' });
     expect(name.status).toBe(400);
     expect(name.body.validationErrors[0].property).toBe('name');
-    const twice = await t.admin.post('/api/lifecycle/phase', { lifecycleId, name: 'Again', environments: [{ environmentId: a }] });
+    const twice = await t.admin.post('/api/lifecycle/phase', {
+      lifecycleId,
+      name: 'Again',
+      environments: [{ environmentId: a }],
+    });
     expect(twice.status).toBe(400);
     expect(twice.body.validationErrors[0].property).toBe('environments');
     expect((await t.admin.post('/api/lifecycle/phase', { lifecycleId: 'nope', name: 'X' })).status).toBe(400);
@@ -360,8 +445,20 @@ describe('PUT /api/lifecycle/phase', () => {
   it('changes only the fields sent', async () => {
     const { lifecycleId } = await sampleLifecycle();
     const before = (await details(lifecycleId)).phases[0];
-    expect((await t.admin.put('/api/lifecycle/phase', { phaseId: before.phaseId, description: 'first', progressRequirementErrorMode: 'NoErrorsNoWarnings' })).status).toBe(200);
-    expect((await details(lifecycleId)).phases[0]).toEqual({ ...before, description: 'first', progressRequirementErrorMode: 'NoErrorsNoWarnings' });
+    expect(
+      (
+        await t.admin.put('/api/lifecycle/phase', {
+          phaseId: before.phaseId,
+          description: 'first',
+          progressRequirementErrorMode: 'NoErrorsNoWarnings',
+        })
+      ).status,
+    ).toBe(200);
+    expect((await details(lifecycleId)).phases[0]).toEqual({
+      ...before,
+      description: 'first',
+      progressRequirementErrorMode: 'NoErrorsNoWarnings',
+    });
   });
 
   it('moves a phase and keeps sortOrder contiguous', async () => {
@@ -369,7 +466,11 @@ describe('PUT /api/lifecycle/phase', () => {
     const third = await t.admin.post('/api/lifecycle/phase', { lifecycleId, name: 'Prod' });
     expect((await t.admin.put('/api/lifecycle/phase', { phaseId: third.body.phaseId, sortOrder: 1 })).status).toBe(200);
     const body = await details(lifecycleId);
-    expect(body.phases.map((p: { name: string; sortOrder: number }) => [p.name, p.sortOrder])).toEqual([['Prod', 1], ['Dev', 2], ['Test', 3]]);
+    expect(body.phases.map((p: { name: string; sortOrder: number }) => [p.name, p.sortOrder])).toEqual([
+      ['Prod', 1],
+      ['Dev', 2],
+      ['Test', 3],
+    ]);
     const stored = await t.db('lifecycle_phases').where({ lifecycle_id: lifecycleId }).orderBy('sort_order');
     expect(stored.map((p) => p.sort_order)).toEqual([1, 2, 3]);
     const outOfRange = await t.admin.put('/api/lifecycle/phase', { phaseId: third.body.phaseId, sortOrder: 4 });
@@ -380,12 +481,23 @@ describe('PUT /api/lifecycle/phase', () => {
   it('replaces the environments and checks the count against them', async () => {
     const { lifecycleId, c, d } = await sampleLifecycle();
     const phaseId = (await phaseIds(lifecycleId))[0]!;
-    const switched = await t.admin.put('/api/lifecycle/phase', { phaseId, progressRequirement: 'MinimumNumberToComplete' });
+    const switched = await t.admin.put('/api/lifecycle/phase', {
+      phaseId,
+      progressRequirement: 'MinimumNumberToComplete',
+    });
     expect(switched.status).toBe(400);
     expect(switched.body.validationErrors[0].property).toBe('progressRequirementCount');
-    const ok = await t.admin.put('/api/lifecycle/phase', { phaseId, progressRequirement: 'MinimumNumberToComplete', progressRequirementCount: 1, environments: [{ environmentId: d }] });
+    const ok = await t.admin.put('/api/lifecycle/phase', {
+      phaseId,
+      progressRequirement: 'MinimumNumberToComplete',
+      progressRequirementCount: 1,
+      environments: [{ environmentId: d }],
+    });
     expect(ok.status).toBe(200);
-    expect((await details(lifecycleId)).phases[0]).toMatchObject({ progressRequirementCount: 1, environments: [{ environmentId: d, howToTrigger: 'Manual' }] });
+    expect((await details(lifecycleId)).phases[0]).toMatchObject({
+      progressRequirementCount: 1,
+      environments: [{ environmentId: d, howToTrigger: 'Manual' }],
+    });
     const taken = await t.admin.put('/api/lifecycle/phase', { phaseId, environments: [{ environmentId: c }] });
     expect(taken.status).toBe(400);
     expect((await t.admin.put('/api/lifecycle/phase', { phaseId: 'nope', name: 'X' })).status).toBe(400);
@@ -400,7 +512,10 @@ describe('DELETE /api/lifecycle/phase', () => {
     const [dev] = await phaseIds(lifecycleId);
     expect((await t.admin.delete('/api/lifecycle/phase', { phaseId: dev })).status).toBe(200);
     const stored = await t.db('lifecycle_phases').where({ lifecycle_id: lifecycleId }).orderBy('sort_order');
-    expect(stored.map((p) => [p.name, p.sort_order])).toEqual([['Test', 1], ['Prod', 2]]);
+    expect(stored.map((p) => [p.name, p.sort_order])).toEqual([
+      ['Test', 1],
+      ['Prod', 2],
+    ]);
     expect(await t.db('phase_environments').where({ phase_id: dev })).toHaveLength(0);
     expect((await t.admin.delete('/api/lifecycle/phase', { phaseId: dev })).status).toBe(400);
   });
@@ -413,7 +528,10 @@ describe('/api/lifecycle/phase/environment', () => {
     expect((await t.admin.put('/api/lifecycle/phase/environment', { phaseId, environmentId: d })).status).toBe(200);
     let row = await t.db('phase_environments').where({ phase_id: phaseId, environment_id: d }).first();
     expect(row.how_to_trigger).toBe('Manual');
-    expect((await t.admin.put('/api/lifecycle/phase/environment', { phaseId, environmentId: d, howToTrigger: 'Automatic' })).status).toBe(200);
+    expect(
+      (await t.admin.put('/api/lifecycle/phase/environment', { phaseId, environmentId: d, howToTrigger: 'Automatic' }))
+        .status,
+    ).toBe(200);
     row = await t.db('phase_environments').where({ phase_id: phaseId, environment_id: d }).first();
     expect(row.how_to_trigger).toBe('Automatic');
     expect((await details(lifecycleId)).phases[1].environments).toHaveLength(2);
@@ -425,22 +543,34 @@ describe('/api/lifecycle/phase/environment', () => {
     const taken = await t.admin.put('/api/lifecycle/phase/environment', { phaseId, environmentId: a });
     expect(taken.status).toBe(400);
     expect(taken.body.validationErrors[0].property).toBe('environmentId');
-    expect((await t.admin.put('/api/lifecycle/phase/environment', { phaseId, environmentId: 'nope' })).status).toBe(400);
+    expect((await t.admin.put('/api/lifecycle/phase/environment', { phaseId, environmentId: 'nope' })).status).toBe(
+      400,
+    );
     const foreign = await environment('Far away', await t.workspace());
-    expect((await t.admin.put('/api/lifecycle/phase/environment', { phaseId, environmentId: foreign })).status).toBe(400);
-    expect((await t.admin.put('/api/lifecycle/phase/environment', { phaseId: 'nope', environmentId: a })).status).toBe(400);
+    expect((await t.admin.put('/api/lifecycle/phase/environment', { phaseId, environmentId: foreign })).status).toBe(
+      400,
+    );
+    expect((await t.admin.put('/api/lifecycle/phase/environment', { phaseId: 'nope', environmentId: a })).status).toBe(
+      400,
+    );
     expect(await t.db('phase_environments').where({ phase_id: phaseId })).toHaveLength(1);
   });
 
   it('detaches an environment, refusing one that is not in the phase or would break the count', async () => {
     const { lifecycleId, a, b, c } = await sampleLifecycle();
     const [dev, test] = await phaseIds(lifecycleId);
-    expect((await t.admin.delete('/api/lifecycle/phase/environment', { phaseId: dev, environmentId: a })).status).toBe(200);
+    expect((await t.admin.delete('/api/lifecycle/phase/environment', { phaseId: dev, environmentId: a })).status).toBe(
+      200,
+    );
     expect(await t.db('phase_environments').where({ phase_id: dev }).pluck('environment_id')).toEqual([b]);
     const absent = await t.admin.delete('/api/lifecycle/phase/environment', { phaseId: dev, environmentId: c });
     expect(absent.status).toBe(400);
     expect(absent.body.validationErrors[0].property).toBe('environmentId');
-    await t.admin.put('/api/lifecycle/phase', { phaseId: test, progressRequirement: 'MinimumNumberToComplete', progressRequirementCount: 1 });
+    await t.admin.put('/api/lifecycle/phase', {
+      phaseId: test,
+      progressRequirement: 'MinimumNumberToComplete',
+      progressRequirementCount: 1,
+    });
     const breaks = await t.admin.delete('/api/lifecycle/phase/environment', { phaseId: test, environmentId: c });
     expect(breaks.status).toBe(400);
     expect(breaks.body.validationErrors[0].property).toBe('progressRequirementCount');

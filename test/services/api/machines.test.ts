@@ -9,7 +9,8 @@ let production: string;
 beforeAll(async () => {
   t = await testApp();
   const environments = await t.admin.get('/api/environment', { workspaceId: t.mainWorkspaceId });
-  const byName = (name: string) => environments.body.environments.find((e: { name: string }) => e.name === name).environmentId as string;
+  const byName = (name: string) =>
+    environments.body.environments.find((e: { name: string }) => e.name === name).environmentId as string;
   staging = byName('Staging');
   production = byName('Production');
 });
@@ -80,7 +81,11 @@ describe('POST /api/machine', () => {
       [{ tagIds: ['nope'] }, 'tagIds'],
       [{ tagIds: [foreignTag.body.tagId] }, 'tagIds'],
     ] as const) {
-      const response = await t.admin.post('/api/machine', { workspaceId: t.mainWorkspaceId, name: 'refused', ...extra });
+      const response = await t.admin.post('/api/machine', {
+        workspaceId: t.mainWorkspaceId,
+        name: 'refused',
+        ...extra,
+      });
       expect(response.status, JSON.stringify(extra)).toBe(400);
       expect(response.body.validationErrors[0].property).toBe(property);
     }
@@ -90,8 +95,13 @@ describe('POST /api/machine', () => {
   it('refuses unknown workspaces, wrong types and oversized input with 400', async () => {
     expect((await t.admin.post('/api/machine', { workspaceId: 'nope', name: 'x' })).status).toBe(400);
     expect((await t.admin.post('/api/machine', { workspaceId: t.mainWorkspaceId, name: 5 })).status).toBe(400);
-    expect((await t.admin.post('/api/machine', { workspaceId: t.mainWorkspaceId, name: 'x', environmentIds: 'Staging' })).status).toBe(400);
-    expect((await t.admin.post('/api/machine', { workspaceId: t.mainWorkspaceId, name: 'x'.repeat(201) })).status).toBe(400);
+    expect(
+      (await t.admin.post('/api/machine', { workspaceId: t.mainWorkspaceId, name: 'x', environmentIds: 'Staging' }))
+        .status,
+    ).toBe(400);
+    expect((await t.admin.post('/api/machine', { workspaceId: t.mainWorkspaceId, name: 'x'.repeat(201) })).status).toBe(
+      400,
+    );
     expect((await t.admin.post('/api/machine', { workspaceId: t.mainWorkspaceId })).status).toBe(400);
   });
 });
@@ -101,7 +111,11 @@ describe('GET /api/machine status', () => {
     const online = await machine('status-online');
     const offline = await machine('status-offline');
     const store = t.deps.store.machines;
-    await store.completeRegistration(online.machineId, hashSecret('cred-online'), { agentVersion: '1.2.3', os: 'linux', hostname: 'h1' });
+    await store.completeRegistration(online.machineId, hashSecret('cred-online'), {
+      agentVersion: '1.2.3',
+      os: 'linux',
+      hostname: 'h1',
+    });
     await store.recordHeartbeat(online.machineId, new Date());
     await store.completeRegistration(offline.machineId, hashSecret('cred-offline'), {});
     await store.recordHeartbeat(offline.machineId, new Date(Date.now() - 10 * 60_000));
@@ -125,10 +139,19 @@ describe('PUT /api/machine', () => {
   it('changes only the fields sent', async () => {
     const tag = await t.admin.post('/api/tag', { workspaceId: t.mainWorkspaceId, name: 'db' });
     const created = await machine('edit-01', { environmentIds: [staging] });
-    const updated = await t.admin.put('/api/machine', { machineId: created.machineId, enabled: false, tagIds: [tag.body.tagId, tag.body.tagId] });
+    const updated = await t.admin.put('/api/machine', {
+      machineId: created.machineId,
+      enabled: false,
+      tagIds: [tag.body.tagId, tag.body.tagId],
+    });
     expect(updated.status).toBe(200);
     expect(updated.text).toBe('');
-    expect(await details(created.machineId)).toMatchObject({ name: 'edit-01', enabled: false, tagIds: [tag.body.tagId], environments: [{ environmentId: staging }] });
+    expect(await details(created.machineId)).toMatchObject({
+      name: 'edit-01',
+      enabled: false,
+      tagIds: [tag.body.tagId],
+      environments: [{ environmentId: staging }],
+    });
     await t.admin.put('/api/machine', { machineId: created.machineId, name: 'edited-01' });
     expect(await details(created.machineId)).toMatchObject({ name: 'edited-01', enabled: false });
   });
@@ -174,7 +197,10 @@ describe('machine environments', () => {
     const read = async () => (await t.admin.get('/api/machine/environments', { machineId })).body;
 
     expect(await read()).toEqual({ machineId, environments: [] });
-    expect((await t.admin.put('/api/machine/environments', { machineId, environmentIds: [production, staging, staging] })).status).toBe(200);
+    expect(
+      (await t.admin.put('/api/machine/environments', { machineId, environmentIds: [production, staging, staging] }))
+        .status,
+    ).toBe(200);
     expect((await read()).environments.map((e: { name: string }) => e.name)).toEqual(['Staging', 'Production']);
 
     expect((await t.admin.delete('/api/machine/environment', { machineId, environmentId: staging })).status).toBe(200);
@@ -192,11 +218,22 @@ describe('machine environments', () => {
     const other = await t.workspace();
     const foreign = await t.admin.post('/api/environment', { workspaceId: other, name: 'Foreign' });
     const { machineId } = await machine('envs-02', { environmentIds: [staging] });
-    expect((await t.admin.put('/api/machine/environments', { machineId, environmentIds: [production, 'nope'] })).status).toBe(400);
-    expect((await t.admin.put('/api/machine/environments', { machineId, environmentIds: [foreign.body.environmentId] })).status).toBe(400);
-    expect((await t.admin.post('/api/machine/environment', { machineId, environmentId: foreign.body.environmentId })).status).toBe(400);
-    expect((await t.admin.post('/api/machine/environment', { machineId: 'nope', environmentId: staging })).status).toBe(400);
-    expect((await t.admin.delete('/api/machine/environment', { machineId, environmentId: production })).status).toBe(400);
+    expect(
+      (await t.admin.put('/api/machine/environments', { machineId, environmentIds: [production, 'nope'] })).status,
+    ).toBe(400);
+    expect(
+      (await t.admin.put('/api/machine/environments', { machineId, environmentIds: [foreign.body.environmentId] }))
+        .status,
+    ).toBe(400);
+    expect(
+      (await t.admin.post('/api/machine/environment', { machineId, environmentId: foreign.body.environmentId })).status,
+    ).toBe(400);
+    expect((await t.admin.post('/api/machine/environment', { machineId: 'nope', environmentId: staging })).status).toBe(
+      400,
+    );
+    expect((await t.admin.delete('/api/machine/environment', { machineId, environmentId: production })).status).toBe(
+      400,
+    );
     expect((await t.admin.put('/api/machine/environments', { machineId })).status).toBe(400);
     expect((await t.admin.get('/api/machine/environments', { machineId: 'nope' })).status).toBe(400);
     const rows = await t.db('machine_environments').where({ machine_id: machineId });
@@ -233,12 +270,23 @@ describe('machine permissions', () => {
 
   it('limits an environment-scoped manager to its environments', async () => {
     const manager = await t.account([{ role: 'ManageWorkspace', environmentIds: [staging] }]);
-    const allowed = await manager.post('/api/machine', { workspaceId: t.mainWorkspaceId, name: 'scoped-01', environmentIds: [staging] });
+    const allowed = await manager.post('/api/machine', {
+      workspaceId: t.mainWorkspaceId,
+      name: 'scoped-01',
+      environmentIds: [staging],
+    });
     expect(allowed.status).toBe(200);
-    const refused = await manager.post('/api/machine', { workspaceId: t.mainWorkspaceId, name: 'scoped-02', environmentIds: [production] });
+    const refused = await manager.post('/api/machine', {
+      workspaceId: t.mainWorkspaceId,
+      name: 'scoped-02',
+      environmentIds: [production],
+    });
     expect(refused.status).toBe(401);
     expect(refused.body.error).toContain(production);
-    const moved = await manager.put('/api/machine/environments', { machineId: allowed.body.machineId, environmentIds: [production] });
+    const moved = await manager.put('/api/machine/environments', {
+      machineId: allowed.body.machineId,
+      environmentIds: [production],
+    });
     expect(moved.status).toBe(401);
     expect((await details(allowed.body.machineId)).environments).toEqual([{ environmentId: staging, name: 'Staging' }]);
   });

@@ -34,31 +34,47 @@ async function filesUnder(dir: string): Promise<string[]> {
 }
 
 async function rowsFor(context: TestContext, workspaceId: string, packageId: string) {
-  return context.db('packages').where({ workspace_id: workspaceId }).whereRaw('lower(package_id) = lower(?)', [packageId]);
+  return context
+    .db('packages')
+    .where({ workspace_id: workspaceId })
+    .whereRaw('lower(package_id) = lower(?)', [packageId]);
 }
 
-async function expectNothingStored(context: TestContext, workspaceId: string, packageId: string, blobsBefore: string[]) {
+async function expectNothingStored(
+  context: TestContext,
+  workspaceId: string,
+  packageId: string,
+  blobsBefore: string[],
+) {
   expect(await rowsFor(context, workspaceId, packageId)).toEqual([]);
   expect((await filesUnder(path.join(context.dataDir, 'packages'))).sort()).toEqual(blobsBefore.sort());
   expect(await filesUnder(path.join(context.dataDir, 'packages', '.staging'))).toEqual([]);
 }
 
 describe('POST /api/packagestore/package', () => {
-  it.each(['Acme.Web.1.2.3.zip', 'Acme.Nu.1.0.0-rc.1.nupkg', 'Acme.Tar.2.0.0.tar', 'Acme.Gz.2.0.0-rc.1+sha.5114f85.tar.gz'])(
-    'stores %s with its checksum and answers an empty 200',
-    async (fileName) => {
-      const data = await archiveFor(fileName);
-      const response = await upload(t.admin, t.mainWorkspaceId, fileName, data);
-      expect(response.status, response.text).toBe(200);
-      expect(response.text).toBe('');
+  it.each([
+    'Acme.Web.1.2.3.zip',
+    'Acme.Nu.1.0.0-rc.1.nupkg',
+    'Acme.Tar.2.0.0.tar',
+    'Acme.Gz.2.0.0-rc.1+sha.5114f85.tar.gz',
+  ])('stores %s with its checksum and answers an empty 200', async (fileName) => {
+    const data = await archiveFor(fileName);
+    const response = await upload(t.admin, t.mainWorkspaceId, fileName, data);
+    expect(response.status, response.text).toBe(200);
+    expect(response.text).toBe('');
 
-      const name = parsePackageFileName(fileName);
-      const [row] = await rowsFor(t, t.mainWorkspaceId, name.packageId);
-      expect(row).toMatchObject({ package_id: name.packageId, version: name.version, type: name.type, size_bytes: String(data.length), sha256: sha256(data) });
-      const blob = await fs.readFile(path.join(t.dataDir, 'packages', ...String(row.blob_key).split('/')));
-      expect(blob.equals(data)).toBe(true);
-    },
-  );
+    const name = parsePackageFileName(fileName);
+    const [row] = await rowsFor(t, t.mainWorkspaceId, name.packageId);
+    expect(row).toMatchObject({
+      package_id: name.packageId,
+      version: name.version,
+      type: name.type,
+      size_bytes: String(data.length),
+      sha256: sha256(data),
+    });
+    const blob = await fs.readFile(path.join(t.dataDir, 'packages', ...String(row.blob_key).split('/')));
+    expect(blob.equals(data)).toBe(true);
+  });
 
   it('accepts WorkspaceId spelled in PascalCase and sent after the file', async () => {
     const data = await archiveFor('Order.App.1.0.0.zip');
@@ -75,7 +91,12 @@ describe('POST /api/packagestore/package', () => {
     const data = await archiveFor('Dup.App.1.0.0+build.1.zip');
     expect((await upload(t.admin, t.mainWorkspaceId, 'Dup.App.1.0.0+build.1.zip', data)).status).toBe(200);
     const blobsBefore = await filesUnder(path.join(t.dataDir, 'packages'));
-    for (const name of ['Dup.App.1.0.0+build.1.zip', 'dup.app.1.0.0+build.1.zip', 'Dup.App.1.0.0+build.2.tar', 'Dup.App.1.0.0.zip']) {
+    for (const name of [
+      'Dup.App.1.0.0+build.1.zip',
+      'dup.app.1.0.0+build.1.zip',
+      'Dup.App.1.0.0+build.2.tar',
+      'Dup.App.1.0.0.zip',
+    ]) {
       const again = await upload(t.admin, t.mainWorkspaceId, name, await archiveFor(name));
       expect(again.status, name).toBe(400);
       expect(again.body).toMatchObject({ errorcode: 3001, error: expect.stringContaining('already exists') });
@@ -129,7 +150,9 @@ describe('POST /api/packagestore/package', () => {
     expect(response.body).toMatchObject({ errorcode: 2003, error: expect.stringContaining('PushPackages') });
     expect(await rowsFor(t, t.mainWorkspaceId, 'Denied.App')).toEqual([]);
     const pusher = await t.account([{ role: 'PushPackages' }]);
-    expect((await upload(pusher, t.mainWorkspaceId, 'Allowed.App.1.0.0.zip', await archiveFor('x.zip'))).status).toBe(200);
+    expect((await upload(pusher, t.mainWorkspaceId, 'Allowed.App.1.0.0.zip', await archiveFor('x.zip'))).status).toBe(
+      200,
+    );
   });
 
   it('refuses an unknown workspace and another workspace of a scoped account with 400', async () => {
@@ -148,7 +171,9 @@ describe('POST /api/packagestore/package', () => {
     const noFile = await post(t.admin, [{ name: 'workspaceId', value: t.mainWorkspaceId }]);
     expect(noFile.status).toBe(400);
     expect(noFile.body.validationErrors[0].property).toBe('PackageFile');
-    const noWorkspace = await post(t.admin, [{ name: 'PackageFile', file: { fileName: 'NoWs.App.1.0.0.zip', data: await archiveFor('x.zip') } }]);
+    const noWorkspace = await post(t.admin, [
+      { name: 'PackageFile', file: { fileName: 'NoWs.App.1.0.0.zip', data: await archiveFor('x.zip') } },
+    ]);
     expect(noWorkspace.status).toBe(400);
     expect(noWorkspace.body.validationErrors[0].property).toBe('workspaceId');
     expect(await filesUnder(path.join(t.dataDir, 'packages', '.staging'))).toEqual([]);
@@ -179,7 +204,10 @@ describe('package size limit', () => {
     expect(data.length).toBeGreaterThan(LIMIT);
     const response = await upload(small.admin, small.mainWorkspaceId, 'Big.App.1.0.0.zip', data);
     expect(response.status).toBe(400);
-    expect(response.body).toMatchObject({ errorcode: 3001, error: expect.stringContaining('larger than the 4096 bytes limit') });
+    expect(response.body).toMatchObject({
+      errorcode: 3001,
+      error: expect.stringContaining('larger than the 4096 bytes limit'),
+    });
     await expectNothingStored(small, small.mainWorkspaceId, 'Big.App', []);
   });
 
@@ -201,7 +229,10 @@ describe('package size limit', () => {
     ]);
     const response = await fetch(`${address}/api/packagestore/package`, {
       method: 'POST',
-      headers: { ...headers, authorization: `Basic ${Buffer.from('test-admin:test-admin-key-0123456789').toString('base64')}` },
+      headers: {
+        ...headers,
+        authorization: `Basic ${Buffer.from('test-admin:test-admin-key-0123456789').toString('base64')}`,
+      },
       body: new Uint8Array(payload),
     }).catch((error: unknown) => error);
     // The server may answer before it has read the body; a client can then see a reset instead.
@@ -218,7 +249,13 @@ describe('package size limit', () => {
     const address = { port: (small.app.server.address() as net.AddressInfo).port };
     const { payload, headers } = multipartBody([
       { name: 'workspaceId', value: small.mainWorkspaceId },
-      { name: 'PackageFile', file: { fileName: 'Aborted.App.1.0.0.zip', data: makeZip([{ name: 'a.bin', data: Buffer.alloc(LIMIT / 2, 3) }]) } },
+      {
+        name: 'PackageFile',
+        file: {
+          fileName: 'Aborted.App.1.0.0.zip',
+          data: makeZip([{ name: 'a.bin', data: Buffer.alloc(LIMIT / 2, 3) }]),
+        },
+      },
     ]);
     const socket = net.connect(Number(address.port), '127.0.0.1');
     await new Promise((resolve) => socket.once('connect', resolve));
@@ -236,7 +273,9 @@ describe('package size limit', () => {
     socket.write(payload.subarray(0, Math.floor(payload.length / 2)));
     await new Promise((resolve) => setTimeout(resolve, 200));
     socket.destroy();
-    await waitFor(async () => (await filesUnder(path.join(small.dataDir, 'packages', '.staging'))).length === 0, { timeoutMs: 5_000 });
+    await waitFor(async () => (await filesUnder(path.join(small.dataDir, 'packages', '.staging'))).length === 0, {
+      timeoutMs: 5_000,
+    });
     await expectNothingStored(small, small.mainWorkspaceId, 'Aborted.App', []);
   });
 
@@ -265,7 +304,14 @@ describe('GET /api/packagestore/packages', () => {
   it('lists one package highest SemVer first, not by upload time nor string order', async () => {
     const response = await t.admin.get('/api/packagestore/packages', { workspaceId, packageId: 'sorted.app' });
     expect(response.status).toBe(200);
-    expect(response.body.packages.map((p: { version: string }) => p.version)).toEqual(['1.10.0', '1.10.0-beta.2+sha.1', '1.9.0', '1.2.0', '1.0.0', '1.0.0-rc.1']);
+    expect(response.body.packages.map((p: { version: string }) => p.version)).toEqual([
+      '1.10.0',
+      '1.10.0-beta.2+sha.1',
+      '1.9.0',
+      '1.2.0',
+      '1.0.0',
+      '1.0.0-rc.1',
+    ]);
     expect(response.body.totalCount).toBe(6);
     expect(response.body.packages[0]).toEqual({
       packageId: 'Sorted.App',
@@ -279,10 +325,9 @@ describe('GET /api/packagestore/packages', () => {
 
   it('lists every package of the workspace grouped by ID, and pages', async () => {
     const all = await t.admin.get('/api/packagestore/packages', { workspaceId });
-    expect(all.body.packages.map((p: { packageId: string; version: string }) => `${p.packageId}@${p.version}`).slice(0, 2)).toEqual([
-      'Another.Lib@3.0.0',
-      'Sorted.App@1.10.0',
-    ]);
+    expect(
+      all.body.packages.map((p: { packageId: string; version: string }) => `${p.packageId}@${p.version}`).slice(0, 2),
+    ).toEqual(['Another.Lib@3.0.0', 'Sorted.App@1.10.0']);
     expect(all.body.totalCount).toBe(7);
     const page = await t.admin.get('/api/packagestore/packages', { workspaceId, skip: 1, take: 2 });
     expect(page.body.packages.map((p: { version: string }) => p.version)).toEqual(['1.10.0', '1.10.0-beta.2+sha.1']);
@@ -323,10 +368,18 @@ describe('GET /api/packagestore/package/download', () => {
 
   it('lets a Deploy account download and refuses a PushPackages-only account with 401/2003', async () => {
     const deployer = await t.account([{ role: 'Deploy' }]);
-    const ok = await deployer.get('/api/packagestore/package/download', { workspaceId: t.mainWorkspaceId, packageId: 'Down.App', version: '2.1.0' });
+    const ok = await deployer.get('/api/packagestore/package/download', {
+      workspaceId: t.mainWorkspaceId,
+      packageId: 'Down.App',
+      version: '2.1.0',
+    });
     expect(ok.status).toBe(200);
     const pusher = await t.account([{ role: 'PushPackages' }]);
-    const refused = await pusher.get('/api/packagestore/package/download', { workspaceId: t.mainWorkspaceId, packageId: 'Down.App', version: '2.1.0' });
+    const refused = await pusher.get('/api/packagestore/package/download', {
+      workspaceId: t.mainWorkspaceId,
+      packageId: 'Down.App',
+      version: '2.1.0',
+    });
     expect(refused.status).toBe(401);
     expect(refused.body.errorcode).toBe(2003);
   });
@@ -347,7 +400,10 @@ describe('GET /api/packagestore/package/download', () => {
 
 describe('POST /api/packagestore/package/negotiate', () => {
   it('answers legacy for a workspace without a package store region', async () => {
-    const response = await t.admin.post('/api/packagestore/package/negotiate', { WorkspaceId: t.mainWorkspaceId, FileName: 'Neg.App.1.0.0.zip' });
+    const response = await t.admin.post('/api/packagestore/package/negotiate', {
+      WorkspaceId: t.mainWorkspaceId,
+      FileName: 'Neg.App.1.0.0.zip',
+    });
     expect(response.status).toBe(200);
     expect(response.body).toEqual({ mode: 'legacy' });
     expect(await t.db('pending_uploads').where({ workspace_id: t.mainWorkspaceId })).toEqual([]);
@@ -355,34 +411,55 @@ describe('POST /api/packagestore/package/negotiate', () => {
 
   it('answers direct with an upload URL for a workspace in a region, in any key case', async () => {
     const created = await t.admin.post('/api/workspace', { name: 'Regional', packageStoreRegion: 'westeurope' });
-    const response = await t.admin.post('/api/packagestore/package/negotiate', { workspaceId: created.body.workspaceId, fileName: 'Neg.App.1.0.0.zip' });
+    const response = await t.admin.post('/api/packagestore/package/negotiate', {
+      workspaceId: created.body.workspaceId,
+      fileName: 'Neg.App.1.0.0.zip',
+    });
     expect(response.status, response.text).toBe(200);
-    expect(response.body).toEqual({ mode: 'direct', uploadUrl: expect.stringMatching(/^http:\/\/127\.0\.0\.1:8080\/api\/packagestore\/blob\/[\w-]+\?exp=\d+&sig=/) });
+    expect(response.body).toEqual({
+      mode: 'direct',
+      uploadUrl: expect.stringMatching(/^http:\/\/127\.0\.0\.1:8080\/api\/packagestore\/blob\/[\w-]+\?exp=\d+&sig=/),
+    });
   });
 
   it('refuses an invalid file name, an unknown workspace and a missing field with 400', async () => {
-    const badName = await t.admin.post('/api/packagestore/package/negotiate', { WorkspaceId: t.mainWorkspaceId, FileName: 'Neg.App.1.2.zip' });
+    const badName = await t.admin.post('/api/packagestore/package/negotiate', {
+      WorkspaceId: t.mainWorkspaceId,
+      FileName: 'Neg.App.1.2.zip',
+    });
     expect(badName.status).toBe(400);
     expect(badName.body.validationErrors[0].property).toBe('FileName');
-    const badWorkspace = await t.admin.post('/api/packagestore/package/negotiate', { WorkspaceId: 'nope', FileName: 'Neg.App.1.0.0.zip' });
+    const badWorkspace = await t.admin.post('/api/packagestore/package/negotiate', {
+      WorkspaceId: 'nope',
+      FileName: 'Neg.App.1.0.0.zip',
+    });
     expect(badWorkspace.status).toBe(400);
     expect(badWorkspace.body.validationErrors[0].property).toBe('WorkspaceId');
     const missing = await t.admin.post('/api/packagestore/package/negotiate', { WorkspaceId: t.mainWorkspaceId });
     expect(missing.status).toBe(400);
-    const wrongType = await t.admin.post('/api/packagestore/package/negotiate', { WorkspaceId: t.mainWorkspaceId, FileName: 5 });
+    const wrongType = await t.admin.post('/api/packagestore/package/negotiate', {
+      WorkspaceId: t.mainWorkspaceId,
+      FileName: 5,
+    });
     expect(wrongType.status).toBe(400);
   });
 
   it('refuses a package that already exists with 400', async () => {
     await upload(t.admin, t.mainWorkspaceId, 'Exists.App.1.0.0.zip', await archiveFor('x.zip'));
-    const response = await t.admin.post('/api/packagestore/package/negotiate', { WorkspaceId: t.mainWorkspaceId, FileName: 'Exists.App.1.0.0.zip' });
+    const response = await t.admin.post('/api/packagestore/package/negotiate', {
+      WorkspaceId: t.mainWorkspaceId,
+      FileName: 'Exists.App.1.0.0.zip',
+    });
     expect(response.status).toBe(400);
     expect(response.body.error).toContain('already exists');
   });
 
   it('requires PushPackages: 401/2003', async () => {
     const viewer = await t.account([{ role: 'View' }]);
-    const response = await viewer.post('/api/packagestore/package/negotiate', { WorkspaceId: t.mainWorkspaceId, FileName: 'Neg.App.1.0.0.zip' });
+    const response = await viewer.post('/api/packagestore/package/negotiate', {
+      WorkspaceId: t.mainWorkspaceId,
+      FileName: 'Neg.App.1.0.0.zip',
+    });
     expect(response.status).toBe(401);
     expect(response.body.errorcode).toBe(2003);
   });

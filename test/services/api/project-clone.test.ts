@@ -28,32 +28,86 @@ interface Source {
 
 /** A project using every part a clone copies, with filters that point at its own steps and channels. */
 async function richProject(): Promise<Source> {
-  const { projectId } = await ok(t.admin.post('/api/project', { workspaceId: t.mainWorkspaceId, name: unique('Shop'), description: 'web shop', lifecycleId }));
+  const { projectId } = await ok(
+    t.admin.post('/api/project', {
+      workspaceId: t.mainWorkspaceId,
+      name: unique('Shop'),
+      description: 'web shop',
+      lifecycleId,
+    }),
+  );
   const steps: string[] = [];
   for (const name of ['Migrate', 'Deploy web', 'Deploy api']) {
-    steps.push((await ok(t.admin.post('/api/project/step', { projectId, name, stepTemplateId: templateId }))).projectStepId);
+    steps.push(
+      (await ok(t.admin.post('/api/project/step', { projectId, name, stepTemplateId: templateId }))).projectStepId,
+    );
   }
   const { tagId } = await ok(t.admin.post('/api/tag', { workspaceId: t.mainWorkspaceId, name: unique('web') }));
-  await ok(t.admin.put('/api/project/step', { projectStepId: steps[1], environments: [environmentId], machineTagFilter: [{ tagIds: [tagId] }], parallelMachines: 2, propertiesJson: '{"a":"1"}' }));
+  await ok(
+    t.admin.put('/api/project/step', {
+      projectStepId: steps[1],
+      environments: [environmentId],
+      machineTagFilter: [{ tagIds: [tagId] }],
+      parallelMachines: 2,
+      propertiesJson: '{"a":"1"}',
+    }),
+  );
   const { rollingGroupId: groupId } = await ok(
-    t.admin.post('/api/project/rolling-group', { projectId, name: 'Web tier', memberStepIds: [steps[1], steps[2]], windowSize: 1 }),
+    t.admin.post('/api/project/rolling-group', {
+      projectId,
+      name: 'Web tier',
+      memberStepIds: [steps[1], steps[2]],
+      windowSize: 1,
+    }),
   );
   const { channelId: stable } = await ok(
-    t.admin.post('/api/project/channel', { projectId, name: 'Stable', isDefault: true, versionRange: '>=1.0.0 <2.0.0', packageRules: [{ packageId: 'web', versionRange: '^1.2.0' }] }),
+    t.admin.post('/api/project/channel', {
+      projectId,
+      name: 'Stable',
+      isDefault: true,
+      versionRange: '>=1.0.0 <2.0.0',
+      packageRules: [{ packageId: 'web', versionRange: '^1.2.0' }],
+    }),
   );
-  const { channelId: beta } = await ok(t.admin.post('/api/project/channel', { projectId, name: 'Beta', preReleaseTag: '^beta' }));
-  const { variableId: greeting } = await ok(t.admin.post('/api/project/variable', { projectId, name: 'Greeting', variableType: 'Text' }));
+  const { channelId: beta } = await ok(
+    t.admin.post('/api/project/channel', { projectId, name: 'Beta', preReleaseTag: '^beta' }),
+  );
+  const { variableId: greeting } = await ok(
+    t.admin.post('/api/project/variable', { projectId, name: 'Greeting', variableType: 'Text' }),
+  );
   await ok(t.admin.post('/api/project/variable/value', { variableId: greeting, theValue: 'hello' }));
   await ok(
-    t.admin.post('/api/project/variable/value', { variableId: greeting, theValue: 'hi beta', stepFilter: [steps[0]], channelFilter: [beta], environmentsFilter: [environmentId], tagFilter: [{ tagIds: [tagId] }] }),
+    t.admin.post('/api/project/variable/value', {
+      variableId: greeting,
+      theValue: 'hi beta',
+      stepFilter: [steps[0]],
+      channelFilter: [beta],
+      environmentsFilter: [environmentId],
+      tagFilter: [{ tagIds: [tagId] }],
+    }),
   );
-  const { variableId: password } = await ok(t.admin.post('/api/project/variable', { projectId, name: 'Password', variableType: 'Sensitive' }));
-  await ok(t.admin.post('/api/project/variable/value', { variableId: password, theValue: 's3cret', channelFilter: [stable] }));
+  const { variableId: password } = await ok(
+    t.admin.post('/api/project/variable', { projectId, name: 'Password', variableType: 'Sensitive' }),
+  );
+  await ok(
+    t.admin.post('/api/project/variable/value', { variableId: password, theValue: 's3cret', channelFilter: [stable] }),
+  );
   const { scriptModuleId: moduleId } = await ok(
-    t.admin.post('/api/script-module', { workspaceId: t.mainWorkspaceId, name: unique('Helpers'), script: 'say() { echo; }', scriptLanguage: 'bash' }),
+    t.admin.post('/api/script-module', {
+      workspaceId: t.mainWorkspaceId,
+      name: unique('Helpers'),
+      script: 'say() { echo; }',
+      scriptLanguage: 'bash',
+    }),
   );
   await ok(t.admin.post('/api/project/script-module', { projectId, scriptModuleId: moduleId }));
-  const { variableId: workspaceVariableId } = await ok(t.admin.post('/api/workspace-variable', { workspaceId: t.mainWorkspaceId, name: unique('Region'), variableType: 'Text' }));
+  const { variableId: workspaceVariableId } = await ok(
+    t.admin.post('/api/workspace-variable', {
+      workspaceId: t.mainWorkspaceId,
+      name: unique('Region'),
+      variableType: 'Text',
+    }),
+  );
   await ok(t.admin.post('/api/project/workspace-variable', { projectId, variableId: workspaceVariableId }));
   return { projectId, steps, groupId, channels: { stable, beta }, moduleId, workspaceVariableId };
 }
@@ -63,7 +117,9 @@ async function contentOf(projectId: string) {
   return {
     project: await ok(t.admin.get('/api/project/details', { projectId })),
     steps: (await ok(t.admin.get('/api/project/steps', { projectId }))).steps as Array<Record<string, any>>,
-    groups: (await ok(t.admin.get('/api/project/rolling-groups', { projectId }))).rollingGroups as Array<Record<string, any>>,
+    groups: (await ok(t.admin.get('/api/project/rolling-groups', { projectId }))).rollingGroups as Array<
+      Record<string, any>
+    >,
     channels: (await ok(t.admin.get('/api/project/channels', { projectId }))).channels as Array<Record<string, any>>,
     variables: (await ok(t.admin.get('/api/project/variables', { projectId }))).variables as Array<Record<string, any>>,
     modules: await ok(t.admin.get('/api/project/script-modules', { projectId })),
@@ -72,7 +128,9 @@ async function contentOf(projectId: string) {
 }
 
 async function tableCounts(): Promise<Record<string, number>> {
-  const tables = await t.db.raw("select table_name from information_schema.tables where table_schema = 'public' and table_name not like 'knex_%'");
+  const tables = await t.db.raw(
+    "select table_name from information_schema.tables where table_schema = 'public' and table_name not like 'knex_%'",
+  );
   const counts: Record<string, number> = {};
   for (const { table_name } of tables.rows as Array<{ table_name: string }>) {
     const [row] = await t.db(table_name).count({ n: '*' });
@@ -83,10 +141,20 @@ async function tableCounts(): Promise<Record<string, number>> {
 
 beforeAll(async () => {
   t = await testApp();
-  templateId = (await ok(t.admin.post('/api/step-template', { workspaceId: t.mainWorkspaceId, name: 'Script', script: 'echo', scriptLanguage: 'bash' }))).stepTemplateId;
+  templateId = (
+    await ok(
+      t.admin.post('/api/step-template', {
+        workspaceId: t.mainWorkspaceId,
+        name: 'Script',
+        script: 'echo',
+        scriptLanguage: 'bash',
+      }),
+    )
+  ).stepTemplateId;
   const environments = await ok(t.admin.get('/api/environment', { workspaceId: t.mainWorkspaceId }));
   environmentId = environments.environments[0].environmentId;
-  lifecycleId = (await ok(t.admin.post('/api/lifecycle', { workspaceId: t.mainWorkspaceId, name: 'Clone lifecycle' }))).lifecycleId;
+  lifecycleId = (await ok(t.admin.post('/api/lifecycle', { workspaceId: t.mainWorkspaceId, name: 'Clone lifecycle' })))
+    .lifecycleId;
 });
 
 describe('POST /api/project/clone', () => {
@@ -100,27 +168,47 @@ describe('POST /api/project/clone', () => {
     expect(copyId).not.toBe(source.projectId);
     const copy = await contentOf(copyId);
 
-    expect(copy.project).toEqual({ ...before.project, projectId: copyId, name: 'Shop copy', createdUtc: expect.any(String) });
+    expect(copy.project).toEqual({
+      ...before.project,
+      projectId: copyId,
+      name: 'Shop copy',
+      createdUtc: expect.any(String),
+    });
 
     // Steps: same content and order; new IDs; the group membership points at the copied group.
-    const stepMap = new Map(before.steps.map((s, i) => [s.projectStepId as string, copy.steps[i]!.projectStepId as string]));
+    const stepMap = new Map(
+      before.steps.map((s, i) => [s.projectStepId as string, copy.steps[i]!.projectStepId as string]),
+    );
     const groupMap = new Map([[source.groupId, copy.groups[0]!.rollingGroupId as string]]);
     expect(copy.steps).toHaveLength(3);
     expect(copy.steps).toEqual(
-      before.steps.map((s) => ({ ...s, projectStepId: stepMap.get(s.projectStepId), rollingGroupId: s.rollingGroupId && groupMap.get(s.rollingGroupId) })),
+      before.steps.map((s) => ({
+        ...s,
+        projectStepId: stepMap.get(s.projectStepId),
+        rollingGroupId: s.rollingGroupId && groupMap.get(s.rollingGroupId),
+      })),
     );
     for (const [from, to] of stepMap) expect(to).not.toBe(from);
     expect(copy.steps[1]!.rollingGroupId).not.toBe(source.groupId);
 
     // Groups: same settings and order; members are the copied steps.
     expect(copy.groups).toEqual(
-      before.groups.map((g) => ({ ...g, rollingGroupId: groupMap.get(g.rollingGroupId), projectId: copyId, memberStepIds: g.memberStepIds.map((id: string) => stepMap.get(id)) })),
+      before.groups.map((g) => ({
+        ...g,
+        rollingGroupId: groupMap.get(g.rollingGroupId),
+        projectId: copyId,
+        memberStepIds: g.memberStepIds.map((id: string) => stepMap.get(id)),
+      })),
     );
     expect(copy.groups[0]!.memberStepIds).toEqual([copy.steps[1]!.projectStepId, copy.steps[2]!.projectStepId]);
 
     // Channels: same rules, new IDs, the default flag kept.
-    const channelMap = new Map(before.channels.map((c, i) => [c.channelId as string, copy.channels[i]!.channelId as string]));
-    expect(copy.channels).toEqual(before.channels.map((c) => ({ ...c, channelId: channelMap.get(c.channelId), projectId: copyId })));
+    const channelMap = new Map(
+      before.channels.map((c, i) => [c.channelId as string, copy.channels[i]!.channelId as string]),
+    );
+    expect(copy.channels).toEqual(
+      before.channels.map((c) => ({ ...c, channelId: channelMap.get(c.channelId), projectId: copyId })),
+    );
     expect(new Set(copy.channels.map((c) => c.channelId))).not.toContain(source.channels.stable);
 
     // Variables: same values; step and channel filters point at the copies, the rest unchanged.
@@ -152,9 +240,15 @@ describe('POST /api/project/clone', () => {
 
   it('keeps the Sensitive ciphertext as is and stores no plain text for it', async () => {
     const source = await richProject();
-    const { projectId } = await ok(t.admin.post('/api/project/clone', { projectId: source.projectId, name: unique('Secret copy') }));
+    const { projectId } = await ok(
+      t.admin.post('/api/project/clone', { projectId: source.projectId, name: unique('Secret copy') }),
+    );
     const sensitiveRows = (projectId: string) =>
-      t.db('variable_values as vv').join('variables as v', 'v.id', 'vv.variable_id').where({ 'v.project_id': projectId, 'v.name': 'Password' }).select('vv.*');
+      t
+        .db('variable_values as vv')
+        .join('variables as v', 'v.id', 'vv.variable_id')
+        .where({ 'v.project_id': projectId, 'v.name': 'Password' })
+        .select('vv.*');
     const [original] = await sensitiveRows(source.projectId);
     const [copied] = await sensitiveRows(projectId);
     expect(copied.value_encrypted).toBe(original.value_encrypted);
@@ -174,8 +268,12 @@ describe('POST /api/project/clone', () => {
   });
 
   it('clones an empty project into a project with no parts', async () => {
-    const { projectId: empty } = await ok(t.admin.post('/api/project', { workspaceId: t.mainWorkspaceId, name: unique('Empty') }));
-    const { projectId } = await ok(t.admin.post('/api/project/clone', { projectId: empty, name: unique('Empty copy') }));
+    const { projectId: empty } = await ok(
+      t.admin.post('/api/project', { workspaceId: t.mainWorkspaceId, name: unique('Empty') }),
+    );
+    const { projectId } = await ok(
+      t.admin.post('/api/project/clone', { projectId: empty, name: unique('Empty copy') }),
+    );
     const copy = await contentOf(projectId);
     expect([copy.steps, copy.groups, copy.channels, copy.variables]).toEqual([[], [], [], []]);
     expect(copy.project.lifecycleId).toBeNull();
@@ -185,7 +283,10 @@ describe('POST /api/project/clone', () => {
     const source = await richProject();
     const taken = (await ok(t.admin.get('/api/project/details', { projectId: source.projectId }))).name as string;
     const before = await tableCounts();
-    const refused = await t.admin.post('/api/project/clone', { projectId: source.projectId, name: taken.toUpperCase() });
+    const refused = await t.admin.post('/api/project/clone', {
+      projectId: source.projectId,
+      name: taken.toUpperCase(),
+    });
     expect(refused.status).toBe(400);
     expect(refused.body).toMatchObject({ errorcode: 3001, validationErrors: [{ property: 'name' }] });
     expect(await tableCounts()).toEqual(before);
@@ -193,8 +294,12 @@ describe('POST /api/project/clone', () => {
 
   it('refuses unknown, deleted and other-workspace source projects with 400', async () => {
     const otherWorkspace = await t.workspace();
-    const { projectId: foreign } = await ok(t.admin.post('/api/project', { workspaceId: otherWorkspace, name: unique('Foreign') }));
-    const { projectId: deleted } = await ok(t.admin.post('/api/project', { workspaceId: t.mainWorkspaceId, name: unique('Gone') }));
+    const { projectId: foreign } = await ok(
+      t.admin.post('/api/project', { workspaceId: otherWorkspace, name: unique('Foreign') }),
+    );
+    const { projectId: deleted } = await ok(
+      t.admin.post('/api/project', { workspaceId: t.mainWorkspaceId, name: unique('Gone') }),
+    );
     await ok(t.admin.delete('/api/project', { projectId: deleted }));
     const mainAccount = await t.account([{ role: 'EditProject' }, { role: 'View' }]);
     const before = await tableCounts();
@@ -221,7 +326,10 @@ describe('POST /api/project/clone', () => {
   it('refuses with 401/2003 an account lacking EditProject, or one limited to some projects that cannot create projects', async () => {
     const source = await richProject();
     const viewer = await t.account([{ role: 'View' }]);
-    const limited = await t.account([{ role: 'EditProject', projectIds: [source.projectId] }, { role: 'View', projectIds: [source.projectId] }]);
+    const limited = await t.account([
+      { role: 'EditProject', projectIds: [source.projectId] },
+      { role: 'View', projectIds: [source.projectId] },
+    ]);
     const before = await tableCounts();
     for (const client of [viewer, limited]) {
       const refused = await client.post('/api/project/clone', { projectId: source.projectId, name: unique('Denied') });
@@ -235,9 +343,14 @@ describe('POST /api/project/clone', () => {
   it('lets an unlimited EditProject account clone a project', async () => {
     const source = await richProject();
     const editor = await t.account([{ role: 'EditProject' }]);
-    const cloned = await editor.post('/api/project/clone', { projectId: source.projectId, name: unique('Editor copy') });
+    const cloned = await editor.post('/api/project/clone', {
+      projectId: source.projectId,
+      name: unique('Editor copy'),
+    });
     expect(cloned.status, cloned.text).toBe(200);
-    expect(await t.db('projects').where({ id: cloned.body.projectId }).first()).toMatchObject({ workspace_id: t.mainWorkspaceId });
+    expect(await t.db('projects').where({ id: cloned.body.projectId }).first()).toMatchObject({
+      workspace_id: t.mainWorkspaceId,
+    });
   });
 
   it('leaves nothing behind when a copy fails midway', async () => {
@@ -254,9 +367,17 @@ describe('POST /api/project/clone', () => {
         ),
     };
     const organization = await t.db('organizations').first('id');
-    const admin: Principal = { serviceAccountId: ADMIN.id, name: 'admin', organizationId: organization.id, workspaceId: null, roles: [{ role: 'Admin' }] };
+    const admin: Principal = {
+      serviceAccountId: ADMIN.id,
+      name: 'admin',
+      organizationId: organization.id,
+      workspaceId: null,
+      roles: [{ role: 'Admin' }],
+    };
     const before = await tableCounts();
-    await expect(cloneProject({ ...t.deps, store: failing }, admin, { projectId: source.projectId, name: unique('Half') })).rejects.toThrow('disk full');
+    await expect(
+      cloneProject({ ...t.deps, store: failing }, admin, { projectId: source.projectId, name: unique('Half') }),
+    ).rejects.toThrow('disk full');
     expect(await tableCounts()).toEqual(before);
   });
 });

@@ -17,7 +17,13 @@ async function project(workspaceId = t.mainWorkspaceId): Promise<string> {
 }
 
 async function template(workspaceId = t.mainWorkspaceId, extra: Record<string, unknown> = {}): Promise<string> {
-  const created = await t.admin.post('/api/step-template', { workspaceId, name: unique('Template'), script: 'echo hi', scriptLanguage: 'bash', ...extra });
+  const created = await t.admin.post('/api/step-template', {
+    workspaceId,
+    name: unique('Template'),
+    script: 'echo hi',
+    scriptLanguage: 'bash',
+    ...extra,
+  });
   expect(created.status, created.text).toBe(200);
   return created.body.stepTemplateId;
 }
@@ -61,7 +67,10 @@ describe('POST /api/project/step', () => {
     const first = await step(projectId, 'Build');
     const second = await step(projectId, 'Deploy');
     const steps = await stepsOf(projectId);
-    expect(steps.map((s) => [s.name, s.sortOrder])).toEqual([['Build', 1], ['Deploy', 2]]);
+    expect(steps.map((s) => [s.name, s.sortOrder])).toEqual([
+      ['Build', 1],
+      ['Deploy', 2],
+    ]);
     expect(steps[1]).toEqual({
       projectStepId: second,
       name: 'Deploy',
@@ -110,10 +119,15 @@ describe('POST /api/project/step', () => {
   it('refuses a duplicate name in any case, a missing name and wrong types with 400', async () => {
     const projectId = await project();
     await step(projectId, 'Same');
-    expect((await t.admin.post('/api/project/step', { projectId, name: 'SAME', stepTemplateId: templateId })).status).toBe(400);
+    expect(
+      (await t.admin.post('/api/project/step', { projectId, name: 'SAME', stepTemplateId: templateId })).status,
+    ).toBe(400);
     expect((await t.admin.post('/api/project/step', { projectId, stepTemplateId: templateId })).status).toBe(400);
     expect((await t.admin.post('/api/project/step', { projectId, name: 'X', stepTemplateId: 5 })).status).toBe(400);
-    expect((await t.admin.post('/api/project/step', { projectId: [projectId], name: 'X', stepTemplateId: templateId })).status).toBe(400);
+    expect(
+      (await t.admin.post('/api/project/step', { projectId: [projectId], name: 'X', stepTemplateId: templateId }))
+        .status,
+    ).toBe(400);
     expect(await t.db('project_steps').where({ project_id: projectId })).toHaveLength(1);
   });
 
@@ -165,14 +179,32 @@ describe('PUT /api/project/step', () => {
     const { projectStepId: _, ...fields } = all;
     expect(stored).toMatchObject({ ...fields, name: 'Renamed', sortOrder: 1 });
     const [row] = await t.db('project_steps').where({ id });
-    expect(row).toMatchObject({ error_action: 'ContinueOnError', parallel_machines: 3, machine_tag_filter: all.machineTagFilter });
+    expect(row).toMatchObject({
+      error_action: 'ContinueOnError',
+      parallel_machines: 3,
+      machine_tag_filter: all.machineTagFilter,
+    });
   });
 
   it('clears nullable fields with null', async () => {
     const projectId = await project();
     const id = await step(projectId);
-    await t.admin.put('/api/project/step', { projectStepId: id, description: 'x', runMode: 'TargetMachine', parallelMachines: 2 });
-    expect((await t.admin.put('/api/project/step', { projectStepId: id, description: null, runMode: null, parallelMachines: null })).status).toBe(200);
+    await t.admin.put('/api/project/step', {
+      projectStepId: id,
+      description: 'x',
+      runMode: 'TargetMachine',
+      parallelMachines: 2,
+    });
+    expect(
+      (
+        await t.admin.put('/api/project/step', {
+          projectStepId: id,
+          description: null,
+          runMode: null,
+          parallelMachines: null,
+        })
+      ).status,
+    ).toBe(200);
     const [stored] = await stepsOf(projectId);
     expect(stored).toMatchObject({ description: null, runMode: null, parallelMachines: null });
   });
@@ -183,7 +215,8 @@ describe('PUT /api/project/step', () => {
     const other = await t.workspace();
     const foreignMachine = await machine(other);
     const foreignTag = await tag(other);
-    const foreignEnvironment = (await t.admin.post('/api/environment', { workspaceId: other, name: 'Elsewhere' })).body.environmentId;
+    const foreignEnvironment = (await t.admin.post('/api/environment', { workspaceId: other, name: 'Elsewhere' })).body
+      .environmentId;
     const cases: Array<[Record<string, unknown>, string]> = [
       [{ environments: [stagingId, 'nope'] }, 'environments'],
       [{ environments: [foreignEnvironment] }, 'environments'],
@@ -206,16 +239,22 @@ describe('PUT /api/project/step', () => {
       expect(response.body.validationErrors?.[0]?.property, JSON.stringify(body)).toBe(property);
     }
     const [row] = await t.db('project_steps').where({ id });
-    expect(row).toMatchObject({ name: 'Guarded', environment_ids: [], machine_id_filter: [], properties_json: '{}', error_action: 'Stop' });
+    expect(row).toMatchObject({
+      name: 'Guarded',
+      environment_ids: [],
+      machine_id_filter: [],
+      properties_json: '{}',
+      error_action: 'Stop',
+    });
   });
 
   it('refuses an unknown step, a foreign step and a duplicate name with 400', async () => {
     const projectId = await project();
     await step(projectId, 'Taken name');
     const id = await step(projectId);
-    expect((await t.admin.put('/api/project/step', { projectStepId: id, name: 'taken NAME' })).body.validationErrors).toEqual([
-      { property: 'name', messages: [expect.any(String)] },
-    ]);
+    expect(
+      (await t.admin.put('/api/project/step', { projectStepId: id, name: 'taken NAME' })).body.validationErrors,
+    ).toEqual([{ property: 'name', messages: [expect.any(String)] }]);
     expect((await t.admin.put('/api/project/step', { projectStepId: 'nope', name: 'x' })).status).toBe(400);
     const other = await t.workspace();
     const foreignStep = await step(await project(other), 'Foreign', await template(other));
@@ -232,7 +271,10 @@ describe('DELETE /api/project/step', () => {
     const [a, b, c] = [await step(projectId, 'A'), await step(projectId, 'B'), await step(projectId, 'C')];
     expect((await t.admin.delete('/api/project/step', { projectStepId: b })).status).toBe(200);
     const steps = await stepsOf(projectId);
-    expect(steps.map((s) => [s.projectStepId, s.sortOrder])).toEqual([[a, 1], [c, 2]]);
+    expect(steps.map((s) => [s.projectStepId, s.sortOrder])).toEqual([
+      [a, 1],
+      [c, 2],
+    ]);
     expect(await t.db('project_steps').where({ id: b })).toHaveLength(0);
     expect((await t.admin.delete('/api/project/step', { projectStepId: b })).status).toBe(400);
   });
@@ -243,10 +285,14 @@ describe('PUT /api/project/steps/order', () => {
     const projectId = await project();
     const [a, b, c] = [await step(projectId, 'A'), await step(projectId, 'B'), await step(projectId, 'C')];
     expect((await t.admin.put('/api/project/steps/order', { projectId, projectStepIds: [c, a, b] })).status).toBe(200);
-    expect((await stepsOf(projectId)).map((s) => [s.name, s.sortOrder])).toEqual([['C', 1], ['A', 2], ['B', 3]]);
+    expect((await stepsOf(projectId)).map((s) => [s.name, s.sortOrder])).toEqual([
+      ['C', 1],
+      ['A', 2],
+      ['B', 3],
+    ]);
   });
 
-  it('refuses anything but a permutation of exactly the project\'s steps, changing nothing', async () => {
+  it("refuses anything but a permutation of exactly the project's steps, changing nothing", async () => {
     const projectId = await project();
     const [a, b] = [await step(projectId, 'A'), await step(projectId, 'B')];
     const stranger = await step(await project(), 'Elsewhere');
@@ -256,7 +302,9 @@ describe('PUT /api/project/steps/order', () => {
       expect(response.body.validationErrors[0].property).toBe('projectStepIds');
     }
     expect((await stepsOf(projectId)).map((s) => s.projectStepId)).toEqual([a, b]);
-    expect((await t.admin.put('/api/project/steps/order', { projectId: 'nope', projectStepIds: [a, b] })).status).toBe(400);
+    expect((await t.admin.put('/api/project/steps/order', { projectId: 'nope', projectStepIds: [a, b] })).status).toBe(
+      400,
+    );
   });
 });
 
@@ -264,14 +312,32 @@ describe('POST /api/project/step/clone', () => {
   it('copies a step to the end of its project with a unique "- Copy" name', async () => {
     const projectId = await project();
     const source = await step(projectId, 'Deploy');
-    await t.admin.put('/api/project/step', { projectStepId: source, description: 'd', environments: [stagingId], propertiesJson: '{"a":1}', parallelMachines: 2 });
+    await t.admin.put('/api/project/step', {
+      projectStepId: source,
+      description: 'd',
+      environments: [stagingId],
+      propertiesJson: '{"a":1}',
+      parallelMachines: 2,
+    });
     await step(projectId, 'Last');
     const first = await t.admin.post('/api/project/step/clone', { projectStepId: source });
     const second = await t.admin.post('/api/project/step/clone', { projectStepId: source });
     expect(first.status).toBe(200);
     const steps = await stepsOf(projectId);
-    expect(steps.map((s) => [s.name, s.sortOrder])).toEqual([['Deploy', 1], ['Last', 2], ['Deploy - Copy', 3], ['Deploy - Copy 2', 4]]);
-    expect(steps[2]).toMatchObject({ projectStepId: first.body.projectStepId, description: 'd', environments: [stagingId], propertiesJson: '{"a":1}', parallelMachines: 2, stepTemplateId: templateId });
+    expect(steps.map((s) => [s.name, s.sortOrder])).toEqual([
+      ['Deploy', 1],
+      ['Last', 2],
+      ['Deploy - Copy', 3],
+      ['Deploy - Copy 2', 4],
+    ]);
+    expect(steps[2]).toMatchObject({
+      projectStepId: first.body.projectStepId,
+      description: 'd',
+      environments: [stagingId],
+      propertiesJson: '{"a":1}',
+      parallelMachines: 2,
+      stepTemplateId: templateId,
+    });
     expect(steps[3]?.projectStepId).toBe(second.body.projectStepId);
   });
 
@@ -279,15 +345,22 @@ describe('POST /api/project/step/clone', () => {
     const source = await step(await project(), 'Original');
     const target = await project();
     await step(target, 'Existing');
-    const cloned = await t.admin.post('/api/project/step/clone', { projectStepId: source, targetProjectId: target, name: 'Borrowed' });
+    const cloned = await t.admin.post('/api/project/step/clone', {
+      projectStepId: source,
+      targetProjectId: target,
+      name: 'Borrowed',
+    });
     expect(cloned.status).toBe(200);
-    expect((await stepsOf(target)).map((s) => [s.name, s.sortOrder])).toEqual([['Existing', 1], ['Borrowed', 2]]);
+    expect((await stepsOf(target)).map((s) => [s.name, s.sortOrder])).toEqual([
+      ['Existing', 1],
+      ['Borrowed', 2],
+    ]);
     const sameName = await t.admin.post('/api/project/step/clone', { projectStepId: source, targetProjectId: target });
     expect((await stepsOf(target)).at(-1)?.name).toBe('Original - Copy');
     expect(sameName.status).toBe(200);
   });
 
-  it('refuses a taken name, an unknown step and another workspace\'s project with 400', async () => {
+  it("refuses a taken name, an unknown step and another workspace's project with 400", async () => {
     const projectId = await project();
     const source = await step(projectId, 'Src');
     expect((await t.admin.post('/api/project/step/clone', { projectStepId: source, name: 'src' })).status).toBe(400);
@@ -318,10 +391,15 @@ describe('step templates in use', () => {
     const modal = await template(t.mainWorkspaceId, { supportedRunModes: ['TargetMachine', 'Worker'] });
     const id = await step(await project(), 'Worker step', modal);
     await t.admin.put('/api/project/step', { projectStepId: id, runMode: 'Worker' });
-    const refused = await t.admin.put('/api/step-template', { stepTemplateId: modal, supportedRunModes: ['TargetMachine'] });
+    const refused = await t.admin.put('/api/step-template', {
+      stepTemplateId: modal,
+      supportedRunModes: ['TargetMachine'],
+    });
     expect(refused.status).toBe(400);
     expect(refused.body.validationErrors[0].property).toBe('supportedRunModes');
-    expect((await t.admin.put('/api/step-template', { stepTemplateId: modal, supportedRunModes: ['Worker'] })).status).toBe(200);
+    expect(
+      (await t.admin.put('/api/step-template', { stepTemplateId: modal, supportedRunModes: ['Worker'] })).status,
+    ).toBe(200);
   });
 });
 
@@ -346,7 +424,9 @@ describe('project step permissions', () => {
       }
     }
     // Scoped to the other project, the account may copy this step there.
-    expect((await scoped.post('/api/project/step/clone', { projectStepId: id, targetProjectId: otherProject })).status).toBe(200);
+    expect(
+      (await scoped.post('/api/project/step/clone', { projectStepId: id, targetProjectId: otherProject })).status,
+    ).toBe(200);
     expect(await t.db('project_steps').where({ project_id: projectId })).toHaveLength(1);
     const editorOnly = await t.account([{ role: 'EditProject' }]);
     expect((await editorOnly.get('/api/project/steps', { projectId })).body.errorcode).toBe(2003);

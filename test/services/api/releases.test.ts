@@ -43,19 +43,38 @@ async function upload(fileName: string, workspaceId = t.mainWorkspaceId, client:
 }
 
 /** A project with one step per package ID (each a PackageSelector value), in the main workspace unless told. */
-async function project(packageIds: string[], options: { workspaceId?: string; lifecycleId?: string } = {}): Promise<{ projectId: string; stepIds: string[] }> {
+async function project(
+  packageIds: string[],
+  options: { workspaceId?: string; lifecycleId?: string } = {},
+): Promise<{ projectId: string; stepIds: string[] }> {
   const workspaceId = options.workspaceId ?? t.mainWorkspaceId;
   let stepTemplateId = templateId;
   if (workspaceId !== t.mainWorkspaceId) {
     stepTemplateId = (
-      await ok(t.admin.post('/api/step-template', { workspaceId, name: unique('T'), script: 'true', scriptLanguage: 'bash', propertiesRaw: JSON.stringify([{ Id: 'Package', Name: 'Package', DefaultValue: '', ControlType: 'PackageSelector' }]) }))
+      await ok(
+        t.admin.post('/api/step-template', {
+          workspaceId,
+          name: unique('T'),
+          script: 'true',
+          scriptLanguage: 'bash',
+          propertiesRaw: JSON.stringify([
+            { Id: 'Package', Name: 'Package', DefaultValue: '', ControlType: 'PackageSelector' },
+          ]),
+        }),
+      )
     ).stepTemplateId;
   }
-  const { projectId } = await ok(t.admin.post('/api/project', { workspaceId, name: unique('Project'), lifecycleId: options.lifecycleId }));
+  const { projectId } = await ok(
+    t.admin.post('/api/project', { workspaceId, name: unique('Project'), lifecycleId: options.lifecycleId }),
+  );
   const stepIds: string[] = [];
   for (const [index, packageId] of packageIds.entries()) {
-    const { projectStepId } = await ok(t.admin.post('/api/project/step', { projectId, name: `Step ${index + 1}`, stepTemplateId }));
-    await ok(t.admin.put('/api/project/step', { projectStepId, propertiesJson: JSON.stringify({ Package: packageId }) }));
+    const { projectStepId } = await ok(
+      t.admin.post('/api/project/step', { projectId, name: `Step ${index + 1}`, stepTemplateId }),
+    );
+    await ok(
+      t.admin.put('/api/project/step', { projectStepId, propertiesJson: JSON.stringify({ Package: packageId }) }),
+    );
     stepIds.push(projectStepId);
   }
   return { projectId, stepIds };
@@ -86,7 +105,13 @@ describe('POST /api/release: package versions', () => {
     const stored = await row(releaseId);
     expect(stored.package_versions).toEqual({ [web]: '1.10.0', [api]: '1.0.0' });
     const webPackage = stored.snapshot.packages.find((p: { packageId: string }) => p.packageId === web);
-    expect(webPackage).toEqual({ packageId: web, version: '1.10.0', type: 'zip', sizeBytes: data.length, sha256: createHash('sha256').update(data).digest('hex') });
+    expect(webPackage).toEqual({
+      packageId: web,
+      version: '1.10.0',
+      type: 'zip',
+      sizeBytes: data.length,
+      sha256: createHash('sha256').update(data).digest('hex'),
+    });
     expect(stored.snapshot.packages.map((p: { type: string }) => p.type)).toEqual(['zip', 'tar.gz']);
   });
 
@@ -138,7 +163,11 @@ describe('POST /api/release: package versions', () => {
   it('refuses a project package that has no version in the store with 400', async () => {
     const missing = unique('Missing');
     const { projectId } = await project([missing]);
-    expectRefused(await create({ projectId, version: '1.0.0' }), `packageVersions.${missing}`, `no version of package '${missing}'`);
+    expectRefused(
+      await create({ projectId, version: '1.0.0' }),
+      `packageVersions.${missing}`,
+      `no version of package '${missing}'`,
+    );
     expect(await t.db('releases').where({ project_id: projectId })).toEqual([]);
   });
 
@@ -152,22 +181,28 @@ describe('POST /api/release: package versions', () => {
     expect((await row(releaseId)).package_versions).toEqual({ [web]: '1.0.0' });
   });
 
-  it('never reads another workspace\'s package store', async () => {
+  it("never reads another workspace's package store", async () => {
     const other = await t.workspace();
     const web = unique('Web');
     await upload(`${web}.1.0.0.zip`, other);
     const { projectId } = await project([web]);
     expectRefused(await create({ projectId, version: '1.0.0' }), `packageVersions.${web}`);
-    expectRefused(await create({ projectId, version: '1.0.0', packageVersions: { [web]: '1.0.0' } }), `packageVersions.${web}`);
+    expectRefused(
+      await create({ projectId, version: '1.0.0', packageVersions: { [web]: '1.0.0' } }),
+      `packageVersions.${web}`,
+    );
   });
 });
 
 describe('POST /api/release: version', () => {
-  it.each(['v1.2.3', '1.2', '01.2.3', ' 1.2.3', '1.2.3 ', '1.2.3-', '', '1.2.3-01'])('refuses %j with 400', async (version) => {
-    const { projectId } = await project([]);
-    expectRefused(await create({ projectId, version }), 'version');
-    expect(await t.db('releases').where({ project_id: projectId })).toEqual([]);
-  });
+  it.each(['v1.2.3', '1.2', '01.2.3', ' 1.2.3', '1.2.3 ', '1.2.3-', '', '1.2.3-01'])(
+    'refuses %j with 400',
+    async (version) => {
+      const { projectId } = await project([]);
+      expectRefused(await create({ projectId, version }), 'version');
+      expect(await t.db('releases').where({ project_id: projectId })).toEqual([]);
+    },
+  );
 
   it('stores the version exactly as written, build metadata included', async () => {
     const { projectId } = await project([]);
@@ -193,7 +228,9 @@ describe('POST /api/release: version', () => {
   });
   it('accepts exactly one of two concurrent releases of SemVer-equal versions', async () => {
     const { projectId } = await project([]);
-    const responses = await Promise.all(['5.0.0+a', '5.0.0+b', '5.0.0'].map((version) => create({ projectId, version })));
+    const responses = await Promise.all(
+      ['5.0.0+a', '5.0.0+b', '5.0.0'].map((version) => create({ projectId, version })),
+    );
     expect(responses.map((r) => r.status).sort()).toEqual([200, 400, 400]);
     expect(await t.db('releases').where({ project_id: projectId })).toHaveLength(1);
   });
@@ -204,8 +241,20 @@ describe('POST /api/release: channels', () => {
     const web = unique('Web');
     for (const v of ['1.0.0', '1.5.0', '2.0.0', '2.1.0-beta.1']) await upload(`${web}.${v}.zip`);
     const { projectId } = await project([web]);
-    const stable = (await ok(t.admin.post('/api/project/channel', { projectId, name: 'Stable', isDefault: true, versionRange: '<2.0.0', preReleaseTag: '^$', packageRules: [{ packageId: web.toLowerCase(), versionRange: '^1.0.0' }] }))).channelId;
-    const beta = (await ok(t.admin.post('/api/project/channel', { projectId, name: 'Beta', preReleaseTag: '^beta' }))).channelId;
+    const stable = (
+      await ok(
+        t.admin.post('/api/project/channel', {
+          projectId,
+          name: 'Stable',
+          isDefault: true,
+          versionRange: '<2.0.0',
+          preReleaseTag: '^$',
+          packageRules: [{ packageId: web.toLowerCase(), versionRange: '^1.0.0' }],
+        }),
+      )
+    ).channelId;
+    const beta = (await ok(t.admin.post('/api/project/channel', { projectId, name: 'Beta', preReleaseTag: '^beta' })))
+      .channelId;
     return { web, projectId, stable, beta };
   }
 
@@ -247,7 +296,11 @@ describe('POST /api/release: channels', () => {
 
   it('refuses a package version outside the channel package rule with 400', async () => {
     const { web, projectId } = await withChannels();
-    expectRefused(await create({ projectId, version: '1.0.0', packageVersions: { [web]: '2.0.0' } }), `packageVersions.${web}`, "channel 'Stable'");
+    expectRefused(
+      await create({ projectId, version: '1.0.0', packageVersions: { [web]: '2.0.0' } }),
+      `packageVersions.${web}`,
+      "channel 'Stable'",
+    );
   });
 
   it('creates a release without a channel when the project has no channels, or none is default and none is named', async () => {
@@ -262,10 +315,21 @@ describe('POST /api/release: channels', () => {
 
 describe('POST /api/release: snapshot', () => {
   it("freezes the channel's lifecycle, else the project's, with phases and environments", async () => {
-    const env = (await ok(t.admin.get('/api/environment', { workspaceId: t.mainWorkspaceId }))).environments as Array<{ environmentId: string; name: string }>;
+    const env = (await ok(t.admin.get('/api/environment', { workspaceId: t.mainWorkspaceId }))).environments as Array<{
+      environmentId: string;
+      name: string;
+    }>;
     const staging = env.find((e) => e.name === 'Staging')!.environmentId;
     const production = env.find((e) => e.name === 'Production')!.environmentId;
-    const projectLifecycle = (await ok(t.admin.post('/api/lifecycle', { workspaceId: t.mainWorkspaceId, name: unique('Project LC'), phases: [{ name: 'Only', environments: [{ environmentId: staging }] }] }))).lifecycleId;
+    const projectLifecycle = (
+      await ok(
+        t.admin.post('/api/lifecycle', {
+          workspaceId: t.mainWorkspaceId,
+          name: unique('Project LC'),
+          phases: [{ name: 'Only', environments: [{ environmentId: staging }] }],
+        }),
+      )
+    ).lifecycleId;
     const channelLifecycle = (
       await ok(
         t.admin.post('/api/lifecycle', {
@@ -286,13 +350,31 @@ describe('POST /api/release: snapshot', () => {
       lifecycleId: channelLifecycle,
       name: expect.stringContaining('Channel LC'),
       phases: [
-        { phaseId: expect.any(String), name: 'Test', sortOrder: 1, progressRequirement: 'AllMustComplete', progressRequirementErrorMode: 'NoErrorsAllowWarnings', progressRequirementCount: 0, environments: [{ environmentId: staging, environmentName: 'Staging', howToTrigger: 'Automatic' }] },
-        { phaseId: expect.any(String), name: 'Live', sortOrder: 2, progressRequirement: 'OptionalPhase', progressRequirementErrorMode: 'NoErrorsAllowWarnings', progressRequirementCount: 0, environments: [{ environmentId: production, environmentName: 'Production', howToTrigger: 'Manual' }] },
+        {
+          phaseId: expect.any(String),
+          name: 'Test',
+          sortOrder: 1,
+          progressRequirement: 'AllMustComplete',
+          progressRequirementErrorMode: 'NoErrorsAllowWarnings',
+          progressRequirementCount: 0,
+          environments: [{ environmentId: staging, environmentName: 'Staging', howToTrigger: 'Automatic' }],
+        },
+        {
+          phaseId: expect.any(String),
+          name: 'Live',
+          sortOrder: 2,
+          progressRequirement: 'OptionalPhase',
+          progressRequirementErrorMode: 'NoErrorsAllowWarnings',
+          progressRequirementCount: 0,
+          environments: [{ environmentId: production, environmentName: 'Production', howToTrigger: 'Manual' }],
+        },
       ],
     });
     const viaProject = await row((await ok(create({ projectId, version: '1.0.1' }))).releaseId);
     expect(viaProject.snapshot.lifecycle.lifecycleId).toBe(projectLifecycle);
-    const none = await row((await ok(create({ projectId: (await project([])).projectId, version: '1.0.0' }))).releaseId);
+    const none = await row(
+      (await ok(create({ projectId: (await project([])).projectId, version: '1.0.0' }))).releaseId,
+    );
     expect(none.snapshot.lifecycle).toBeNull();
   });
 
@@ -300,14 +382,41 @@ describe('POST /api/release: snapshot', () => {
     const web = unique('Web');
     await upload(`${web}.1.0.0.zip`);
     const { projectId, stepIds } = await project([web, web]);
-    await ok(t.admin.put('/api/project/step', { projectStepId: stepIds[1], propertiesJson: JSON.stringify({ Package: web, Greeting: 'hello', Extra: 5 }), errorAction: 'ContinueOnError' }));
-    const { rollingGroupId } = await ok(t.admin.post('/api/project/rolling-group', { projectId, name: 'Tier', memberStepIds: stepIds, windowSize: 2 }));
-    const { variableId } = await ok(t.admin.post('/api/project/variable', { projectId, name: 'Greeting', variableType: 'Text' }));
+    await ok(
+      t.admin.put('/api/project/step', {
+        projectStepId: stepIds[1],
+        propertiesJson: JSON.stringify({ Package: web, Greeting: 'hello', Extra: 5 }),
+        errorAction: 'ContinueOnError',
+      }),
+    );
+    const { rollingGroupId } = await ok(
+      t.admin.post('/api/project/rolling-group', { projectId, name: 'Tier', memberStepIds: stepIds, windowSize: 2 }),
+    );
+    const { variableId } = await ok(
+      t.admin.post('/api/project/variable', { projectId, name: 'Greeting', variableType: 'Text' }),
+    );
     await ok(t.admin.post('/api/project/variable/value', { variableId, theValue: 'plain', stepFilter: [stepIds[0]] }));
-    const workspaceVariable = (await ok(t.admin.post('/api/workspace-variable', { workspaceId: t.mainWorkspaceId, name: unique('Region'), variableType: 'Text' }))).variableId;
+    const workspaceVariable = (
+      await ok(
+        t.admin.post('/api/workspace-variable', {
+          workspaceId: t.mainWorkspaceId,
+          name: unique('Region'),
+          variableType: 'Text',
+        }),
+      )
+    ).variableId;
     await ok(t.admin.post('/api/workspace-variable/value', { variableId: workspaceVariable, theValue: 'eu' }));
     await ok(t.admin.post('/api/project/workspace-variable', { projectId, variableId: workspaceVariable }));
-    const moduleId = (await ok(t.admin.post('/api/script-module', { workspaceId: t.mainWorkspaceId, name: unique('Helpers'), script: 'say() { echo; }', scriptLanguage: 'bash' }))).scriptModuleId;
+    const moduleId = (
+      await ok(
+        t.admin.post('/api/script-module', {
+          workspaceId: t.mainWorkspaceId,
+          name: unique('Helpers'),
+          script: 'say() { echo; }',
+          scriptLanguage: 'bash',
+        }),
+      )
+    ).scriptModuleId;
     await ok(t.admin.post('/api/project/script-module', { projectId, scriptModuleId: moduleId }));
 
     const snapshot = (await row((await ok(create({ projectId, version: '1.0.0' }))).releaseId)).snapshot;
@@ -341,27 +450,62 @@ describe('POST /api/release: snapshot', () => {
     expect(snapshot.steps[0].properties).toEqual({ Package: web, Greeting: 'hi' });
     expect(snapshot.packages).toHaveLength(1);
     expect(snapshot.rollingGroups).toEqual([
-      expect.objectContaining({ rollingGroupId, name: 'Tier', windowSize: 2, machineOrder: 'MachineName', onNoTargets: 'Skip', memberStepIds: stepIds }),
+      expect.objectContaining({
+        rollingGroupId,
+        name: 'Tier',
+        windowSize: 2,
+        machineOrder: 'MachineName',
+        onNoTargets: 'Skip',
+        memberStepIds: stepIds,
+      }),
     ]);
     expect(snapshot.variables).toEqual(
       expect.arrayContaining([
-        { variableId, name: 'Greeting', variableType: 'Text', source: 'project', values: [{ value: 'plain', valueEncrypted: null, environmentsFilter: [], machineFilter: [], tagFilter: [], stepFilter: [stepIds[0]], channelFilter: [] }] },
-        expect.objectContaining({ variableId: workspaceVariable, source: 'workspace', values: [expect.objectContaining({ value: 'eu' })] }),
+        {
+          variableId,
+          name: 'Greeting',
+          variableType: 'Text',
+          source: 'project',
+          values: [
+            {
+              value: 'plain',
+              valueEncrypted: null,
+              environmentsFilter: [],
+              machineFilter: [],
+              tagFilter: [],
+              stepFilter: [stepIds[0]],
+              channelFilter: [],
+            },
+          ],
+        },
+        expect.objectContaining({
+          variableId: workspaceVariable,
+          source: 'workspace',
+          values: [expect.objectContaining({ value: 'eu' })],
+        }),
       ]),
     );
-    expect(snapshot.scriptModules).toEqual([{ scriptModuleId: moduleId, name: expect.any(String), script: 'say() { echo; }', scriptLanguage: 'bash' }]);
+    expect(snapshot.scriptModules).toEqual([
+      { scriptModuleId: moduleId, name: expect.any(String), script: 'say() { echo; }', scriptLanguage: 'bash' },
+    ]);
   });
 
   it('keeps the snapshot unchanged when the project is edited afterwards', async () => {
     const { projectId } = await project([]);
-    const { variableId } = await ok(t.admin.post('/api/project/variable', { projectId, name: 'Color', variableType: 'Text' }));
+    const { variableId } = await ok(
+      t.admin.post('/api/project/variable', { projectId, name: 'Color', variableType: 'Text' }),
+    );
     const { variableValueId } = await ok(t.admin.post('/api/project/variable/value', { variableId, theValue: 'blue' }));
-    const { projectStepId } = await ok(t.admin.post('/api/project/step', { projectId, name: 'Run', stepTemplateId: templateId }));
+    const { projectStepId } = await ok(
+      t.admin.post('/api/project/step', { projectId, name: 'Run', stepTemplateId: templateId }),
+    );
     await ok(t.admin.put('/api/project/step', { projectStepId, propertiesJson: '{"Greeting":"before"}' }));
     const { releaseId } = await ok(create({ projectId, version: '1.0.0', notes: 'first' }));
     const before = await ok(details({ releaseId }));
 
-    await ok(t.admin.put('/api/project/step', { projectStepId, name: 'Renamed', propertiesJson: '{"Greeting":"after"}' }));
+    await ok(
+      t.admin.put('/api/project/step', { projectStepId, name: 'Renamed', propertiesJson: '{"Greeting":"after"}' }),
+    );
     await ok(t.admin.put('/api/project/variable/value', { variableValueId, theValue: 'red' }));
     await ok(t.admin.post('/api/project/step', { projectId, name: 'Added later', stepTemplateId: templateId }));
     await ok(t.admin.put('/api/step-template', { stepTemplateId: templateId, script: 'echo changed' }));
@@ -380,7 +524,9 @@ describe('POST /api/release: snapshot', () => {
 
   it('keeps Sensitive values sealed in the stored row and out of the details response', async () => {
     const { projectId } = await project([]);
-    const { variableId } = await ok(t.admin.post('/api/project/variable', { projectId, name: 'Password', variableType: 'Sensitive' }));
+    const { variableId } = await ok(
+      t.admin.post('/api/project/variable', { projectId, name: 'Password', variableType: 'Sensitive' }),
+    );
     await ok(t.admin.post('/api/project/variable/value', { variableId, theValue: 's3cret-value' }));
     const { releaseId } = await ok(create({ projectId, version: '1.0.0' }));
 
@@ -393,7 +539,14 @@ describe('POST /api/release: snapshot', () => {
     const read = await details({ releaseId });
     expect(read.text).not.toContain('s3cret-value');
     expect(read.text).not.toContain(value.valueEncrypted);
-    expect(read.body.snapshot.variables[0].values[0]).toEqual({ value: null, environmentsFilter: [], machineFilter: [], tagFilter: [], stepFilter: [], channelFilter: [] });
+    expect(read.body.snapshot.variables[0].values[0]).toEqual({
+      value: null,
+      environmentsFilter: [],
+      machineFilter: [],
+      tagFilter: [],
+      stepFilter: [],
+      channelFilter: [],
+    });
   });
 });
 
@@ -401,7 +554,10 @@ describe('POST /api/release: access and input', () => {
   it('refuses an account without CreateRelease, or limited to another project, with 401/2003', async () => {
     const { projectId } = await project([]);
     const other = await project([]);
-    for (const client of [await t.account([{ role: 'View' }, { role: 'Deploy' }]), await t.account([{ role: 'CreateRelease', projectIds: [other.projectId] }])]) {
+    for (const client of [
+      await t.account([{ role: 'View' }, { role: 'Deploy' }]),
+      await t.account([{ role: 'CreateRelease', projectIds: [other.projectId] }]),
+    ]) {
       const response = await create({ projectId, version: '1.0.0' }, client);
       expect(response.status).toBe(401);
       expect(response.body).toMatchObject({ errorcode: 2003, error: expect.stringContaining('CreateRelease') });
@@ -440,7 +596,9 @@ describe('POST /api/release: access and input', () => {
 
   it('binds projectid spelled in lower case and accepts null optional fields', async () => {
     const { projectId } = await project([]);
-    const { releaseId } = await ok(create({ projectid: projectId, Version: '1.0.0', channelName: null, notes: null, packageVersions: null }));
+    const { releaseId } = await ok(
+      create({ projectid: projectId, Version: '1.0.0', channelName: null, notes: null, packageVersions: null }),
+    );
     expect((await row(releaseId)).project_id).toBe(projectId);
   });
 
@@ -467,7 +625,8 @@ describe('GET /api/release', () => {
     await upload(`${web}.1.0.0.zip`);
     const { projectId } = await project([web]);
     const ids: string[] = [];
-    for (const version of ['1.0.0', '3.0.0', '2.0.0']) ids.push((await ok(create({ projectId, version, notes: `notes ${version}` }))).releaseId);
+    for (const version of ['1.0.0', '3.0.0', '2.0.0'])
+      ids.push((await ok(create({ projectId, version, notes: `notes ${version}` }))).releaseId);
 
     const first = await ok(t.admin.get('/api/release', { projectId, take: 2 }));
     expect(first.totalCount).toBe(3);
@@ -514,21 +673,42 @@ describe('GET /api/release/details', () => {
     const { projectId } = await project([]);
     const { releaseId } = await ok(create({ projectId, version: '1.2.3', notes: 'n' }));
     const read = await ok(details({ releaseId }));
-    expect(read).toMatchObject({ releaseId, projectId, version: '1.2.3', channelName: null, channelId: null, notes: 'n', packageVersions: {} });
-    expect(read.snapshot).toMatchObject({ project: { projectId }, channel: null, lifecycle: null, steps: [], packages: [] });
+    expect(read).toMatchObject({
+      releaseId,
+      projectId,
+      version: '1.2.3',
+      channelName: null,
+      channelId: null,
+      notes: 'n',
+      packageVersions: {},
+    });
+    expect(read.snapshot).toMatchObject({
+      project: { projectId },
+      channel: null,
+      lifecycle: null,
+      steps: [],
+      packages: [],
+    });
   });
 
   it('shows why each environment is unavailable along the lifecycle', async () => {
-    const dev = (await ok(t.admin.post('/api/environment', { workspaceId: t.mainWorkspaceId, name: unique('Dev') }))).environmentId;
-    const qa = (await ok(t.admin.post('/api/environment', { workspaceId: t.mainWorkspaceId, name: unique('QA'), enabled: false }))).environmentId;
-    const prod = (await ok(t.admin.post('/api/environment', { workspaceId: t.mainWorkspaceId, name: unique('Prod') }))).environmentId;
+    const dev = (await ok(t.admin.post('/api/environment', { workspaceId: t.mainWorkspaceId, name: unique('Dev') })))
+      .environmentId;
+    const qa = (
+      await ok(t.admin.post('/api/environment', { workspaceId: t.mainWorkspaceId, name: unique('QA'), enabled: false }))
+    ).environmentId;
+    const prod = (await ok(t.admin.post('/api/environment', { workspaceId: t.mainWorkspaceId, name: unique('Prod') })))
+      .environmentId;
     const lifecycleId = (
       await ok(
         t.admin.post('/api/lifecycle', {
           workspaceId: t.mainWorkspaceId,
           name: unique('Path'),
           phases: [
-            { name: 'Development', environments: [{ environmentId: dev, howToTrigger: 'Automatic' }, { environmentId: qa }] },
+            {
+              name: 'Development',
+              environments: [{ environmentId: dev, howToTrigger: 'Automatic' }, { environmentId: qa }],
+            },
             { name: 'Production', environments: [{ environmentId: prod }] },
           ],
         }),
@@ -541,15 +721,36 @@ describe('GET /api/release/details', () => {
     const [development, production] = read.progression.phases;
     expect(development).toMatchObject({ name: 'Development', sortOrder: 1, reached: true, complete: false });
     expect(development.environments).toEqual([
-      { environmentId: dev, environmentName: expect.any(String), available: true, reason: null, howToTrigger: 'Automatic' },
-      { environmentId: qa, environmentName: expect.any(String), available: false, reason: expect.stringContaining('disabled'), howToTrigger: 'Manual' },
+      {
+        environmentId: dev,
+        environmentName: expect.any(String),
+        available: true,
+        reason: null,
+        howToTrigger: 'Automatic',
+      },
+      {
+        environmentId: qa,
+        environmentName: expect.any(String),
+        available: false,
+        reason: expect.stringContaining('disabled'),
+        howToTrigger: 'Manual',
+      },
     ]);
     expect(production).toMatchObject({ name: 'Production', reached: false, complete: false });
-    expect(production.environments[0]).toMatchObject({ environmentId: prod, available: false, reason: expect.stringContaining("has not reached phase 'Production'") });
+    expect(production.environments[0]).toMatchObject({
+      environmentId: prod,
+      available: false,
+      reason: expect.stringContaining("has not reached phase 'Production'"),
+    });
     const byId = new Map(read.progression.environments.map((e: { environmentId: string }) => [e.environmentId, e]));
-    expect(byId.get(prod)).toMatchObject({ available: false, reason: expect.stringContaining("phase 'Development' is not complete") });
+    expect(byId.get(prod)).toMatchObject({
+      available: false,
+      reason: expect.stringContaining("phase 'Development' is not complete"),
+    });
     expect(byId.get(dev)).toMatchObject({ available: true, reason: null });
-    const staging = read.progression.environments.find((e: { environmentName: string }) => e.environmentName === 'Staging');
+    const staging = read.progression.environments.find(
+      (e: { environmentName: string }) => e.environmentName === 'Staging',
+    );
     expect(staging).toMatchObject({ available: false, reason: expect.stringContaining('not in the lifecycle') });
 
     // Both Development environments complete (QA enabled again): Production becomes available.
@@ -557,13 +758,33 @@ describe('GET /api/release/details', () => {
     for (const environmentId of [dev, qa]) {
       const id = newId();
       await t.deps.store.deployments.insert([
-        { id, workspaceId: t.mainWorkspaceId, projectId, releaseId, environmentId, environmentName: 'x', automatic: false, excludeStepNames: [], machineMode: 'All', machineIds: [], redownloadPackages: false, scheduledFor: null },
+        {
+          id,
+          workspaceId: t.mainWorkspaceId,
+          projectId,
+          releaseId,
+          environmentId,
+          environmentName: 'x',
+          automatic: false,
+          excludeStepNames: [],
+          machineMode: 'All',
+          machineIds: [],
+          redownloadPackages: false,
+          scheduledFor: null,
+        },
       ]);
       await t.deps.store.deployments.update(id, { status: 'Completed' }, new Date());
     }
     const after = await ok(details({ releaseId }));
-    expect(after.progression.phases.map((p: { reached: boolean; complete: boolean }) => [p.reached, p.complete])).toEqual([[true, true], [true, false]]);
-    expect(after.progression.environments.find((e: { environmentId: string }) => e.environmentId === prod)).toMatchObject({ available: true, reason: null });
+    expect(
+      after.progression.phases.map((p: { reached: boolean; complete: boolean }) => [p.reached, p.complete]),
+    ).toEqual([
+      [true, true],
+      [true, false],
+    ]);
+    expect(
+      after.progression.environments.find((e: { environmentId: string }) => e.environmentId === prod),
+    ).toMatchObject({ available: true, reason: null });
   });
 
   it('reports every enabled environment available when the release has no lifecycle', async () => {
@@ -571,7 +792,9 @@ describe('GET /api/release/details', () => {
     const { releaseId } = await ok(create({ projectId, version: '1.0.0' }));
     const read = await ok(details({ releaseId }));
     expect(read.progression.phases).toBeNull();
-    const names = read.progression.environments.filter((e: { available: boolean }) => e.available).map((e: { environmentName: string }) => e.environmentName);
+    const names = read.progression.environments
+      .filter((e: { available: boolean }) => e.available)
+      .map((e: { environmentName: string }) => e.environmentName);
     expect(names).toEqual(expect.arrayContaining(['Staging', 'Production']));
   });
 

@@ -36,7 +36,9 @@ async function call(client: Client, method: string, url: string) {
 
 describe('role matrix', () => {
   it('declares a capability on every non-public route', () => {
-    const undeclared = routesNeedingAuth().filter((r) => !r.capability).map((r) => `${r.method} ${r.url}`);
+    const undeclared = routesNeedingAuth()
+      .filter((r) => !r.capability)
+      .map((r) => `${r.method} ${r.url}`);
     expect(undeclared).toEqual([]);
     expect(routesNeedingAuth().length).toBeGreaterThan(20);
   });
@@ -65,7 +67,8 @@ describe('role matrix', () => {
       if (needed.includes(Capability.Admin)) continue; // Admin routes: covered by the bootstrap admin's own tests
       const account = await t.account([{ role: needed[0]! }]);
       const response = await call(account, route.method, route.url);
-      if (response.status === 401 || response.status >= 500) failures.push(`${route.method} ${route.url} → ${response.status} ${response.text.slice(0, 120)}`);
+      if (response.status === 401 || response.status >= 500)
+        failures.push(`${route.method} ${route.url} → ${response.status} ${response.text.slice(0, 120)}`);
     }
     expect(failures).toEqual([]);
   });
@@ -84,7 +87,10 @@ describe('role matrix', () => {
   it('limits a project-scoped role to its projects', async () => {
     const mine = await t.admin.post('/api/project', { workspaceId: t.mainWorkspaceId, name: 'Mine' });
     const theirs = await t.admin.post('/api/project', { workspaceId: t.mainWorkspaceId, name: 'Theirs' });
-    const editor = await t.account([{ role: 'EditProject', projectIds: [mine.body.projectId] }, { role: 'View', projectIds: [mine.body.projectId] }]);
+    const editor = await t.account([
+      { role: 'EditProject', projectIds: [mine.body.projectId] },
+      { role: 'View', projectIds: [mine.body.projectId] },
+    ]);
     expect((await editor.put('/api/project', { projectId: mine.body.projectId, description: 'ok' })).status).toBe(200);
     const refused = await editor.put('/api/project', { projectId: theirs.body.projectId, description: 'no' });
     expect(refused.status).toBe(401);

@@ -17,7 +17,11 @@ async function projectWithSteps(count: number): Promise<{ projectId: string; ids
   const projectId = await project();
   const ids: string[] = [];
   for (let i = 0; i < count; i++) {
-    const created = await t.admin.post('/api/project/step', { projectId, name: String.fromCharCode(65 + i), stepTemplateId: templateId });
+    const created = await t.admin.post('/api/project/step', {
+      projectId,
+      name: String.fromCharCode(65 + i),
+      stepTemplateId: templateId,
+    });
     expect(created.status, created.text).toBe(200);
     ids.push(created.body.projectStepId);
   }
@@ -25,7 +29,12 @@ async function projectWithSteps(count: number): Promise<{ projectId: string; ids
 }
 
 async function group(projectId: string, memberStepIds: string[], extra: Record<string, unknown> = {}): Promise<string> {
-  const created = await t.admin.post('/api/project/rolling-group', { projectId, name: unique('Group'), memberStepIds, ...extra });
+  const created = await t.admin.post('/api/project/rolling-group', {
+    projectId,
+    name: unique('Group'),
+    memberStepIds,
+    ...extra,
+  });
   expect(created.status, created.text).toBe(200);
   return created.body.rollingGroupId;
 }
@@ -48,14 +57,23 @@ async function tag(workspaceId = t.mainWorkspaceId): Promise<string> {
 
 beforeAll(async () => {
   t = await testApp();
-  const created = await t.admin.post('/api/step-template', { workspaceId: t.mainWorkspaceId, name: 'Script', script: 'echo', scriptLanguage: 'bash' });
+  const created = await t.admin.post('/api/step-template', {
+    workspaceId: t.mainWorkspaceId,
+    name: 'Script',
+    script: 'echo',
+    scriptLanguage: 'bash',
+  });
   templateId = created.body.stepTemplateId;
 });
 
 describe('POST /api/project/rolling-group', () => {
   it('groups consecutive steps with the spec defaults, and the steps carry the group', async () => {
     const { projectId, ids } = await projectWithSteps(4);
-    const created = await t.admin.post('/api/project/rolling-group', { projectId, name: 'Web tier', memberStepIds: [ids[2], ids[1]] });
+    const created = await t.admin.post('/api/project/rolling-group', {
+      projectId,
+      name: 'Web tier',
+      memberStepIds: [ids[2], ids[1]],
+    });
     expect(created.status).toBe(200);
     const id = created.body.rollingGroupId;
     expect(await groupsOf(projectId)).toEqual([
@@ -76,7 +94,12 @@ describe('POST /api/project/rolling-group', () => {
     ]);
     expect(await membershipOf(projectId)).toEqual([null, id, id, null]);
     const steps = await t.admin.get('/api/project/steps', { projectId });
-    expect(steps.body.steps.map((s: { rollingGroupId: string | null }) => s.rollingGroupId)).toEqual([null, id, id, null]);
+    expect(steps.body.steps.map((s: { rollingGroupId: string | null }) => s.rollingGroupId)).toEqual([
+      null,
+      id,
+      id,
+      null,
+    ]);
   });
 
   it('stores every setting given', async () => {
@@ -101,15 +124,27 @@ describe('POST /api/project/rolling-group', () => {
       on_member_failure: 'ContinueMembers',
       on_no_targets: 'Fail',
     });
-    expect((await groupsOf(projectId))[0]).toMatchObject({ order: 1, windowSize: 8, machineOrderTagIds: [db, web], memberStepIds: ids });
+    expect((await groupsOf(projectId))[0]).toMatchObject({
+      order: 1,
+      windowSize: 8,
+      machineOrderTagIds: [db, web],
+      memberStepIds: ids,
+    });
   });
 
   it('never accepts order, in any spelling, and stores nothing', async () => {
     const { projectId, ids } = await projectWithSteps(2);
     for (const body of [{ order: 1 }, { Order: 2 }, { order: null }]) {
-      const response = await t.admin.post('/api/project/rolling-group', { projectId, name: 'Ordered', memberStepIds: ids, ...body });
+      const response = await t.admin.post('/api/project/rolling-group', {
+        projectId,
+        name: 'Ordered',
+        memberStepIds: ids,
+        ...body,
+      });
       expect(response.status, JSON.stringify(body)).toBe(400);
-      expect(response.body.validationErrors).toEqual([{ property: 'order', messages: [expect.stringContaining('derived')] }]);
+      expect(response.body.validationErrors).toEqual([
+        { property: 'order', messages: [expect.stringContaining('derived')] },
+      ]);
     }
     expect(await t.db('rolling_groups').where({ project_id: projectId })).toHaveLength(0);
     expect(await membershipOf(projectId)).toEqual([null, null]);
@@ -119,7 +154,14 @@ describe('POST /api/project/rolling-group', () => {
     const { projectId, ids } = await projectWithSteps(4);
     const taken = await group(projectId, [ids[3]!]);
     const other = await projectWithSteps(1);
-    const cases: string[][] = [[], [ids[0]!, ids[0]!], [ids[0]!, other.ids[0]!], ['nope'], [ids[2]!, ids[3]!], [ids[0]!, ids[2]!]];
+    const cases: string[][] = [
+      [],
+      [ids[0]!, ids[0]!],
+      [ids[0]!, other.ids[0]!],
+      ['nope'],
+      [ids[2]!, ids[3]!],
+      [ids[0]!, ids[2]!],
+    ];
     for (const memberStepIds of cases) {
       const response = await t.admin.post('/api/project/rolling-group', { projectId, name: 'Bad', memberStepIds });
       expect(response.status, JSON.stringify(memberStepIds)).toBe(400);
@@ -147,14 +189,25 @@ describe('POST /api/project/rolling-group', () => {
       [{ onMachineFailure: 'Panic' }, ['onMachineFailure']],
       [{ onMemberFailure: 'Panic' }, ['onMemberFailure']],
       [{ onNoTargets: 'Panic' }, ['onNoTargets']],
-      [{ windowSize: 100, onNoTargets: 'Panic', waitBetweenMachineGroups: true }, ['windowSize', 'waitBetweenMachineGroups', 'onNoTargets']],
+      [
+        { windowSize: 100, onNoTargets: 'Panic', waitBetweenMachineGroups: true },
+        ['windowSize', 'waitBetweenMachineGroups', 'onNoTargets'],
+      ],
       [{ name: '' }, ['name']],
     ];
     for (const [extra, expected] of cases) {
-      const response = await t.admin.post('/api/project/rolling-group', { projectId, name: 'Rules', memberStepIds: ids, ...extra });
+      const response = await t.admin.post('/api/project/rolling-group', {
+        projectId,
+        name: 'Rules',
+        memberStepIds: ids,
+        ...extra,
+      });
       expect(response.status, JSON.stringify(extra)).toBe(400);
       expect(response.body.errorcode).toBe(3001);
-      expect(response.body.validationErrors.map((e: { property: string }) => e.property), JSON.stringify(extra)).toEqual(expected);
+      expect(
+        response.body.validationErrors.map((e: { property: string }) => e.property),
+        JSON.stringify(extra),
+      ).toEqual(expected);
     }
     expect(await t.db('rolling_groups').where({ project_id: projectId })).toHaveLength(0);
   });
@@ -162,11 +215,17 @@ describe('POST /api/project/rolling-group', () => {
   it('refuses a duplicate group name in the project, and an unknown or deleted project', async () => {
     const { projectId, ids } = await projectWithSteps(2);
     await group(projectId, [ids[0]!], { name: 'Tier' });
-    const duplicate = await t.admin.post('/api/project/rolling-group', { projectId, name: 'TIER', memberStepIds: [ids[1]] });
+    const duplicate = await t.admin.post('/api/project/rolling-group', {
+      projectId,
+      name: 'TIER',
+      memberStepIds: [ids[1]],
+    });
     expect(duplicate.status).toBe(400);
     expect(duplicate.body.validationErrors[0].property).toBe('name');
     expect(await membershipOf(projectId)).toEqual([expect.any(String), null]);
-    expect((await t.admin.post('/api/project/rolling-group', { projectId: 'nope', name: 'X', memberStepIds: ['a'] })).status).toBe(400);
+    expect(
+      (await t.admin.post('/api/project/rolling-group', { projectId: 'nope', name: 'X', memberStepIds: ['a'] })).status,
+    ).toBe(400);
   });
 
   it('follows the organization maxParallelMachines', async () => {
@@ -174,7 +233,16 @@ describe('POST /api/project/rolling-group', () => {
     const organizationId = (await t.db('organizations').first('id')).id;
     await t.db('organizations').where({ id: organizationId }).update({ max_parallel_machines: 12 });
     try {
-      expect((await t.admin.post('/api/project/rolling-group', { projectId, name: 'Wide', memberStepIds: ids, windowSize: 12 })).status).toBe(200);
+      expect(
+        (
+          await t.admin.post('/api/project/rolling-group', {
+            projectId,
+            name: 'Wide',
+            memberStepIds: ids,
+            windowSize: 12,
+          })
+        ).status,
+      ).toBe(200);
     } finally {
       await t.db('organizations').where({ id: organizationId }).update({ max_parallel_machines: 8 });
     }
@@ -188,7 +256,10 @@ describe('GET /api/project/rolling-groups', () => {
     const late = await group(projectId, [ids[3]!, ids[4]!]);
     const early = await group(projectId, [ids[0]!]);
     const list = await groupsOf(projectId);
-    expect(list.map((g) => [g.rollingGroupId, g.order])).toEqual([[early, 1], [late, 4]]);
+    expect(list.map((g) => [g.rollingGroupId, g.order])).toEqual([
+      [early, 1],
+      [late, 4],
+    ]);
     expect((await t.admin.get('/api/project/rolling-groups', { projectId })).body.projectId).toBe(projectId);
   });
 
@@ -215,7 +286,12 @@ describe('GET /api/project/rolling-groups', () => {
       expect(response.status).toBe(400);
       expect(response.body).toMatchObject({
         errorcode: 3001,
-        validationErrors: [{ property: 'rollingGroups[1].windowSize', messages: [expect.stringContaining("maxParallelMachines (4) (group 'Wide')")] }],
+        validationErrors: [
+          {
+            property: 'rollingGroups[1].windowSize',
+            messages: [expect.stringContaining("maxParallelMachines (4) (group 'Wide')")],
+          },
+        ],
       });
     } finally {
       await t.db('organizations').where({ id: organizationId }).update({ max_parallel_machines: 8 });
@@ -231,7 +307,9 @@ describe('GET /api/project/rolling-groups', () => {
     await t.db('project_steps').where({ id: ids[2] }).update({ rolling_group_id: id });
     const response = await t.admin.get('/api/project/rolling-groups', { projectId });
     expect(response.status).toBe(400);
-    expect(response.body.validationErrors).toEqual([{ property: 'rollingGroups[0].memberStepIds', messages: [expect.stringContaining('not consecutive')] }]);
+    expect(response.body.validationErrors).toEqual([
+      { property: 'rollingGroups[0].memberStepIds', messages: [expect.stringContaining('not consecutive')] },
+    ]);
   });
 });
 
@@ -240,7 +318,13 @@ describe('PUT /api/project/rolling-group', () => {
     const { projectId, ids } = await projectWithSteps(3);
     const id = await group(projectId, [ids[1]!, ids[2]!], { name: 'Before', onNoTargets: 'Warn' });
     const t1 = await tag();
-    const updated = await t.admin.put('/api/project/rolling-group', { rollingGroupId: id, name: 'After', windowSize: 3, machineOrder: 'TagPriority', machineOrderTagIds: [t1] });
+    const updated = await t.admin.put('/api/project/rolling-group', {
+      rollingGroupId: id,
+      name: 'After',
+      windowSize: 3,
+      machineOrder: 'TagPriority',
+      machineOrderTagIds: [t1],
+    });
     expect(updated.status).toBe(200);
     expect(updated.text).toBe('');
     expect((await groupsOf(projectId))[0]).toMatchObject({
@@ -257,25 +341,47 @@ describe('PUT /api/project/rolling-group', () => {
   it('refuses memberStepIds and order in the body, and a resulting group that breaks the rules', async () => {
     const { projectId, ids } = await projectWithSteps(2);
     const t1 = await tag();
-    const id = await group(projectId, [ids[0]!], { name: 'Strict', machineOrder: 'TagPriority', machineOrderTagIds: [t1] });
+    const id = await group(projectId, [ids[0]!], {
+      name: 'Strict',
+      machineOrder: 'TagPriority',
+      machineOrderTagIds: [t1],
+    });
     const cases: Array<[Record<string, unknown>, string[]]> = [
       [{ memberStepIds: ids }, ['memberStepIds']],
       [{ order: 1 }, ['order']],
       [{ MemberStepIds: [] }, ['memberStepIds']],
       [{ machineOrder: 'MachineName' }, ['machineOrderTagIds']],
       [{ windowSize: 9 }, ['windowSize']],
-      [{ waitBetweenMachineGroups: true, machineOrder: 'MachineName', machineOrderTagIds: [] }, ['waitBetweenMachineGroups']],
+      [
+        { waitBetweenMachineGroups: true, machineOrder: 'MachineName', machineOrderTagIds: [] },
+        ['waitBetweenMachineGroups'],
+      ],
       [{ onMemberFailure: 'Nope' }, ['onMemberFailure']],
     ];
     for (const [body, expected] of cases) {
-      const response = await t.admin.put('/api/project/rolling-group', { rollingGroupId: id, name: 'Changed', ...body });
+      const response = await t.admin.put('/api/project/rolling-group', {
+        rollingGroupId: id,
+        name: 'Changed',
+        ...body,
+      });
       expect(response.status, JSON.stringify(body)).toBe(400);
-      expect(response.body.validationErrors.map((e: { property: string }) => e.property), JSON.stringify(body)).toEqual(expected);
+      expect(
+        response.body.validationErrors.map((e: { property: string }) => e.property),
+        JSON.stringify(body),
+      ).toEqual(expected);
     }
     const [row] = await t.db('rolling_groups').where({ id });
     expect(row).toMatchObject({ name: 'Strict', machine_order: 'TagPriority', window_size: 1 });
     expect(await membershipOf(projectId)).toEqual([id, null]);
-    expect((await t.admin.put('/api/project/rolling-group', { rollingGroupId: id, machineOrder: 'MachineName', machineOrderTagIds: [] })).status).toBe(200);
+    expect(
+      (
+        await t.admin.put('/api/project/rolling-group', {
+          rollingGroupId: id,
+          machineOrder: 'MachineName',
+          machineOrderTagIds: [],
+        })
+      ).status,
+    ).toBe(200);
     expect((await t.admin.put('/api/project/rolling-group', { rollingGroupId: 'nope', name: 'x' })).status).toBe(400);
   });
 });
@@ -297,7 +403,8 @@ describe('PUT /api/project/step/rolling-group', () => {
   it('moves a step into a group at either end, and out of it at either end', async () => {
     const { projectId, ids } = await projectWithSteps(5);
     const id = await group(projectId, [ids[2]!]);
-    const move = (step: string, rollingGroupId: string | null) => t.admin.put('/api/project/step/rolling-group', { projectStepId: step, rollingGroupId });
+    const move = (step: string, rollingGroupId: string | null) =>
+      t.admin.put('/api/project/step/rolling-group', { projectStepId: step, rollingGroupId });
     expect((await move(ids[1]!, id)).status).toBe(200);
     expect((await move(ids[3]!, id)).status).toBe(200);
     expect(await membershipOf(projectId)).toEqual([null, id, id, id, null]);
@@ -318,7 +425,10 @@ describe('PUT /api/project/step/rolling-group', () => {
       [ids[2]!, single],
     ];
     for (const [step, target] of cases) {
-      const response = await t.admin.put('/api/project/step/rolling-group', { projectStepId: step, rollingGroupId: target });
+      const response = await t.admin.put('/api/project/step/rolling-group', {
+        projectStepId: step,
+        rollingGroupId: target,
+      });
       expect(response.status, `${step} → ${target}`).toBe(400);
       expect(response.body.validationErrors[0].property).toBe('projectStepId');
     }
@@ -349,9 +459,15 @@ describe('steps of rolling groups', () => {
     const id = await group(projectId, [b, c]);
     const split = await t.admin.put('/api/project/steps/order', { projectId, projectStepIds: [b, a, c, d] });
     expect(split.status).toBe(400);
-    expect(split.body.validationErrors).toEqual([{ property: 'projectStepIds', messages: [expect.stringContaining('split rolling group')] }]);
-    expect((await t.db('project_steps').where({ project_id: projectId }).orderBy('sort_order')).map((s) => s.id)).toEqual(ids);
-    expect((await t.admin.put('/api/project/steps/order', { projectId, projectStepIds: [d, b, c, a] })).status).toBe(200);
+    expect(split.body.validationErrors).toEqual([
+      { property: 'projectStepIds', messages: [expect.stringContaining('split rolling group')] },
+    ]);
+    expect(
+      (await t.db('project_steps').where({ project_id: projectId }).orderBy('sort_order')).map((s) => s.id),
+    ).toEqual(ids);
+    expect((await t.admin.put('/api/project/steps/order', { projectId, projectStepIds: [d, b, c, a] })).status).toBe(
+      200,
+    );
     expect((await groupsOf(projectId))[0]).toMatchObject({ rollingGroupId: id, order: 2, memberStepIds: [b, c] });
   });
 
@@ -363,9 +479,15 @@ describe('steps of rolling groups', () => {
     expect((await t.admin.delete('/api/project/step', { projectStepId: a })).status).toBe(200);
     expect(await t.db('rolling_groups').where({ id: only })).toHaveLength(0);
     expect((await t.admin.delete('/api/project/step', { projectStepId: c })).status).toBe(200);
-    expect(await groupsOf(projectId)).toEqual([expect.objectContaining({ rollingGroupId: run, order: 1, memberStepIds: [b, d] })]);
+    expect(await groupsOf(projectId)).toEqual([
+      expect.objectContaining({ rollingGroupId: run, order: 1, memberStepIds: [b, d] }),
+    ]);
     const rows = await t.db('project_steps').where({ project_id: projectId }).orderBy('sort_order');
-    expect(rows.map((r) => [r.id, r.sort_order, r.rolling_group_id])).toEqual([[b, 1, run], [d, 2, run], [e, 3, null]]);
+    expect(rows.map((r) => [r.id, r.sort_order, r.rolling_group_id])).toEqual([
+      [b, 1, run],
+      [d, 2, run],
+      [e, 3, null],
+    ]);
     expect((await t.admin.delete('/api/project/step', { projectStepId: d })).status).toBe(200);
     expect((await groupsOf(projectId))[0]?.memberStepIds).toEqual([b]);
   });
@@ -412,7 +534,7 @@ describe('rolling group permissions', () => {
     expect(await membershipOf(projectId)).toEqual([id, null]);
   });
 
-  it('treats another workspace\'s projects and groups as unknown', async () => {
+  it("treats another workspace's projects and groups as unknown", async () => {
     const { projectId, ids } = await projectWithSteps(1);
     const id = await group(projectId, ids);
     const outsider = await t.account([{ role: 'EditProject' }], await t.workspace());

@@ -7,7 +7,13 @@ beforeAll(async () => {
 });
 
 async function module(name: string, extra: Record<string, unknown> = {}, workspaceId = t.mainWorkspaceId) {
-  const created = await t.admin.post('/api/script-module', { workspaceId, name, script: `echo ${name}`, scriptLanguage: 'bash', ...extra });
+  const created = await t.admin.post('/api/script-module', {
+    workspaceId,
+    name,
+    script: `echo ${name}`,
+    scriptLanguage: 'bash',
+    ...extra,
+  });
   if (created.status !== 200) throw new Error(created.text);
   return created.body.scriptModuleId as string;
 }
@@ -19,22 +25,47 @@ async function project(name: string) {
 }
 
 const importedIds = async (projectId: string) =>
-  (await t.db('project_script_modules').where({ project_id: projectId }).orderBy('script_module_id')).map((r) => r.script_module_id as string);
+  (await t.db('project_script_modules').where({ project_id: projectId }).orderBy('script_module_id')).map(
+    (r) => r.script_module_id as string,
+  );
 
 describe('/api/script-module', () => {
   it('creates a module, lists it without its script and reads it with details', async () => {
     const scriptModuleId = await module('Helpers', { description: 'shared', script: 'log() { echo "$1"; }' });
     const list = await t.admin.get('/api/script-module', { workspaceId: t.mainWorkspaceId });
     expect(list.status).toBe(200);
-    expect(list.body.scriptModules).toContainEqual({ scriptModuleId, workspaceId: t.mainWorkspaceId, name: 'Helpers', description: 'shared', scriptLanguage: 'bash' });
+    expect(list.body.scriptModules).toContainEqual({
+      scriptModuleId,
+      workspaceId: t.mainWorkspaceId,
+      name: 'Helpers',
+      description: 'shared',
+      scriptLanguage: 'bash',
+    });
     const details = await t.admin.get('/api/script-module/details', { scriptModuleId });
-    expect(details.body).toEqual({ scriptModuleId, workspaceId: t.mainWorkspaceId, name: 'Helpers', description: 'shared', scriptLanguage: 'bash', script: 'log() { echo "$1"; }' });
-    expect(await t.db('script_modules').where({ id: scriptModuleId })).toMatchObject([{ script: 'log() { echo "$1"; }', script_language: 'bash' }]);
+    expect(details.body).toEqual({
+      scriptModuleId,
+      workspaceId: t.mainWorkspaceId,
+      name: 'Helpers',
+      description: 'shared',
+      scriptLanguage: 'bash',
+      script: 'log() { echo "$1"; }',
+    });
+    expect(await t.db('script_modules').where({ id: scriptModuleId })).toMatchObject([
+      { script: 'log() { echo "$1"; }', script_language: 'bash' },
+    ]);
   });
 
   it('updates only the fields sent', async () => {
     const scriptModuleId = await module('Editable', { description: 'keep' });
-    expect((await t.admin.put('/api/script-module', { scriptModuleId, script: 'Write-Host hi', scriptLanguage: 'powershell' })).status).toBe(200);
+    expect(
+      (
+        await t.admin.put('/api/script-module', {
+          scriptModuleId,
+          script: 'Write-Host hi',
+          scriptLanguage: 'powershell',
+        })
+      ).status,
+    ).toBe(200);
     expect((await t.admin.get('/api/script-module/details', { scriptModuleId })).body).toMatchObject({
       name: 'Editable',
       description: 'keep',
@@ -99,7 +130,9 @@ describe('/api/project/script-module(s)', () => {
       ],
     });
 
-    expect((await t.admin.put('/api/project/script-modules', { projectId, scriptModuleIds: [zeta, zeta] })).status).toBe(200);
+    expect(
+      (await t.admin.put('/api/project/script-modules', { projectId, scriptModuleIds: [zeta, zeta] })).status,
+    ).toBe(200);
     expect(await importedIds(projectId)).toEqual([zeta]);
 
     expect((await t.admin.delete('/api/project/script-module', { projectId, scriptModuleId: zeta })).status).toBe(200);
@@ -130,7 +163,9 @@ describe('/api/project/script-module(s)', () => {
     const deleted = await project('Deleted importer');
     await t.admin.delete('/api/project', { projectId: deleted });
     expect((await t.admin.get('/api/project/script-modules', { projectId: deleted })).status).toBe(400);
-    expect((await t.admin.post('/api/project/script-module', { projectId: deleted, scriptModuleId: own })).status).toBe(400);
+    expect((await t.admin.post('/api/project/script-module', { projectId: deleted, scriptModuleId: own })).status).toBe(
+      400,
+    );
   });
 });
 
@@ -141,7 +176,12 @@ describe('script module permissions', () => {
     const viewer = await t.account([{ role: 'View' }]);
     expect((await viewer.get('/api/script-module', { workspaceId: t.mainWorkspaceId })).status).toBe(200);
     expect((await viewer.get('/api/project/script-modules', { projectId })).status).toBe(200);
-    const create = await viewer.post('/api/script-module', { workspaceId: t.mainWorkspaceId, name: 'Nope', script: '', scriptLanguage: 'sh' });
+    const create = await viewer.post('/api/script-module', {
+      workspaceId: t.mainWorkspaceId,
+      name: 'Nope',
+      script: '',
+      scriptLanguage: 'sh',
+    });
     expect(create.status).toBe(401);
     expect(create.body).toMatchObject({ errorcode: 2003, error: expect.stringContaining('ManageWorkspace') });
     const importing = await viewer.post('/api/project/script-module', { projectId, scriptModuleId });

@@ -53,7 +53,11 @@ describe('POST /api/step-template', () => {
   it('defaults run modes to TargetMachine and properties to an empty list', async () => {
     const id = await createTemplate({ name: 'Minimal' });
     const details = await t.admin.get('/api/step-template/details', { stepTemplateId: id });
-    expect(details.body).toMatchObject({ description: null, supportedRunModes: ['TargetMachine'], propertiesRaw: '[]' });
+    expect(details.body).toMatchObject({
+      description: null,
+      supportedRunModes: ['TargetMachine'],
+      propertiesRaw: '[]',
+    });
   });
 
   it('refuses an unknown scriptLanguage, a missing script and wrong types with 400', async () => {
@@ -85,7 +89,13 @@ describe('POST /api/step-template', () => {
       '[{"Id":"A","Name":"A","ControlType":"Checkbox","Description":5}]',
       '[{"Id":"G","Name":"G","ControlType":"PropertyGroup","Properties":[{"Id":"","Name":"x","ControlType":"Checkbox"}]}]',
     ]) {
-      const response = await t.admin.post('/api/step-template', { workspaceId: t.mainWorkspaceId, name: 'Props', script: 'x', scriptLanguage: 'bash', propertiesRaw: raw });
+      const response = await t.admin.post('/api/step-template', {
+        workspaceId: t.mainWorkspaceId,
+        name: 'Props',
+        script: 'x',
+        scriptLanguage: 'bash',
+        propertiesRaw: raw,
+      });
       expect(response.status, raw).toBe(400);
       expect(response.body.validationErrors[0].property).toBe('propertiesRaw');
     }
@@ -93,7 +103,14 @@ describe('POST /api/step-template', () => {
 
   it('accepts nested property groups and extra definition fields', async () => {
     const raw = JSON.stringify([
-      { Id: 'G', Name: 'Group', ControlType: 'PropertyGroup', Properties: [{ Id: 'G.Pick', Name: 'Pick', ControlType: 'DropDownList', ControlValues: [{ Name: 'a', Value: 'a' }] }] },
+      {
+        Id: 'G',
+        Name: 'Group',
+        ControlType: 'PropertyGroup',
+        Properties: [
+          { Id: 'G.Pick', Name: 'Pick', ControlType: 'DropDownList', ControlValues: [{ Name: 'a', Value: 'a' }] },
+        ],
+      },
     ]);
     const id = await createTemplate({ propertiesRaw: raw });
     expect((await t.admin.get('/api/step-template/details', { stepTemplateId: id })).body.propertiesRaw).toBe(raw);
@@ -101,10 +118,20 @@ describe('POST /api/step-template', () => {
 
   it('refuses a duplicate name in any case, and an unknown workspace', async () => {
     await createTemplate({ name: 'Unique one' });
-    const duplicate = await t.admin.post('/api/step-template', { workspaceId: t.mainWorkspaceId, name: 'UNIQUE ONE', script: 'x', scriptLanguage: 'bash' });
+    const duplicate = await t.admin.post('/api/step-template', {
+      workspaceId: t.mainWorkspaceId,
+      name: 'UNIQUE ONE',
+      script: 'x',
+      scriptLanguage: 'bash',
+    });
     expect(duplicate.status).toBe(400);
     expect(duplicate.body.validationErrors).toEqual([{ property: 'name', messages: [expect.any(String)] }]);
-    const unknown = await t.admin.post('/api/step-template', { workspaceId: 'nope', name: 'X', script: 'x', scriptLanguage: 'bash' });
+    const unknown = await t.admin.post('/api/step-template', {
+      workspaceId: 'nope',
+      name: 'X',
+      script: 'x',
+      scriptLanguage: 'bash',
+    });
     expect(unknown.status).toBe(400);
     expect(unknown.body.error).toContain('workspaceId');
   });
@@ -113,7 +140,12 @@ describe('POST /api/step-template', () => {
 describe('GET /api/step-template', () => {
   it('pages through the templates of one workspace by name', async () => {
     const other = await t.workspace();
-    await t.admin.post('/api/step-template', { workspaceId: other, name: 'Other ws', script: 'x', scriptLanguage: 'python' });
+    await t.admin.post('/api/step-template', {
+      workspaceId: other,
+      name: 'Other ws',
+      script: 'x',
+      scriptLanguage: 'python',
+    });
     const all = await t.admin.get('/api/step-template', { workspaceId: t.mainWorkspaceId });
     expect(all.status).toBe(200);
     const names = all.body.stepTemplates.map((s: { name: string }) => s.name);
@@ -142,7 +174,10 @@ describe('GET /api/step-template/details', () => {
 
   it('answers 400 for an unknown ID, an unknown name, and neither given', async () => {
     expect((await t.admin.get('/api/step-template/details', { stepTemplateId: 'nope' })).status).toBe(400);
-    const byName = await t.admin.get('/api/step-template/details', { workspaceId: t.mainWorkspaceId, name: 'no such template' });
+    const byName = await t.admin.get('/api/step-template/details', {
+      workspaceId: t.mainWorkspaceId,
+      name: 'no such template',
+    });
     expect(byName.status).toBe(400);
     expect(byName.body.validationErrors[0].property).toBe('name');
     const neither = await t.admin.get('/api/step-template/details', {});
@@ -154,11 +189,23 @@ describe('GET /api/step-template/details', () => {
 describe('PUT /api/step-template', () => {
   it('changes only the fields sent', async () => {
     const id = await createTemplate({ name: 'Editable', description: 'keep me', propertiesRaw: properties });
-    const updated = await t.admin.put('/api/step-template', { stepTemplateId: id, script: 'echo changed', scriptLanguage: 'powershell', supportedRunModes: ['Worker'] });
+    const updated = await t.admin.put('/api/step-template', {
+      stepTemplateId: id,
+      script: 'echo changed',
+      scriptLanguage: 'powershell',
+      supportedRunModes: ['Worker'],
+    });
     expect(updated.status).toBe(200);
     expect(updated.text).toBe('');
     const [row] = await t.db('step_templates').where({ id });
-    expect(row).toMatchObject({ name: 'Editable', description: 'keep me', script: 'echo changed', script_language: 'powershell', supported_run_modes: ['Worker'], properties_raw: properties });
+    expect(row).toMatchObject({
+      name: 'Editable',
+      description: 'keep me',
+      script: 'echo changed',
+      script_language: 'powershell',
+      supported_run_modes: ['Worker'],
+      properties_raw: properties,
+    });
   });
 
   it('refuses invalid propertiesRaw, a duplicate name and an unknown ID with 400, changing nothing', async () => {
@@ -180,7 +227,9 @@ describe('DELETE /api/step-template', () => {
     const [row] = await t.db('step_templates').where({ id });
     expect(row.deleted_at).not.toBeNull();
     expect((await t.admin.get('/api/step-template/details', { stepTemplateId: id })).status).toBe(400);
-    expect((await t.admin.get('/api/step-template/details', { workspaceId: t.mainWorkspaceId, name: 'Short lived' })).status).toBe(400);
+    expect(
+      (await t.admin.get('/api/step-template/details', { workspaceId: t.mainWorkspaceId, name: 'Short lived' })).status,
+    ).toBe(400);
     const list = await t.admin.get('/api/step-template', { workspaceId: t.mainWorkspaceId, take: 500 });
     expect(list.body.stepTemplates.map((s: { stepTemplateId: string }) => s.stepTemplateId)).not.toContain(id);
     await createTemplate({ name: 'Short lived' });
@@ -195,7 +244,12 @@ describe('step template permissions', () => {
     expect((await viewer.get('/api/step-template', { workspaceId: t.mainWorkspaceId })).status).toBe(200);
     expect((await viewer.get('/api/step-template/details', { stepTemplateId: id })).status).toBe(200);
     for (const response of [
-      await viewer.post('/api/step-template', { workspaceId: t.mainWorkspaceId, name: 'Nope', script: 'x', scriptLanguage: 'bash' }),
+      await viewer.post('/api/step-template', {
+        workspaceId: t.mainWorkspaceId,
+        name: 'Nope',
+        script: 'x',
+        scriptLanguage: 'bash',
+      }),
       await viewer.put('/api/step-template', { stepTemplateId: id, name: 'Nope' }),
       await viewer.delete('/api/step-template', { stepTemplateId: id }),
     ]) {
@@ -206,14 +260,25 @@ describe('step template permissions', () => {
     expect((await editor.get('/api/step-template', { workspaceId: t.mainWorkspaceId })).body.errorcode).toBe(2003);
   });
 
-  it('treats another workspace\'s templates as unknown', async () => {
+  it("treats another workspace's templates as unknown", async () => {
     const other = await t.workspace();
-    const foreign = await t.admin.post('/api/step-template', { workspaceId: other, name: 'Foreign', script: 'x', scriptLanguage: 'bash' });
+    const foreign = await t.admin.post('/api/step-template', {
+      workspaceId: other,
+      name: 'Foreign',
+      script: 'x',
+      scriptLanguage: 'bash',
+    });
     const insider = await t.account([{ role: 'ManageWorkspace' }, { role: 'View' }]);
-    expect((await insider.get('/api/step-template/details', { stepTemplateId: foreign.body.stepTemplateId })).status).toBe(400);
+    expect(
+      (await insider.get('/api/step-template/details', { stepTemplateId: foreign.body.stepTemplateId })).status,
+    ).toBe(400);
     expect((await insider.get('/api/step-template', { workspaceId: other })).status).toBe(400);
-    expect((await insider.put('/api/step-template', { stepTemplateId: foreign.body.stepTemplateId, name: 'Mine' })).status).toBe(400);
-    expect((await insider.delete('/api/step-template', { stepTemplateId: foreign.body.stepTemplateId })).status).toBe(400);
+    expect(
+      (await insider.put('/api/step-template', { stepTemplateId: foreign.body.stepTemplateId, name: 'Mine' })).status,
+    ).toBe(400);
+    expect((await insider.delete('/api/step-template', { stepTemplateId: foreign.body.stepTemplateId })).status).toBe(
+      400,
+    );
     const [row] = await t.db('step_templates').where({ id: foreign.body.stepTemplateId });
     expect(row).toMatchObject({ name: 'Foreign', deleted_at: null });
   });

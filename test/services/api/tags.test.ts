@@ -13,7 +13,10 @@ describe('/api/tag', () => {
     const tagId = created.body.tagId;
     expect((await t.admin.put('/api/tag', { tagId, name: 'frontend' })).status).toBe(200);
     const list = await t.admin.get('/api/tag', { workspaceId: t.mainWorkspaceId });
-    expect(list.body).toEqual({ tags: [{ tagId, workspaceId: t.mainWorkspaceId, name: 'frontend', color: 'blue' }], totalCount: 1 });
+    expect(list.body).toEqual({
+      tags: [{ tagId, workspaceId: t.mainWorkspaceId, name: 'frontend', color: 'blue' }],
+      totalCount: 1,
+    });
     expect((await t.admin.delete('/api/tag', { tagId })).status).toBe(200);
     expect((await t.admin.get('/api/tag', { workspaceId: t.mainWorkspaceId })).body.totalCount).toBe(0);
     expect((await t.admin.delete('/api/tag', { tagId })).status).toBe(400);
@@ -28,7 +31,9 @@ describe('/api/tag', () => {
   it('refuses to delete a tag a step filter still uses, and keeps it', async () => {
     const tag = await t.admin.post('/api/tag', { workspaceId: t.mainWorkspaceId, name: 'used' });
     const project = await t.admin.post('/api/project', { workspaceId: t.mainWorkspaceId, name: 'Tagged' });
-    await t.db('step_templates').insert({ id: 'tpl-tags', workspace_id: t.mainWorkspaceId, name: 'tpl-tags', script_language: 'bash' });
+    await t
+      .db('step_templates')
+      .insert({ id: 'tpl-tags', workspace_id: t.mainWorkspaceId, name: 'tpl-tags', script_language: 'bash' });
     await t.db('project_steps').insert({
       id: 'step-tags',
       project_id: project.body.projectId,

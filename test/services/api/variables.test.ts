@@ -18,9 +18,13 @@ async function machine(workspaceId: string): Promise<string> {
 
 async function step(forProjectId: string, workspaceId = t.mainWorkspaceId): Promise<string> {
   const templateId = randomUUID();
-  await t.db('step_templates').insert({ id: templateId, workspace_id: workspaceId, name: `tpl-${templateId}`, script_language: 'bash' });
+  await t
+    .db('step_templates')
+    .insert({ id: templateId, workspace_id: workspaceId, name: `tpl-${templateId}`, script_language: 'bash' });
   const id = randomUUID();
-  await t.db('project_steps').insert({ id, project_id: forProjectId, name: `s-${id}`, step_template_id: templateId, sort_order: 1 });
+  await t
+    .db('project_steps')
+    .insert({ id, project_id: forProjectId, name: `s-${id}`, step_template_id: templateId, sort_order: 1 });
   return id;
 }
 
@@ -42,7 +46,12 @@ async function project(workspaceId = t.mainWorkspaceId): Promise<string> {
 }
 
 async function variable(body: Record<string, unknown> = {}): Promise<string> {
-  const created = await t.admin.post('/api/project/variable', { projectId, name: `v-${randomUUID()}`, variableType: 'Text', ...body });
+  const created = await t.admin.post('/api/project/variable', {
+    projectId,
+    name: `v-${randomUUID()}`,
+    variableType: 'Text',
+    ...body,
+  });
   expect(created.status, created.text).toBe(200);
   return created.body.variableId;
 }
@@ -50,7 +59,13 @@ async function variable(body: Record<string, unknown> = {}): Promise<string> {
 async function variablesOf(id: string) {
   const list = await t.admin.get('/api/project/variables', { projectId: id });
   expect(list.status).toBe(200);
-  return list.body.variables as Array<{ variableId: string; name: string; variableType: string; description: string | null; values: any[] }>;
+  return list.body.variables as Array<{
+    variableId: string;
+    name: string;
+    variableType: string;
+    description: string | null;
+    values: any[];
+  }>;
 }
 
 beforeAll(async () => {
@@ -64,13 +79,29 @@ beforeAll(async () => {
 
 describe('POST /api/project/variable', () => {
   it('creates a variable that the list shows with no values', async () => {
-    const created = await t.admin.post('/api/project/variable', { projectId, name: 'DbHost', description: 'database', variableType: 'Text' });
+    const created = await t.admin.post('/api/project/variable', {
+      projectId,
+      name: 'DbHost',
+      description: 'database',
+      variableType: 'Text',
+    });
     expect(created.status).toBe(200);
     expect(created.body).toEqual({ variableId: expect.any(String) });
     const listed = (await variablesOf(projectId)).find((v) => v.variableId === created.body.variableId);
-    expect(listed).toEqual({ variableId: created.body.variableId, name: 'DbHost', description: 'database', variableType: 'Text', values: [] });
+    expect(listed).toEqual({
+      variableId: created.body.variableId,
+      name: 'DbHost',
+      description: 'database',
+      variableType: 'Text',
+      values: [],
+    });
     const [row] = await t.db('variables').where({ id: created.body.variableId });
-    expect(row).toMatchObject({ project_id: projectId, workspace_id: t.mainWorkspaceId, variable_type: 'Text', deleted_at: null });
+    expect(row).toMatchObject({
+      project_id: projectId,
+      workspace_id: t.mainWorkspaceId,
+      variable_type: 'Text',
+      deleted_at: null,
+    });
   });
 
   it('refuses a duplicate name in the same project, in any case, but allows it in another project', async () => {
@@ -78,26 +109,46 @@ describe('POST /api/project/variable', () => {
     const duplicate = await t.admin.post('/api/project/variable', { projectId, name: 'SHARED', variableType: 'Text' });
     expect(duplicate.status).toBe(400);
     expect(duplicate.body).toMatchObject({ errorcode: 3001, validationErrors: [{ property: 'name' }] });
-    const elsewhere = await t.admin.post('/api/project/variable', { projectId: otherProjectId, name: 'Shared', variableType: 'Text' });
+    const elsewhere = await t.admin.post('/api/project/variable', {
+      projectId: otherProjectId,
+      name: 'Shared',
+      variableType: 'Text',
+    });
     expect(elsewhere.status).toBe(200);
   });
 
   it('allows a project variable with the name of a workspace variable', async () => {
-    expect((await t.admin.post('/api/workspace-variable', { workspaceId: t.mainWorkspaceId, name: 'Region', variableType: 'Text' })).status).toBe(200);
-    expect((await t.admin.post('/api/project/variable', { projectId, name: 'Region', variableType: 'Text' })).status).toBe(200);
+    expect(
+      (
+        await t.admin.post('/api/workspace-variable', {
+          workspaceId: t.mainWorkspaceId,
+          name: 'Region',
+          variableType: 'Text',
+        })
+      ).status,
+    ).toBe(200);
+    expect(
+      (await t.admin.post('/api/project/variable', { projectId, name: 'Region', variableType: 'Text' })).status,
+    ).toBe(200);
   });
 
-  it('refuses an unknown, a deleted and another workspace\'s project with 400', async () => {
-    expect((await t.admin.post('/api/project/variable', { projectId: 'nope', name: 'X', variableType: 'Text' })).body).toMatchObject({
+  it("refuses an unknown, a deleted and another workspace's project with 400", async () => {
+    expect(
+      (await t.admin.post('/api/project/variable', { projectId: 'nope', name: 'X', variableType: 'Text' })).body,
+    ).toMatchObject({
       errorcode: 3001,
       error: expect.stringContaining('projectId'),
     });
     const deleted = await project();
     await t.admin.delete('/api/project', { projectId: deleted });
-    expect((await t.admin.post('/api/project/variable', { projectId: deleted, name: 'X', variableType: 'Text' })).status).toBe(400);
+    expect(
+      (await t.admin.post('/api/project/variable', { projectId: deleted, name: 'X', variableType: 'Text' })).status,
+    ).toBe(400);
     const other = await t.workspace();
     const outsider = await t.account([{ role: 'EditProject' }, { role: 'View' }], other);
-    expect((await outsider.post('/api/project/variable', { projectId, name: 'X', variableType: 'Text' })).status).toBe(400);
+    expect((await outsider.post('/api/project/variable', { projectId, name: 'X', variableType: 'Text' })).status).toBe(
+      400,
+    );
     expect((await outsider.get('/api/project/variables', { projectId })).status).toBe(400);
   });
 
@@ -117,7 +168,11 @@ describe('POST /api/project/variable', () => {
   });
 
   it('binds property names case-insensitively', async () => {
-    const created = await t.admin.post('/api/project/variable', { PROJECTID: projectId, Name: 'CaseBound', VariableType: 'Sensitive' });
+    const created = await t.admin.post('/api/project/variable', {
+      PROJECTID: projectId,
+      Name: 'CaseBound',
+      VariableType: 'Sensitive',
+    });
     expect(created.status).toBe(200);
     expect((await variablesOf(projectId)).find((v) => v.name === 'CaseBound')?.variableType).toBe('Sensitive');
   });
@@ -127,12 +182,19 @@ describe('PUT /api/project/variable', () => {
   it('changes only the fields sent', async () => {
     const id = await variable({ name: 'Before', description: 'keep' });
     expect((await t.admin.put('/api/project/variable', { variableId: id, name: 'After' })).status).toBe(200);
-    expect((await variablesOf(projectId)).find((v) => v.variableId === id)).toMatchObject({ name: 'After', description: 'keep', variableType: 'Text' });
+    expect((await variablesOf(projectId)).find((v) => v.variableId === id)).toMatchObject({
+      name: 'After',
+      description: 'keep',
+      variableType: 'Text',
+    });
     await t.admin.put('/api/project/variable', { variableId: id, description: null });
-    expect((await variablesOf(projectId)).find((v) => v.variableId === id)).toMatchObject({ name: 'After', description: null });
+    expect((await variablesOf(projectId)).find((v) => v.variableId === id)).toMatchObject({
+      name: 'After',
+      description: null,
+    });
   });
 
-  it('refuses renaming onto another variable\'s name', async () => {
+  it("refuses renaming onto another variable's name", async () => {
     await variable({ name: 'Taken' });
     const id = await variable();
     const response = await t.admin.put('/api/project/variable', { variableId: id, name: 'taken' });
@@ -142,7 +204,11 @@ describe('PUT /api/project/variable', () => {
 
   it('refuses an unknown variable and a workspace variable with 400', async () => {
     expect((await t.admin.put('/api/project/variable', { variableId: 'nope', name: 'x' })).status).toBe(400);
-    const ws = await t.admin.post('/api/workspace-variable', { workspaceId: t.mainWorkspaceId, name: `w-${randomUUID()}`, variableType: 'Text' });
+    const ws = await t.admin.post('/api/workspace-variable', {
+      workspaceId: t.mainWorkspaceId,
+      name: `w-${randomUUID()}`,
+      variableType: 'Text',
+    });
     const response = await t.admin.put('/api/project/variable', { variableId: ws.body.variableId, name: 'x' });
     expect(response.status).toBe(400);
     expect(response.body.error).toContain('variableId');
@@ -151,7 +217,9 @@ describe('PUT /api/project/variable', () => {
   it('encrypts existing values when a Text variable becomes Sensitive', async () => {
     const id = await variable();
     const value = await t.admin.post('/api/project/variable/value', { variableId: id, theValue: 'plain-then-secret' });
-    expect((await t.admin.put('/api/project/variable', { variableId: id, variableType: 'Sensitive' })).status).toBe(200);
+    expect((await t.admin.put('/api/project/variable', { variableId: id, variableType: 'Sensitive' })).status).toBe(
+      200,
+    );
     const [row] = await t.db('variable_values').where({ id: value.body.variableValueId });
     expect(row.value_plain).toBeNull();
     expect(JSON.stringify(row)).not.toContain('plain-then-secret');
@@ -163,7 +231,11 @@ describe('PUT /api/project/variable', () => {
   it('refuses making a Sensitive variable with values Text, and allows it without values', async () => {
     const id = await variable({ variableType: 'Sensitive' });
     const value = await t.admin.post('/api/project/variable/value', { variableId: id, theValue: 'hidden' });
-    const refused = await t.admin.put('/api/project/variable', { variableId: id, variableType: 'Text', name: 'RenamedToo' });
+    const refused = await t.admin.put('/api/project/variable', {
+      variableId: id,
+      variableType: 'Text',
+      name: 'RenamedToo',
+    });
     expect(refused.status).toBe(400);
     expect(refused.body.validationErrors[0].property).toBe('variableType');
     const [variableRow] = await t.db('variables').where({ id });
@@ -183,16 +255,27 @@ describe('DELETE /api/project/variable', () => {
     expect((await variablesOf(projectId)).some((v) => v.variableId === id)).toBe(false);
     expect((await t.db('variables').where({ id }))[0].deleted_at).not.toBeNull();
     expect((await t.db('variable_values').where({ id: value.body.variableValueId }))[0].deleted_at).not.toBeNull();
-    expect((await t.admin.post('/api/project/variable', { projectId, name: 'Doomed', variableType: 'Text' })).status).toBe(200);
+    expect(
+      (await t.admin.post('/api/project/variable', { projectId, name: 'Doomed', variableType: 'Text' })).status,
+    ).toBe(200);
     expect((await t.admin.delete('/api/project/variable', { variableId: id })).status).toBe(400);
-    expect((await t.admin.put('/api/project/variable/value', { variableValueId: value.body.variableValueId, theValue: 'y' })).status).toBe(400);
+    expect(
+      (await t.admin.put('/api/project/variable/value', { variableValueId: value.body.variableValueId, theValue: 'y' }))
+        .status,
+    ).toBe(400);
   });
 });
 
 describe('POST /api/project/variable/value', () => {
   it('stores a value with every kind of filter and lists it', async () => {
     const id = await variable();
-    const [machineId, stepId, channelId, tagA, tagB] = [await machine(t.mainWorkspaceId), await step(projectId), await channel(projectId), await tag(), await tag()];
+    const [machineId, stepId, channelId, tagA, tagB] = [
+      await machine(t.mainWorkspaceId),
+      await step(projectId),
+      await channel(projectId),
+      await tag(),
+      await tag(),
+    ];
     const created = await t.admin.post('/api/project/variable/value', {
       variableId: id,
       theValue: 'scoped',
@@ -216,22 +299,43 @@ describe('POST /api/project/variable/value', () => {
       },
     ]);
     const [row] = await t.db('variable_values').where({ id: created.body.variableValueId });
-    expect(row).toMatchObject({ variable_id: id, value_plain: 'scoped', value_encrypted: null, environments_filter: [productionId], step_filter: [stepId] });
+    expect(row).toMatchObject({
+      variable_id: id,
+      value_plain: 'scoped',
+      value_encrypted: null,
+      environments_filter: [productionId],
+      step_filter: [stepId],
+    });
   });
 
   it('stores an unscoped value with empty filters, also when filters are null', async () => {
     const id = await variable();
-    const created = await t.admin.post('/api/project/variable/value', { variableId: id, theValue: '', environmentsFilter: null, tagFilter: null });
+    const created = await t.admin.post('/api/project/variable/value', {
+      variableId: id,
+      theValue: '',
+      environmentsFilter: null,
+      tagFilter: null,
+    });
     expect(created.status).toBe(200);
     const listed = (await variablesOf(projectId)).find((v) => v.variableId === id);
-    expect(listed?.values[0]).toMatchObject({ theValue: '', environmentsFilter: [], machineFilter: [], tagFilter: [], stepFilter: [], channelFilter: [] });
+    expect(listed?.values[0]).toMatchObject({
+      theValue: '',
+      environmentsFilter: [],
+      machineFilter: [],
+      tagFilter: [],
+      stepFilter: [],
+      channelFilter: [],
+    });
   });
 
   it('refuses filter IDs that are unknown, deleted, of another workspace or of another project', async () => {
     const id = await variable();
     const other = await t.workspace();
-    const foreignEnvironment = (await t.admin.post('/api/environment', { workspaceId: other, name: 'Foreign' })).body.environmentId;
-    const deletedEnvironment = (await t.admin.post('/api/environment', { workspaceId: t.mainWorkspaceId, name: `gone-${randomUUID()}` })).body.environmentId;
+    const foreignEnvironment = (await t.admin.post('/api/environment', { workspaceId: other, name: 'Foreign' })).body
+      .environmentId;
+    const deletedEnvironment = (
+      await t.admin.post('/api/environment', { workspaceId: t.mainWorkspaceId, name: `gone-${randomUUID()}` })
+    ).body.environmentId;
     await t.admin.delete('/api/environment', { environmentId: deletedEnvironment });
     const cases: Array<[string, Record<string, unknown>]> = [
       ['environmentsFilter', { environmentsFilter: ['nope'] }],
@@ -274,12 +378,20 @@ describe('POST /api/project/variable/value', () => {
 describe('PUT and DELETE /api/project/variable/value', () => {
   it('changes only the fields sent, and clears a filter sent as []', async () => {
     const id = await variable();
-    const created = await t.admin.post('/api/project/variable/value', { variableId: id, theValue: 'one', environmentsFilter: [stagingId] });
+    const created = await t.admin.post('/api/project/variable/value', {
+      variableId: id,
+      theValue: 'one',
+      environmentsFilter: [stagingId],
+    });
     const valueId = created.body.variableValueId;
-    expect((await t.admin.put('/api/project/variable/value', { variableValueId: valueId, theValue: 'two' })).status).toBe(200);
+    expect(
+      (await t.admin.put('/api/project/variable/value', { variableValueId: valueId, theValue: 'two' })).status,
+    ).toBe(200);
     let listed = (await variablesOf(projectId)).find((v) => v.variableId === id);
     expect(listed?.values[0]).toMatchObject({ theValue: 'two', environmentsFilter: [stagingId] });
-    expect((await t.admin.put('/api/project/variable/value', { variableValueId: valueId, environmentsFilter: [] })).status).toBe(200);
+    expect(
+      (await t.admin.put('/api/project/variable/value', { variableValueId: valueId, environmentsFilter: [] })).status,
+    ).toBe(200);
     listed = (await variablesOf(projectId)).find((v) => v.variableId === id);
     expect(listed?.values[0]).toMatchObject({ theValue: 'two', environmentsFilter: [] });
   });
@@ -287,30 +399,59 @@ describe('PUT and DELETE /api/project/variable/value', () => {
   it('refuses an unknown value, a bad filter and a workspace value with 400, changing nothing', async () => {
     const id = await variable();
     const created = await t.admin.post('/api/project/variable/value', { variableId: id, theValue: 'keep' });
-    expect((await t.admin.put('/api/project/variable/value', { variableValueId: 'nope', theValue: 'x' })).status).toBe(400);
-    const bad = await t.admin.put('/api/project/variable/value', { variableValueId: created.body.variableValueId, theValue: 'changed', environmentsFilter: ['nope'] });
+    expect((await t.admin.put('/api/project/variable/value', { variableValueId: 'nope', theValue: 'x' })).status).toBe(
+      400,
+    );
+    const bad = await t.admin.put('/api/project/variable/value', {
+      variableValueId: created.body.variableValueId,
+      theValue: 'changed',
+      environmentsFilter: ['nope'],
+    });
     expect(bad.status).toBe(400);
     expect((await t.db('variable_values').where({ id: created.body.variableValueId }))[0].value_plain).toBe('keep');
-    const ws = await t.admin.post('/api/workspace-variable', { workspaceId: t.mainWorkspaceId, name: `w-${randomUUID()}`, variableType: 'Text' });
-    const wsValue = await t.admin.post('/api/workspace-variable/value', { variableId: ws.body.variableId, theValue: 'w' });
-    expect((await t.admin.put('/api/project/variable/value', { variableValueId: wsValue.body.variableValueId, theValue: 'x' })).status).toBe(400);
-    expect((await t.admin.delete('/api/project/variable/value', { variableValueId: wsValue.body.variableValueId })).status).toBe(400);
+    const ws = await t.admin.post('/api/workspace-variable', {
+      workspaceId: t.mainWorkspaceId,
+      name: `w-${randomUUID()}`,
+      variableType: 'Text',
+    });
+    const wsValue = await t.admin.post('/api/workspace-variable/value', {
+      variableId: ws.body.variableId,
+      theValue: 'w',
+    });
+    expect(
+      (
+        await t.admin.put('/api/project/variable/value', {
+          variableValueId: wsValue.body.variableValueId,
+          theValue: 'x',
+        })
+      ).status,
+    ).toBe(400);
+    expect(
+      (await t.admin.delete('/api/project/variable/value', { variableValueId: wsValue.body.variableValueId })).status,
+    ).toBe(400);
   });
 
   it('deletes a value softly', async () => {
     const id = await variable();
     const created = await t.admin.post('/api/project/variable/value', { variableId: id, theValue: 'bye' });
-    expect((await t.admin.delete('/api/project/variable/value', { variableValueId: created.body.variableValueId })).status).toBe(200);
+    expect(
+      (await t.admin.delete('/api/project/variable/value', { variableValueId: created.body.variableValueId })).status,
+    ).toBe(200);
     expect((await variablesOf(projectId)).find((v) => v.variableId === id)?.values).toEqual([]);
     expect((await t.db('variable_values').where({ id: created.body.variableValueId }))[0].deleted_at).not.toBeNull();
-    expect((await t.admin.delete('/api/project/variable/value', { variableValueId: created.body.variableValueId })).status).toBe(400);
+    expect(
+      (await t.admin.delete('/api/project/variable/value', { variableValueId: created.body.variableValueId })).status,
+    ).toBe(400);
   });
 });
 
 describe('Sensitive project variables', () => {
   it('stores values encrypted and never returns them', async () => {
     const id = await variable({ variableType: 'Sensitive' });
-    const created = await t.admin.post('/api/project/variable/value', { variableId: id, theValue: 'correct-horse-battery-staple' });
+    const created = await t.admin.post('/api/project/variable/value', {
+      variableId: id,
+      theValue: 'correct-horse-battery-staple',
+    });
     expect(created.status).toBe(200);
     expect(created.text).not.toContain('correct-horse');
     const [row] = await t.db('variable_values').where({ id: created.body.variableValueId });
@@ -325,11 +466,17 @@ describe('Sensitive project variables', () => {
   it('re-encrypts a changed value and keeps it when only filters change', async () => {
     const id = await variable({ variableType: 'Sensitive' });
     const created = await t.admin.post('/api/project/variable/value', { variableId: id, theValue: 'first-secret' });
-    await t.admin.put('/api/project/variable/value', { variableValueId: created.body.variableValueId, theValue: 'second-secret' });
+    await t.admin.put('/api/project/variable/value', {
+      variableValueId: created.body.variableValueId,
+      theValue: 'second-secret',
+    });
     let [row] = await t.db('variable_values').where({ id: created.body.variableValueId });
     expect(row.value_plain).toBeNull();
     expect(t.deps.secrets.decrypt(row.value_encrypted)).toBe('second-secret');
-    await t.admin.put('/api/project/variable/value', { variableValueId: created.body.variableValueId, environmentsFilter: [stagingId] });
+    await t.admin.put('/api/project/variable/value', {
+      variableValueId: created.body.variableValueId,
+      environmentsFilter: [stagingId],
+    });
     [row] = await t.db('variable_values').where({ id: created.body.variableValueId });
     expect(t.deps.secrets.decrypt(row.value_encrypted)).toBe('second-secret');
   });
@@ -350,7 +497,10 @@ describe('project variable permissions', () => {
       expect(refused.status, `${method} ${path}`).toBe(401);
       expect(refused.body).toMatchObject({ errorcode: 2003, error: expect.stringContaining('EditProject') });
     }
-    expect((await t.db('variables').where({ id }))[0]).toMatchObject({ name: expect.stringMatching(/^v-/), deleted_at: null });
+    expect((await t.db('variables').where({ id }))[0]).toMatchObject({
+      name: expect.stringMatching(/^v-/),
+      deleted_at: null,
+    });
   });
 
   it('refuses an EditProject account limited to another project', async () => {
@@ -358,19 +508,41 @@ describe('project variable permissions', () => {
     const refused = await limited.post('/api/project/variable', { projectId, name: 'Nope', variableType: 'Text' });
     expect(refused.status).toBe(401);
     expect(refused.body.errorcode).toBe(2003);
-    expect((await limited.post('/api/project/variable', { projectId: otherProjectId, name: 'Mine', variableType: 'Text' })).status).toBe(200);
+    expect(
+      (await limited.post('/api/project/variable', { projectId: otherProjectId, name: 'Mine', variableType: 'Text' }))
+        .status,
+    ).toBe(200);
   });
 
-  it('refuses values scoped to environments outside an account\'s environment limits', async () => {
+  it("refuses values scoped to environments outside an account's environment limits", async () => {
     const limited = await t.account([{ role: 'EditProject', environmentIds: [stagingId] }]);
     const id = await variable();
-    const refused = await limited.post('/api/project/variable/value', { variableId: id, theValue: 'p', environmentsFilter: [productionId] });
+    const refused = await limited.post('/api/project/variable/value', {
+      variableId: id,
+      theValue: 'p',
+      environmentsFilter: [productionId],
+    });
     expect(refused.status).toBe(401);
     expect(refused.body.error).toContain(productionId);
-    const allowed = await limited.post('/api/project/variable/value', { variableId: id, theValue: 's', environmentsFilter: [stagingId] });
+    const allowed = await limited.post('/api/project/variable/value', {
+      variableId: id,
+      theValue: 's',
+      environmentsFilter: [stagingId],
+    });
     expect(allowed.status).toBe(200);
-    const production = await t.admin.post('/api/project/variable/value', { variableId: id, theValue: 'p', environmentsFilter: [productionId] });
-    expect((await limited.put('/api/project/variable/value', { variableValueId: production.body.variableValueId, theValue: 'hijack' })).status).toBe(401);
+    const production = await t.admin.post('/api/project/variable/value', {
+      variableId: id,
+      theValue: 'p',
+      environmentsFilter: [productionId],
+    });
+    expect(
+      (
+        await limited.put('/api/project/variable/value', {
+          variableValueId: production.body.variableValueId,
+          theValue: 'hijack',
+        })
+      ).status,
+    ).toBe(401);
     expect((await limited.delete('/api/project/variable', { variableId: id })).status).toBe(401);
     expect((await t.db('variable_values').where({ id: production.body.variableValueId }))[0].value_plain).toBe('p');
   });
@@ -381,21 +553,45 @@ describe('variables store: copyProjectVariables', () => {
     const from = await project();
     const to = await project();
     const [oldStep, newStep, oldChannel] = [await step(from), await step(to), await channel(from)];
-    const text = (await t.admin.post('/api/project/variable', { projectId: from, name: 'Copied', variableType: 'Text' })).body.variableId;
-    await t.admin.post('/api/project/variable/value', { variableId: text, theValue: 'a', stepFilter: [oldStep], channelFilter: [oldChannel], environmentsFilter: [stagingId] });
-    const secret = (await t.admin.post('/api/project/variable', { projectId: from, name: 'Secret', variableType: 'Sensitive' })).body.variableId;
+    const text = (
+      await t.admin.post('/api/project/variable', { projectId: from, name: 'Copied', variableType: 'Text' })
+    ).body.variableId;
+    await t.admin.post('/api/project/variable/value', {
+      variableId: text,
+      theValue: 'a',
+      stepFilter: [oldStep],
+      channelFilter: [oldChannel],
+      environmentsFilter: [stagingId],
+    });
+    const secret = (
+      await t.admin.post('/api/project/variable', { projectId: from, name: 'Secret', variableType: 'Sensitive' })
+    ).body.variableId;
     await t.admin.post('/api/project/variable/value', { variableId: secret, theValue: 'copied-secret' });
-    const gone = (await t.admin.post('/api/project/variable', { projectId: from, name: 'Gone', variableType: 'Text' })).body.variableId;
+    const gone = (await t.admin.post('/api/project/variable', { projectId: from, name: 'Gone', variableType: 'Text' }))
+      .body.variableId;
     await t.admin.delete('/api/project/variable', { variableId: gone });
-    const ws = (await t.admin.post('/api/workspace-variable', { workspaceId: t.mainWorkspaceId, name: `w-${randomUUID()}`, variableType: 'Text' })).body.variableId;
+    const ws = (
+      await t.admin.post('/api/workspace-variable', {
+        workspaceId: t.mainWorkspaceId,
+        name: `w-${randomUUID()}`,
+        variableType: 'Text',
+      })
+    ).body.variableId;
     await t.admin.post('/api/project/workspace-variable', { projectId: from, variableId: ws });
 
-    await t.deps.store.transaction((tx) => tx.variables.copyProjectVariables(from, to, new Map([[oldStep, newStep]]), new Date()));
+    await t.deps.store.transaction((tx) =>
+      tx.variables.copyProjectVariables(from, to, new Map([[oldStep, newStep]]), new Date()),
+    );
 
     const copied = await variablesOf(to);
     expect(copied.map((v) => v.name)).toEqual(['Copied', 'Secret']);
     expect(copied[0]?.variableId).not.toBe(text);
-    expect(copied[0]?.values[0]).toMatchObject({ theValue: 'a', stepFilter: [newStep], channelFilter: [oldChannel], environmentsFilter: [stagingId] });
+    expect(copied[0]?.values[0]).toMatchObject({
+      theValue: 'a',
+      stepFilter: [newStep],
+      channelFilter: [oldChannel],
+      environmentsFilter: [stagingId],
+    });
     expect(copied[1]?.values[0].theValue).toBeNull();
     const [secretRow] = await t.db('variable_values').where({ id: copied[1]?.values[0].variableValueId });
     expect(t.deps.secrets.decrypt(secretRow.value_encrypted)).toBe('copied-secret');
@@ -409,7 +605,15 @@ describe('OpenAPI', () => {
   it('documents every variable route', async () => {
     const doc = await t.anonymous.get('/api/openapi.json');
     expect(doc.status).toBe(200);
-    for (const path of ['/api/project/variables', '/api/project/variable', '/api/project/variable/value', '/api/workspace-variable', '/api/workspace-variable/value', '/api/project/workspace-variables', '/api/project/workspace-variable']) {
+    for (const path of [
+      '/api/project/variables',
+      '/api/project/variable',
+      '/api/project/variable/value',
+      '/api/workspace-variable',
+      '/api/workspace-variable/value',
+      '/api/project/workspace-variables',
+      '/api/project/workspace-variable',
+    ]) {
       expect(doc.body.paths[path], path).toBeDefined();
     }
     expect(doc.body.paths['/api/project/variables'].get.responses['200']).toBeDefined();

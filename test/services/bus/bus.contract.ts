@@ -45,7 +45,12 @@ export function capturingLogger(): { logger: Logger; lines: LogLine[] } {
 
 const advance = (deploymentId: string): WorkMessage => ({ v: 1, type: 'deployment.advance', deploymentId });
 const idOf = (message: WorkMessage): string => message.deploymentId;
-const changed = (deploymentId: string): EventMessage => ({ v: 1, type: 'deployment.changed', deploymentId, status: 'Executing' });
+const changed = (deploymentId: string): EventMessage => ({
+  v: 1,
+  type: 'deployment.changed',
+  deploymentId,
+  status: 'Executing',
+});
 
 /** A promise the test opens later, to hold handlers in flight. */
 function gate(): { wait: Promise<void>; open(): void } {
@@ -239,7 +244,10 @@ export function describeBusContract(backend: BusBackend): void {
         bySurvivor.push({ id: idOf(m), deliveryCount });
         return 'ack';
       });
-      await waitFor(() => bySurvivor.length === 1, { timeoutMs: CONTRACT_TUNING.ackWaitMs * 5, description: 'the redelivery' });
+      await waitFor(() => bySurvivor.length === 1, {
+        timeoutMs: CONTRACT_TUNING.ackWaitMs * 5,
+        description: 'the redelivery',
+      });
       expect(bySurvivor).toEqual([{ id: 'd-1', deliveryCount: 2 }]);
       expect(byDying).toEqual([1]);
     });
@@ -284,7 +292,10 @@ export function describeBusContract(backend: BusBackend): void {
         live.push(idOf(m));
         return 'ack';
       });
-      await waitFor(() => live.length === 1, { timeoutMs: CONTRACT_TUNING.ackWaitMs * 5, description: 'the live consumer' });
+      await waitFor(() => live.length === 1, {
+        timeoutMs: CONTRACT_TUNING.ackWaitMs * 5,
+        description: 'the live consumer',
+      });
       expect(closedOnes).toEqual([]);
       expect(live).toEqual(['after-close']);
     });
@@ -306,20 +317,49 @@ export function describeBusContract(backend: BusBackend): void {
 
     it('matches * and trailing > like NATS subjects', async () => {
       const bus = await replica();
-      const got = { all: [] as string[], cancels: [] as string[], machines: [] as string[], dispatched: [] as string[] };
+      const got = {
+        all: [] as string[],
+        cancels: [] as string[],
+        machines: [] as string[],
+        dispatched: [] as string[],
+      };
       await bus.subscribeEvents('>', (_m, s) => void got.all.push(s));
       await bus.subscribeEvents(EventSubject.allTaskCancels, (_m, s) => void got.cancels.push(s));
       await bus.subscribeEvents(EventSubject.allMachineEvents, (_m, s) => void got.machines.push(s));
       await bus.subscribeEvents(EventSubject.allTasksDispatched, (_m, s) => void got.dispatched.push(s));
-      await bus.publishEvent(EventSubject.taskCancel('t-1'), { v: 1, type: 'task.cancel', taskId: 't-1', deploymentId: 'd-1', machineId: 'm-1' });
-      await bus.publishEvent(EventSubject.deploymentChanged('d-1'), changed('d-1'));
-      await bus.publishEvent(EventSubject.machineWorkAvailable('m-1'), { v: 1, type: 'machine.work-available', machineId: 'm-1' });
-      await bus.publishEvent(EventSubject.tasksDispatched('d-1'), { v: 1, type: 'tasks.dispatched', deploymentId: 'd-1', tasks: [{ taskId: 't-1', machineId: 'm-1' }] });
-      await waitFor(() => got.all.length === 4 && got.cancels.length === 1 && got.machines.length === 1 && got.dispatched.length === 1, {
-        description: 'every matching subscriber',
+      await bus.publishEvent(EventSubject.taskCancel('t-1'), {
+        v: 1,
+        type: 'task.cancel',
+        taskId: 't-1',
+        deploymentId: 'd-1',
+        machineId: 'm-1',
       });
+      await bus.publishEvent(EventSubject.deploymentChanged('d-1'), changed('d-1'));
+      await bus.publishEvent(EventSubject.machineWorkAvailable('m-1'), {
+        v: 1,
+        type: 'machine.work-available',
+        machineId: 'm-1',
+      });
+      await bus.publishEvent(EventSubject.tasksDispatched('d-1'), {
+        v: 1,
+        type: 'tasks.dispatched',
+        deploymentId: 'd-1',
+        tasks: [{ taskId: 't-1', machineId: 'm-1' }],
+      });
+      await waitFor(
+        () =>
+          got.all.length === 4 && got.cancels.length === 1 && got.machines.length === 1 && got.dispatched.length === 1,
+        {
+          description: 'every matching subscriber',
+        },
+      );
       expect(got).toEqual({
-        all: ['tasks.t-1.cancel', 'deployments.d-1.changed', 'machines.m-1.work-available', 'deployments.d-1.tasks-dispatched'],
+        all: [
+          'tasks.t-1.cancel',
+          'deployments.d-1.changed',
+          'machines.m-1.work-available',
+          'deployments.d-1.tasks-dispatched',
+        ],
         cancels: ['tasks.t-1.cancel'],
         machines: ['machines.m-1.work-available'],
         dispatched: ['deployments.d-1.tasks-dispatched'],

@@ -69,11 +69,21 @@ describe('compareSemVer', () => {
   });
 
   it('sorts the semver.org §11 precedence example exactly', () => {
-    const ordered = ['1.0.0-alpha', '1.0.0-alpha.1', '1.0.0-alpha.beta', '1.0.0-beta', '1.0.0-beta.2', '1.0.0-beta.11', '1.0.0-rc.1', '1.0.0'];
+    const ordered = [
+      '1.0.0-alpha',
+      '1.0.0-alpha.1',
+      '1.0.0-alpha.beta',
+      '1.0.0-beta',
+      '1.0.0-beta.2',
+      '1.0.0-beta.11',
+      '1.0.0-rc.1',
+      '1.0.0',
+    ];
     const shuffled = [...ordered].reverse();
     shuffled.push(shuffled.shift() as string);
     expect(sortSemVerDescending(shuffled)).toEqual([...ordered].reverse());
-    for (let i = 1; i < ordered.length; i++) expect(compareSemVer(ordered[i] as string, ordered[i - 1] as string)).toBeGreaterThan(0);
+    for (let i = 1; i < ordered.length; i++)
+      expect(compareSemVer(ordered[i] as string, ordered[i - 1] as string)).toBeGreaterThan(0);
   });
 
   it('ignores build metadata for precedence', () => {

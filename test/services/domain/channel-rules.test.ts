@@ -1,16 +1,22 @@
 import { describe, expect, it } from 'vitest';
-import { compilePreReleaseTag, isValidVersionRange, versionSatisfiesChannel } from '../../../services/domain/channel-rules.ts';
+import {
+  compilePreReleaseTag,
+  isValidVersionRange,
+  versionSatisfiesChannel,
+} from '../../../services/domain/channel-rules.ts';
 
 const rule = (versionRange: string | null, preReleaseTag: string | null) => ({ versionRange, preReleaseTag });
 
 describe('versionSatisfiesChannel', () => {
   it('accepts every valid version when the rule is empty', () => {
-    for (const version of ['1.0.0', '0.0.1-alpha', '2.3.4+build.7']) expect(versionSatisfiesChannel(version, rule(null, null))).toBe(true);
+    for (const version of ['1.0.0', '0.0.1-alpha', '2.3.4+build.7'])
+      expect(versionSatisfiesChannel(version, rule(null, null))).toBe(true);
     expect(versionSatisfiesChannel('1.0.0-rc.1', rule('', ''))).toBe(true);
   });
 
   it('rejects versions that are not SemVer 2.0.0', () => {
-    for (const version of ['v1.0.0', '1.0', '01.2.3', ' 1.2.3', 'latest']) expect(versionSatisfiesChannel(version, rule(null, null)), version).toBe(false);
+    for (const version of ['v1.0.0', '1.0', '01.2.3', ' 1.2.3', 'latest'])
+      expect(versionSatisfiesChannel(version, rule(null, null)), version).toBe(false);
   });
 
   it('keeps only stable versions when the tag is ^$', () => {
@@ -53,7 +59,8 @@ describe('versionSatisfiesChannel', () => {
 
 describe('rule validation', () => {
   it('accepts node-semver ranges and refuses garbage', () => {
-    for (const range of ['*', '1.2.3', '>=1.0.0 <2.0.0', '^1.2', '~1', '1.x || >=3.0.0-beta', '1.0.0 - 2.0.0']) expect(isValidVersionRange(range), range).toBe(true);
+    for (const range of ['*', '1.2.3', '>=1.0.0 <2.0.0', '^1.2', '~1', '1.x || >=3.0.0-beta', '1.0.0 - 2.0.0'])
+      expect(isValidVersionRange(range), range).toBe(true);
     for (const range of ['not a range', '>=>1', 'x'.repeat(501)]) expect(isValidVersionRange(range), range).toBe(false);
   });
 

@@ -52,13 +52,17 @@ describe('validateSettings: windowSize', () => {
 
   it('refuses 0, negatives and fractions', () => {
     for (const windowSize of [0, -1, 1.5, Number.NaN]) {
-      expect(properties(validateSettings(settings({ windowSize }), context)), String(windowSize)).toEqual(['windowSize']);
+      expect(properties(validateSettings(settings({ windowSize }), context)), String(windowSize)).toEqual([
+        'windowSize',
+      ]);
     }
   });
 
   it('refuses a window above the organization maxParallelMachines, naming the limit', () => {
     const errors = validateSettings(settings({ windowSize: 5 }), context);
-    expect(errors).toEqual([{ property: 'windowSize', messages: [expect.stringContaining('maxParallelMachines (4)')] }]);
+    expect(errors).toEqual([
+      { property: 'windowSize', messages: [expect.stringContaining('maxParallelMachines (4)')] },
+    ]);
     expect(validateSettings(settings({ windowSize: 5 }), { ...context, maxParallelMachines: 8 })).toEqual([]);
   });
 });
@@ -66,7 +70,9 @@ describe('validateSettings: windowSize', () => {
 describe('validateSettings: machine order', () => {
   it('accepts MachineName with no tags and TagPriority with workspace tags, first highest', () => {
     expect(validateSettings(settings({ machineOrder: 'MachineName', machineOrderTagIds: [] }), context)).toEqual([]);
-    expect(validateSettings(settings({ machineOrder: 'TagPriority', machineOrderTagIds: ['db', 'web'] }), context)).toEqual([]);
+    expect(
+      validateSettings(settings({ machineOrder: 'TagPriority', machineOrderTagIds: ['db', 'web'] }), context),
+    ).toEqual([]);
   });
 
   it('refuses an unknown machineOrder', () => {
@@ -76,26 +82,49 @@ describe('validateSettings: machine order', () => {
 
   it('refuses tags when machineOrder is MachineName', () => {
     const errors = validateSettings(settings({ machineOrder: 'MachineName', machineOrderTagIds: ['web'] }), context);
-    expect(errors).toEqual([{ property: 'machineOrderTagIds', messages: ['must be empty when machineOrder is MachineName'] }]);
+    expect(errors).toEqual([
+      { property: 'machineOrderTagIds', messages: ['must be empty when machineOrder is MachineName'] },
+    ]);
   });
 
   it('requires at least one tag when machineOrder is TagPriority', () => {
     const errors = validateSettings(settings({ machineOrder: 'TagPriority', machineOrderTagIds: [] }), context);
-    expect(errors).toEqual([{ property: 'machineOrderTagIds', messages: ['must name at least one tag when machineOrder is TagPriority'] }]);
+    expect(errors).toEqual([
+      { property: 'machineOrderTagIds', messages: ['must name at least one tag when machineOrder is TagPriority'] },
+    ]);
   });
 
   it('refuses repeated tags and tags outside the workspace', () => {
-    expect(properties(validateSettings(settings({ machineOrder: 'TagPriority', machineOrderTagIds: ['web', 'web'] }), context))).toEqual(['machineOrderTagIds']);
-    const unknown = validateSettings(settings({ machineOrder: 'TagPriority', machineOrderTagIds: ['web', 'elsewhere'] }), context);
+    expect(
+      properties(
+        validateSettings(settings({ machineOrder: 'TagPriority', machineOrderTagIds: ['web', 'web'] }), context),
+      ),
+    ).toEqual(['machineOrderTagIds']);
+    const unknown = validateSettings(
+      settings({ machineOrder: 'TagPriority', machineOrderTagIds: ['web', 'elsewhere'] }),
+      context,
+    );
     expect(unknown).toEqual([{ property: 'machineOrderTagIds', messages: ['unknown tag IDs: elsewhere'] }]);
   });
 });
 
 describe('validateSettings: waitBetweenMachineGroups', () => {
   it('is allowed true only with TagPriority', () => {
-    expect(validateSettings(settings({ machineOrder: 'TagPriority', machineOrderTagIds: ['web'], waitBetweenMachineGroups: true }), context)).toEqual([]);
-    expect(validateSettings(settings({ machineOrder: 'TagPriority', machineOrderTagIds: ['web'], waitBetweenMachineGroups: false }), context)).toEqual([]);
-    expect(properties(validateSettings(settings({ machineOrder: 'MachineName', waitBetweenMachineGroups: true }), context))).toEqual(['waitBetweenMachineGroups']);
+    expect(
+      validateSettings(
+        settings({ machineOrder: 'TagPriority', machineOrderTagIds: ['web'], waitBetweenMachineGroups: true }),
+        context,
+      ),
+    ).toEqual([]);
+    expect(
+      validateSettings(
+        settings({ machineOrder: 'TagPriority', machineOrderTagIds: ['web'], waitBetweenMachineGroups: false }),
+        context,
+      ),
+    ).toEqual([]);
+    expect(
+      properties(validateSettings(settings({ machineOrder: 'MachineName', waitBetweenMachineGroups: true }), context)),
+    ).toEqual(['waitBetweenMachineGroups']);
   });
 });
 
@@ -120,7 +149,13 @@ describe('validateSettings: reporting', () => {
 
   it('reports every violation at once, under the given prefix', () => {
     const errors = validateSettings(
-      settings({ windowSize: 9, machineOrder: 'MachineName', machineOrderTagIds: ['web'], waitBetweenMachineGroups: true, onNoTargets: 'Never' }),
+      settings({
+        windowSize: 9,
+        machineOrder: 'MachineName',
+        machineOrderTagIds: ['web'],
+        waitBetweenMachineGroups: true,
+        onNoTargets: 'Never',
+      }),
       context,
       'rollingGroups[2].',
     );
@@ -145,14 +180,22 @@ describe('validateForbiddenFields', () => {
   it('accepts memberStepIds on create only', () => {
     expect(validateForbiddenFields({ memberStepIds: ['a'] }, 'create')).toEqual([]);
     expect(properties(validateForbiddenFields({ memberStepIds: ['a'] }, 'update'))).toEqual(['memberStepIds']);
-    expect(properties(validateForbiddenFields({ memberStepIds: ['a'], order: 2 }, 'update'))).toEqual(['order', 'memberStepIds']);
+    expect(properties(validateForbiddenFields({ memberStepIds: ['a'], order: 2 }, 'update'))).toEqual([
+      'order',
+      'memberStepIds',
+    ]);
   });
 });
 
 describe('membership projection', () => {
   it('lists members in step order and derives order from the first member position', () => {
     const steps = layout('a b:G c:G d e:H');
-    expect(membersOf(steps)).toEqual(new Map([['G', ['b', 'c']], ['H', ['e']]]));
+    expect(membersOf(steps)).toEqual(
+      new Map([
+        ['G', ['b', 'c']],
+        ['H', ['e']],
+      ]),
+    );
     expect(orderOf(steps, 'G')).toBe(2);
     expect(orderOf(steps, 'H')).toBe(5);
     expect(orderOf(steps, 'none')).toBeNull();
@@ -183,7 +226,9 @@ describe('validateNewMembers', () => {
   });
 
   it('requires at least one member', () => {
-    expect(validateNewMembers(steps, [])).toEqual([{ property: 'memberStepIds', messages: ['must name at least one step'] }]);
+    expect(validateNewMembers(steps, [])).toEqual([
+      { property: 'memberStepIds', messages: ['must name at least one step'] },
+    ]);
   });
 
   it('refuses repeats, steps of other projects and steps already in a group', () => {
@@ -210,10 +255,12 @@ describe('validateReorder', () => {
 
   it('refuses an order that splits a group', () => {
     const errors = validateReorder(steps, ['b', 'a', 'c', 'd']);
-    expect(errors).toEqual([{ property: 'projectStepIds', messages: [expect.stringContaining('split rolling group G')] }]);
+    expect(errors).toEqual([
+      { property: 'projectStepIds', messages: [expect.stringContaining('split rolling group G')] },
+    ]);
   });
 
-  it('refuses anything but exactly the project\'s steps', () => {
+  it("refuses anything but exactly the project's steps", () => {
     expect(validateReorder(steps, ['a', 'b', 'c'])[0]?.messages[0]).toContain('missing: d');
     expect(validateReorder(steps, ['a', 'b', 'c', 'd', 'x'])[0]?.messages[0]).toContain('not steps of the project: x');
     expect(validateReorder(steps, ['a', 'b', 'c', 'c'])[0]?.messages[0]).toBe('must not repeat a step');

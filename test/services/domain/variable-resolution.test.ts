@@ -14,11 +14,22 @@ import {
 
 const unscoped: ValueFilters = { environmentIds: [], machineIds: [], tagFilter: [], stepIds: [], channelIds: [] };
 
-function value(name: string, v: string, filters: Partial<ValueFilters> = {}, extra: Partial<CandidateValue> = {}): CandidateValue {
+function value(
+  name: string,
+  v: string,
+  filters: Partial<ValueFilters> = {},
+  extra: Partial<CandidateValue> = {},
+): CandidateValue {
   return { name, value: v, sensitive: false, source: 'Project', filters: { ...unscoped, ...filters }, ...extra };
 }
 
-const full: ResolutionTarget = { environmentId: 'prod', machineId: 'web1', machineTagIds: ['linux', 'eu'], stepId: 'deploy', channelId: 'main' };
+const full: ResolutionTarget = {
+  environmentId: 'prod',
+  machineId: 'web1',
+  machineTagIds: ['linux', 'eu'],
+  stepId: 'deploy',
+  channelId: 'main',
+};
 
 function pick(candidates: CandidateValue[], target: ResolutionTarget = full, name = 'X'): string | undefined {
   return resolveVariables(candidates, target).get(name.toLowerCase())?.value;
@@ -44,8 +55,15 @@ describe('resolveVariables: matching', () => {
     const machineScoped = value('X', 'm', { machineIds: ['web1'] });
     expect(pick([machineScoped], { environmentId: 'prod' })).toBeUndefined();
     expect(pick([value('X', 's', { stepIds: ['deploy'] })], { environmentId: 'prod' })).toBeUndefined();
-    expect(pick([value('X', 'c', { channelIds: ['main'] })], { environmentId: 'prod', channelId: null })).toBeUndefined();
-    expect(pick([value('X', 't', { tagFilter: [{ tagIds: ['linux'] }] })], { environmentId: 'prod', machineTagIds: ['linux'] })).toBeUndefined();
+    expect(
+      pick([value('X', 'c', { channelIds: ['main'] })], { environmentId: 'prod', channelId: null }),
+    ).toBeUndefined();
+    expect(
+      pick([value('X', 't', { tagFilter: [{ tagIds: ['linux'] }] })], {
+        environmentId: 'prod',
+        machineTagIds: ['linux'],
+      }),
+    ).toBeUndefined();
   });
 
   it('matches a tag filter when the machine has every tag of at least one set', () => {
@@ -65,7 +83,10 @@ describe('resolveVariables: matching', () => {
   });
 
   it('resolves each name independently', () => {
-    const resolved = resolveVariables([value('A', '1'), value('B', '2', { environmentIds: ['dev'] }), value('C', '3')], full);
+    const resolved = resolveVariables(
+      [value('A', '1'), value('B', '2', { environmentIds: ['dev'] }), value('C', '3')],
+      full,
+    );
     expect([...resolved.keys()].sort()).toEqual(['a', 'c']);
   });
 });
@@ -93,7 +114,12 @@ describe('resolveVariables: precedence', () => {
   }
 
   it('prefers a step-scoped value over one scoped to machine, tag, environment and channel at once', () => {
-    const many = value('X', 'many', { machineIds: ['web1'], tagFilter: [{ tagIds: ['eu'] }], environmentIds: ['prod'], channelIds: ['main'] });
+    const many = value('X', 'many', {
+      machineIds: ['web1'],
+      tagFilter: [{ tagIds: ['eu'] }],
+      environmentIds: ['prod'],
+      channelIds: ['main'],
+    });
     expect(pick([many, value('X', 'step', { stepIds: ['deploy'] })])).toBe('step');
   });
 
@@ -117,7 +143,10 @@ describe('resolveVariables: precedence', () => {
   });
 
   it('lets the project value win by name case-insensitively against a workspace value', () => {
-    const resolved = resolveVariables([value('conn', 'ws', {}, { source: 'Workspace' }), value('Conn', 'project')], full);
+    const resolved = resolveVariables(
+      [value('conn', 'ws', {}, { source: 'Workspace' }), value('Conn', 'project')],
+      full,
+    );
     expect(resolved.get('conn')).toMatchObject({ name: 'Conn', value: 'project', source: 'Project' });
   });
 
@@ -133,8 +162,17 @@ describe('resolveVariables: precedence', () => {
   });
 
   it('reports the source, sensitivity and value id of the chosen value', () => {
-    const resolved = resolveVariables([value('Pwd', 's3cret', {}, { sensitive: true, source: 'Workspace', variableValueId: 'vv1' })], full);
-    expect(resolved.get('pwd')).toEqual({ name: 'Pwd', value: 's3cret', sensitive: true, source: 'Workspace', variableValueId: 'vv1' });
+    const resolved = resolveVariables(
+      [value('Pwd', 's3cret', {}, { sensitive: true, source: 'Workspace', variableValueId: 'vv1' })],
+      full,
+    );
+    expect(resolved.get('pwd')).toEqual({
+      name: 'Pwd',
+      value: 's3cret',
+      sensitive: true,
+      source: 'Workspace',
+      variableValueId: 'vv1',
+    });
   });
 });
 
@@ -142,12 +180,17 @@ describe('VariableSubstitution', () => {
   const vars = (...candidates: CandidateValue[]) => resolveVariables(candidates, full);
 
   it('replaces #{Name} and #{VAR.Name}, case-insensitively and ignoring inner spaces', () => {
-    const text = substituteVariables('host=#{DbHost} again=#{VAR.dbhost} spaced=#{ DbHost }', vars(value('DbHost', 'db1')));
+    const text = substituteVariables(
+      'host=#{DbHost} again=#{VAR.dbhost} spaced=#{ DbHost }',
+      vars(value('DbHost', 'db1')),
+    );
     expect(text).toBe('host=db1 again=db1 spaced=db1');
   });
 
   it('leaves unknown references as they are', () => {
-    expect(substituteVariables('a #{Missing} b #{VAR.Missing} c #{CONTEXT.Nope}', vars())).toBe('a #{Missing} b #{VAR.Missing} c #{CONTEXT.Nope}');
+    expect(substituteVariables('a #{Missing} b #{VAR.Missing} c #{CONTEXT.Nope}', vars())).toBe(
+      'a #{Missing} b #{VAR.Missing} c #{CONTEXT.Nope}',
+    );
   });
 
   it('leaves text without references untouched, including lone # and braces', () => {
@@ -191,7 +234,9 @@ describe('VariableSubstitution', () => {
   });
 
   it('does not report a cycle for a diamond of references', () => {
-    const s = new VariableSubstitution(vars(value('Top', '#{L}|#{R}'), value('L', '#{Base}'), value('R', '#{Base}'), value('Base', 'b')));
+    const s = new VariableSubstitution(
+      vars(value('Top', '#{L}|#{R}'), value('L', '#{Base}'), value('R', '#{Base}'), value('Base', 'b')),
+    );
     expect(s.substitute('#{Top}')).toBe('b|b');
   });
 
@@ -257,17 +302,25 @@ describe('system values', () => {
       '#{CONTEXT.StepName}',
       '#{CONTEXT.PackageFolder}',
     ].join(' ');
-    expect(substituteVariables(text, new Map(), system)).toBe('Shop 1.2.3 [] Default Production web1 d-1 Deploy /work/pkg');
+    expect(substituteVariables(text, new Map(), system)).toBe(
+      'Shop 1.2.3 [] Default Production web1 d-1 Deploy /work/pkg',
+    );
   });
 
   it('leaves a system value the caller did not supply as it is', () => {
-    expect(substituteVariables('#{CONTEXT.MachineName}', new Map(), { ProjectName: 'Shop' })).toBe('#{CONTEXT.MachineName}');
+    expect(substituteVariables('#{CONTEXT.MachineName}', new Map(), { ProjectName: 'Shop' })).toBe(
+      '#{CONTEXT.MachineName}',
+    );
   });
 
   it('substitutes system values inside variable values', () => {
-    expect(substituteVariables('#{Url}', resolveVariables([value('Url', 'https://#{CONTEXT.EnvironmentName}.example')], full), system)).toBe(
-      'https://Production.example',
-    );
+    expect(
+      substituteVariables(
+        '#{Url}',
+        resolveVariables([value('Url', 'https://#{CONTEXT.EnvironmentName}.example')], full),
+        system,
+      ),
+    ).toBe('https://Production.example');
   });
 
   it('does not expand references inside system values', () => {

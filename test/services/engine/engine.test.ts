@@ -10,7 +10,14 @@ import { createEngine, type Engine } from '../../../services/engine/engine.ts';
 import type { RunTaskPayload } from '../../../services/engine/agent-port.ts';
 import { testApp, type TestContext } from '../../helpers/app.ts';
 import { waitFor } from '../../helpers/wait-for.ts';
-import { deployment, environmentId, onlineMachine, release, rollingGroup, step } from '../../helpers/engine-fixtures.ts';
+import {
+  deployment,
+  environmentId,
+  onlineMachine,
+  release,
+  rollingGroup,
+  step,
+} from '../../helpers/engine-fixtures.ts';
 
 let t: TestContext;
 let engine: Engine;
@@ -21,7 +28,15 @@ beforeAll(async () => {
   t = await testApp();
   const logger = createLogger('silent');
   bus = new InProcessBus({ logger, retryBaseMs: 50 });
-  engine = createEngine({ store: t.deps.store, clock: t.deps.clock, bus, secrets: t.deps.secrets, logger, sweepIntervalMs: 200, timing: { cancelGraceMs: 2_000 } });
+  engine = createEngine({
+    store: t.deps.store,
+    clock: t.deps.clock,
+    bus,
+    secrets: t.deps.secrets,
+    logger,
+    sweepIntervalMs: 200,
+    timing: { cancelGraceMs: 2_000 },
+  });
   await engine.start();
   staging = await environmentId(t, 'Staging');
 });
@@ -32,7 +47,10 @@ afterAll(async () => {
 });
 
 /** A fake fleet: polls the engine for work like connected agents and finishes tasks on demand. */
-function fleet(machineIds: string[], behaviour: (task: RunTaskPayload, machineId: string) => { outcome: 'SUCCEEDED' | 'FAILED'; lines?: string[] } | null) {
+function fleet(
+  machineIds: string[],
+  behaviour: (task: RunTaskPayload, machineId: string) => { outcome: 'SUCCEEDED' | 'FAILED'; lines?: string[] } | null,
+) {
   const started: Array<{ machineId: string; task: RunTaskPayload; at: number }> = [];
   const seen = new Set<string>();
   let stopped = false;
@@ -46,15 +64,35 @@ function fleet(machineIds: string[], behaviour: (task: RunTaskPayload, machineId
           const result = behaviour(task, machineId);
           if (!result) continue; // stays running until cancelled
           const lines = result.lines ?? [`hello from ${task.stepName}`];
-          await engine.agentPort.recordLogs(machineId, task.taskId, lines.map((text, i) => ({ seq: i + 1, stream: 'STDOUT', text, unixNanos: `${BigInt(Date.now()) * 1_000_000n}` })));
-          await engine.agentPort.recordResult(machineId, task.taskId, { outcome: result.outcome, exitCode: result.outcome === 'SUCCEEDED' ? 0 : 3, message: '', lastLogSeq: lines.length });
+          await engine.agentPort.recordLogs(
+            machineId,
+            task.taskId,
+            lines.map((text, i) => ({
+              seq: i + 1,
+              stream: 'STDOUT',
+              text,
+              unixNanos: `${BigInt(Date.now()) * 1_000_000n}`,
+            })),
+          );
+          await engine.agentPort.recordResult(machineId, task.taskId, {
+            outcome: result.outcome,
+            exitCode: result.outcome === 'SUCCEEDED' ? 0 : 3,
+            message: '',
+            lastLogSeq: lines.length,
+          });
         }
       }
       await new Promise((resolve) => setTimeout(resolve, 10));
     }
   };
   const running = loop();
-  return { started, stop: async () => { stopped = true; await running; } };
+  return {
+    started,
+    stop: async () => {
+      stopped = true;
+      await running;
+    },
+  };
 }
 
 async function finalStatus(deploymentId: string, timeoutMs = 15_000) {
@@ -82,12 +120,18 @@ describe('engine', () => {
     const tasks = await t.deps.store.deploymentTasks.listForDeployment(id);
     expect(tasks.map((x) => x.status)).toEqual(['Succeeded', 'Succeeded', 'Succeeded', 'Succeeded']);
     const logs = await t.deps.store.deploymentLogs.read(id, null, 1000);
-    expect(logs.map((l) => l.data)).toEqual(expect.arrayContaining(['hello from Build', 'hello from Deploy', 'The deployment completed successfully']));
+    expect(logs.map((l) => l.data)).toEqual(
+      expect.arrayContaining(['hello from Build', 'hello from Deploy', 'The deployment completed successfully']),
+    );
     const scriptLine = logs.find((l) => l.data === 'hello from Build')!;
     const parent = logs.find((l) => l.id === scriptLine.parentLogId)!;
     expect(parent.data).toMatch(/^Running 'Build' on web-/);
     expect(logs.find((l) => l.id === parent.parentLogId)!.data).toBe("Step 'Build'");
-    const statusChanges = await t.db('deployment_logs').where({ deployment_id: id }).whereIn('data', ['Validating the deployment', 'Deploying release to \'Staging\'']).orderBy('tick');
+    const statusChanges = await t
+      .db('deployment_logs')
+      .where({ deployment_id: id })
+      .whereIn('data', ['Validating the deployment', "Deploying release to 'Staging'"])
+      .orderBy('tick');
     expect(statusChanges.map((r) => r.data)).toEqual(['Validating the deployment', "Deploying release to 'Staging'"]);
     await t.db('machine_environments').whereIn('machine_id', [a, b]).delete();
   });
@@ -104,7 +148,10 @@ describe('engine', () => {
     expect(done.errorCount).toBeGreaterThan(0);
     expect(agents.started.map((s) => s.task.stepName)).toEqual(['Breaks']);
     const tasks = await t.deps.store.deploymentTasks.listForDeployment(id);
-    expect(tasks.map((x) => [x.stepName, x.status])).toEqual([['Breaks', 'Failed'], ['Never', 'Skipped']]);
+    expect(tasks.map((x) => [x.stepName, x.status])).toEqual([
+      ['Breaks', 'Failed'],
+      ['Never', 'Skipped'],
+    ]);
     await t.db('machine_environments').where({ machine_id: m }).delete();
   });
 
@@ -120,9 +167,12 @@ describe('engine', () => {
     expect(done.status).toBe('Failed');
     const tasks = await t.deps.store.deploymentTasks.listForDeployment(id);
     expect(tasks.map((x) => [x.stepName, x.machineName, x.status])).toEqual([
-      ['Breaks', 'stop-a', 'Succeeded'], ['Breaks', 'stop-b', 'Failed'],
-      ['Later', 'stop-a', 'Skipped'], ['Later', 'stop-b', 'Skipped'],
-      ['Last', 'stop-a', 'Skipped'], ['Last', 'stop-b', 'Skipped'],
+      ['Breaks', 'stop-a', 'Succeeded'],
+      ['Breaks', 'stop-b', 'Failed'],
+      ['Later', 'stop-a', 'Skipped'],
+      ['Later', 'stop-b', 'Skipped'],
+      ['Last', 'stop-a', 'Skipped'],
+      ['Last', 'stop-b', 'Skipped'],
     ]);
     const logs = (await t.deps.store.deploymentLogs.read(id, null, 1000)).map((l) => l.data);
     expect(logs.filter((l) => l === "Step 'Later'")).toHaveLength(1);
@@ -145,7 +195,11 @@ describe('engine', () => {
   });
 
   it('keeps a rolling window of one: each machine runs all members before the next starts', async () => {
-    const machines = [await onlineMachine(t, 'roll-c', staging), await onlineMachine(t, 'roll-a', staging), await onlineMachine(t, 'roll-b', staging)];
+    const machines = [
+      await onlineMachine(t, 'roll-c', staging),
+      await onlineMachine(t, 'roll-a', staging),
+      await onlineMachine(t, 'roll-b', staging),
+    ];
     const target = await release(t, {
       steps: [step('Stop', { rollingGroupId: 'g' }), step('Start', { rollingGroupId: 'g' })],
       rollingGroups: [rollingGroup('g', ['step-Stop', 'step-Start'])],
@@ -155,16 +209,28 @@ describe('engine', () => {
     await engine.wake([id]);
     expect((await finalStatus(id)).status).toBe('Completed');
     await agents.stop();
-    const names = new Map<string, string>([[machines[0]!, 'roll-c'], [machines[1]!, 'roll-a'], [machines[2]!, 'roll-b']]);
+    const names = new Map<string, string>([
+      [machines[0]!, 'roll-c'],
+      [machines[1]!, 'roll-a'],
+      [machines[2]!, 'roll-b'],
+    ]);
     expect(agents.started.map((s) => `${names.get(s.machineId)}:${s.task.stepName}`)).toEqual([
-      'roll-a:Stop', 'roll-a:Start', 'roll-b:Stop', 'roll-b:Start', 'roll-c:Stop', 'roll-c:Start',
+      'roll-a:Stop',
+      'roll-a:Start',
+      'roll-b:Stop',
+      'roll-b:Start',
+      'roll-c:Stop',
+      'roll-c:Start',
     ]);
     await t.db('machine_environments').whereIn('machine_id', machines).delete();
   });
 
   it('fails the part of an offline machine at once instead of waiting', async () => {
     const m = await onlineMachine(t, 'gone', staging);
-    await t.db('machines').where({ id: m }).update({ last_seen_at: new Date(Date.now() - 3_600_000) });
+    await t
+      .db('machines')
+      .where({ id: m })
+      .update({ last_seen_at: new Date(Date.now() - 3_600_000) });
     const target = await release(t, { steps: [step('Deploy')] });
     const id = await deployment(t, target, staging);
     await engine.wake([id]);
@@ -204,7 +270,12 @@ describe('engine', () => {
     await waitFor(async () => (await engine.agentPort.assignmentsFor(m)).cancel.length === 1, { timeoutMs: 5_000 });
     // Being cancelled, the task is no longer offered to run.
     expect((await engine.agentPort.assignmentsFor(m)).run).toEqual([]);
-    await engine.agentPort.recordResult(m, agents.started[0]!.task.taskId, { outcome: 'CANCELLED', exitCode: -1, message: 'killed', lastLogSeq: 0 });
+    await engine.agentPort.recordResult(m, agents.started[0]!.task.taskId, {
+      outcome: 'CANCELLED',
+      exitCode: -1,
+      message: 'killed',
+      lastLogSeq: 0,
+    });
     const done = await finalStatus(id);
     await agents.stop();
     expect(done.status).toBe('Cancelled');
@@ -223,7 +294,12 @@ describe('engine', () => {
     await waitFor(() => agents.started.length === 1, { timeoutMs: 10_000 });
     const taskId = agents.started[0]!.task.taskId;
     await engine.agentPort.recordResult(m, taskId, { outcome: 'SUCCEEDED', exitCode: 0, message: '', lastLogSeq: 0 });
-    await engine.agentPort.recordResult(m, taskId, { outcome: 'FAILED', exitCode: 1, message: 'late duplicate', lastLogSeq: 0 });
+    await engine.agentPort.recordResult(m, taskId, {
+      outcome: 'FAILED',
+      exitCode: 1,
+      message: 'late duplicate',
+      lastLogSeq: 0,
+    });
     expect((await finalStatus(id)).status).toBe('Completed');
     await agents.stop();
     expect((await t.deps.store.deploymentTasks.get(taskId))!.status).toBe('Succeeded');
@@ -238,14 +314,26 @@ describe('engine', () => {
     await engine.wake([first]);
     await waitFor(() => agents.started.length === 1, { timeoutMs: 10_000 });
     await engine.wake([second]);
-    await waitFor(async () => (await t.deps.store.deployments.get(second))?.status === 'AwaitingSlot', { timeoutMs: 10_000 });
+    await waitFor(async () => (await t.deps.store.deployments.get(second))?.status === 'AwaitingSlot', {
+      timeoutMs: 10_000,
+    });
     expect(agents.started).toHaveLength(1);
-    await engine.agentPort.recordResult(m, agents.started[0]!.task.taskId, { outcome: 'SUCCEEDED', exitCode: 0, message: '', lastLogSeq: 0 });
+    await engine.agentPort.recordResult(m, agents.started[0]!.task.taskId, {
+      outcome: 'SUCCEEDED',
+      exitCode: 0,
+      message: '',
+      lastLogSeq: 0,
+    });
     expect((await finalStatus(first)).status).toBe('Completed');
     // Freeing the slot wakes the waiting deployment; it starts and runs its own task.
     await waitFor(() => agents.started.length === 2, { timeoutMs: 10_000 });
     expect(agents.started[1]!.task.deploymentId).toBe(second);
-    await engine.agentPort.recordResult(m, agents.started[1]!.task.taskId, { outcome: 'SUCCEEDED', exitCode: 0, message: '', lastLogSeq: 0 });
+    await engine.agentPort.recordResult(m, agents.started[1]!.task.taskId, {
+      outcome: 'SUCCEEDED',
+      exitCode: 0,
+      message: '',
+      lastLogSeq: 0,
+    });
     expect((await finalStatus(second)).status).toBe('Completed');
     await agents.stop();
     const logs = (await t.deps.store.deploymentLogs.read(second, null, 100)).map((l) => l.data);
@@ -255,7 +343,10 @@ describe('engine', () => {
 
   it("holds deployments of other projects at the organization's maxConcurrentDeployments", async () => {
     const organization = await t.db('workspaces').where({ id: t.mainWorkspaceId }).first('organization_id');
-    const before = await t.db('organizations').where({ id: organization.organization_id }).first('max_concurrent_deployments');
+    const before = await t
+      .db('organizations')
+      .where({ id: organization.organization_id })
+      .first('max_concurrent_deployments');
     await t.db('organizations').where({ id: organization.organization_id }).update({ max_concurrent_deployments: 1 });
     try {
       const m = await onlineMachine(t, 'org-cap', staging);
@@ -265,16 +356,31 @@ describe('engine', () => {
       await engine.wake([one]);
       await waitFor(() => agents.started.length === 1, { timeoutMs: 10_000 });
       await engine.wake([other]);
-      await waitFor(async () => (await t.deps.store.deployments.get(other))?.status === 'AwaitingSlot', { timeoutMs: 10_000 });
-      await engine.agentPort.recordResult(m, agents.started[0]!.task.taskId, { outcome: 'SUCCEEDED', exitCode: 0, message: '', lastLogSeq: 0 });
+      await waitFor(async () => (await t.deps.store.deployments.get(other))?.status === 'AwaitingSlot', {
+        timeoutMs: 10_000,
+      });
+      await engine.agentPort.recordResult(m, agents.started[0]!.task.taskId, {
+        outcome: 'SUCCEEDED',
+        exitCode: 0,
+        message: '',
+        lastLogSeq: 0,
+      });
       await waitFor(() => agents.started.length === 2, { timeoutMs: 10_000 });
       expect(agents.started[1]!.task.deploymentId).toBe(other);
-      await engine.agentPort.recordResult(m, agents.started[1]!.task.taskId, { outcome: 'SUCCEEDED', exitCode: 0, message: '', lastLogSeq: 0 });
+      await engine.agentPort.recordResult(m, agents.started[1]!.task.taskId, {
+        outcome: 'SUCCEEDED',
+        exitCode: 0,
+        message: '',
+        lastLogSeq: 0,
+      });
       expect((await finalStatus(other)).status).toBe('Completed');
       await agents.stop();
       await t.db('machine_environments').where({ machine_id: m }).delete();
     } finally {
-      await t.db('organizations').where({ id: organization.organization_id }).update({ max_concurrent_deployments: before.max_concurrent_deployments });
+      await t
+        .db('organizations')
+        .where({ id: organization.organization_id })
+        .update({ max_concurrent_deployments: before.max_concurrent_deployments });
     }
   });
 
@@ -293,8 +399,13 @@ describe('engine', () => {
     expect(events).toHaveLength(1);
     expect(events[0]!.deploymentId).toBe(id);
     expect(events[0]!.tasks.map((task) => task.machineId).sort()).toEqual([a, b].sort());
-    const read = await engine.agentPort.dispatchedTasks([...events[0]!.tasks.map((task) => task.taskId), 'no-such-task']);
-    expect(read.map(({ machineId, payload }) => [machineId, payload.taskId]).sort()).toEqual(events[0]!.tasks.map((task) => [task.machineId, task.taskId]).sort());
+    const read = await engine.agentPort.dispatchedTasks([
+      ...events[0]!.tasks.map((task) => task.taskId),
+      'no-such-task',
+    ]);
+    expect(read.map(({ machineId, payload }) => [machineId, payload.taskId]).sort()).toEqual(
+      events[0]!.tasks.map((task) => [task.machineId, task.taskId]).sort(),
+    );
     expect(read.every(({ payload }) => payload.deploymentId === id && payload.stepName === 'Wake')).toBe(true);
     const agents = fleet([a, b], () => ({ outcome: 'SUCCEEDED' }));
     expect((await finalStatus(id)).status).toBe('Completed');

@@ -48,11 +48,17 @@ export function group(rollingGroupId: string, overrides: Partial<PlanRollingGrou
 }
 
 /** A machine whose ID is its name lower-cased, unless overridden. */
-export function machine(name: string, tagIds: string[] = [], overrides: Partial<PlanMachineInput> = {}): PlanMachineInput {
+export function machine(
+  name: string,
+  tagIds: string[] = [],
+  overrides: Partial<PlanMachineInput> = {},
+): PlanMachineInput {
   return { machineId: name.toLowerCase(), name, tagIds, enabled: true, online: true, ...overrides };
 }
 
-export function input(parts: Partial<Omit<PlanInput, 'request'>> & { request?: Partial<PlanInput['request']> }): PlanInput {
+export function input(
+  parts: Partial<Omit<PlanInput, 'request'>> & { request?: Partial<PlanInput['request']> },
+): PlanInput {
   return {
     steps: parts.steps ?? [],
     rollingGroups: parts.rollingGroups ?? [],
@@ -95,10 +101,21 @@ export interface Simulation {
  * Runs a plan to its end. Each tick asks nextActions, applies it, then finishes running targets
  * ('all' of them, or only the 'oldest' one to interleave machines). `verdict` decides each result.
  */
-export function simulate(p: Plan, verdict: (stepId: string, machineId: string) => Verdict = () => 'Succeeded', mode: 'all' | 'oldest' = 'all'): Simulation {
+export function simulate(
+  p: Plan,
+  verdict: (stepId: string, machineId: string) => Verdict = () => 'Succeeded',
+  mode: 'all' | 'oldest' = 'all',
+): Simulation {
   const statuses = new Map<string, TargetStatus>();
   const running: Array<{ stepId: string; machineId: string; stageIndex: number }> = [];
-  const sim: Omit<Simulation, 'outcome' | 'finishedStages'> = { events: [], starts: [], skips: [], peakMachines: new Map(), peakRunning: new Map(), statuses };
+  const sim: Omit<Simulation, 'outcome' | 'finishedStages'> = {
+    events: [],
+    starts: [],
+    skips: [],
+    peakMachines: new Map(),
+    peakRunning: new Map(),
+    statuses,
+  };
   for (let tick = 0; tick < 10_000; tick += 1) {
     const actions = nextActions(p, statuses);
     for (const s of actions.skip) {
@@ -133,8 +150,13 @@ export function simulate(p: Plan, verdict: (stepId: string, machineId: string) =
   throw new Error('simulation did not end');
 }
 
-function recordPeaks(p: Plan, statuses: Map<string, TargetStatus>, sim: Omit<Simulation, 'outcome' | 'finishedStages'>): void {
-  const st = (stepId: string, machineId: string): TargetStatus => statuses.get(targetKey(stepId, machineId)) ?? TargetStatus.Pending;
+function recordPeaks(
+  p: Plan,
+  statuses: Map<string, TargetStatus>,
+  sim: Omit<Simulation, 'outcome' | 'finishedStages'>,
+): void {
+  const st = (stepId: string, machineId: string): TargetStatus =>
+    statuses.get(targetKey(stepId, machineId)) ?? TargetStatus.Pending;
   p.stages.forEach((stage, index) => {
     let machines = 0;
     let runningTargets = 0;
@@ -159,7 +181,8 @@ function recordPeaks(p: Plan, statuses: Map<string, TargetStatus>, sim: Omit<Sim
 export function machineStartOrder(sim: Simulation, stepIds?: string[]): string[] {
   const seen: string[] = [];
   for (const e of sim.events) {
-    if (e.kind === 'start' && (!stepIds || stepIds.includes(e.stepId)) && !seen.includes(e.machineId)) seen.push(e.machineId);
+    if (e.kind === 'start' && (!stepIds || stepIds.includes(e.stepId)) && !seen.includes(e.machineId))
+      seen.push(e.machineId);
   }
   return seen;
 }

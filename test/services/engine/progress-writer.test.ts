@@ -31,7 +31,17 @@ beforeAll(async () => {
 
 async function runningTasks(count: number): Promise<string[]> {
   const ids = Array.from({ length: count }, () => newId());
-  await t.deps.store.deploymentTasks.insertMany(ids.map((id, i) => ({ id, deploymentId, stageIndex: 0, stepId: `step-${id}`, stepName: 'Report', machineId: null, machineName: `m-${i}` })));
+  await t.deps.store.deploymentTasks.insertMany(
+    ids.map((id, i) => ({
+      id,
+      deploymentId,
+      stageIndex: 0,
+      stepId: `step-${id}`,
+      stepName: 'Report',
+      machineId: null,
+      machineName: `m-${i}`,
+    })),
+  );
   await t.deps.store.deploymentTasks.startMany(ids, new Date());
   return ids;
 }
@@ -44,14 +54,31 @@ describe('ProgressWriter', () => {
     const results = await Promise.all(
       tasks.flatMap((taskId, i) => [
         writer.write(deploymentId, [{ level: 'Information', data: `line of ${taskId}`, taskId, agentSeq: 1 }]),
-        writer.write(deploymentId, [], [{ taskId, status: i === 0 ? 'Failed' : 'Succeeded', exitCode: i === 0 ? 1 : 0, message: 'done', finishedUtc: new Date(), line: { level: 'Information', data: `end of ${taskId}`, taskId } }]),
+        writer.write(
+          deploymentId,
+          [],
+          [
+            {
+              taskId,
+              status: i === 0 ? 'Failed' : 'Succeeded',
+              exitCode: i === 0 ? 1 : 0,
+              message: 'done',
+              finishedUtc: new Date(),
+              line: { level: 'Information', data: `end of ${taskId}`, taskId },
+            },
+          ],
+        ),
       ]),
     );
     expect(statements).toBeLessThan(20);
     // Log writes finish no task; each end reports exactly its own task.
     expect(results.filter((_, i) => i % 2 === 0).every((finished) => finished.size === 0)).toBe(true);
     expect(results.filter((_, i) => i % 2 === 1).map((finished) => [...finished])).toEqual(tasks.map((id) => [id]));
-    const stored = await t.db('deployment_logs').where({ deployment_id: deploymentId }).whereIn('task_id', tasks).orderBy('tick');
+    const stored = await t
+      .db('deployment_logs')
+      .where({ deployment_id: deploymentId })
+      .whereIn('task_id', tasks)
+      .orderBy('tick');
     expect(stored).toHaveLength(100);
     for (const taskId of tasks) {
       const own = stored.filter((row) => row.task_id === taskId).map((row) => row.data);
@@ -65,8 +92,23 @@ describe('ProgressWriter', () => {
     statements = 0;
     const writer = new ProgressWriter({ store: counted, clock: t.deps.clock });
     const [taskId] = await runningTasks(1);
-    const lines = writer.write(deploymentId, [{ level: 'Information', data: `last ${taskId}`, taskId: taskId!, agentSeq: 1 }]);
-    const end = writer.write(deploymentId, [], [{ taskId: taskId!, status: 'Succeeded', exitCode: 0, message: 'done', finishedUtc: new Date(), line: { level: 'Information', data: `ended ${taskId}`, taskId: taskId! } }]);
+    const lines = writer.write(deploymentId, [
+      { level: 'Information', data: `last ${taskId}`, taskId: taskId!, agentSeq: 1 },
+    ]);
+    const end = writer.write(
+      deploymentId,
+      [],
+      [
+        {
+          taskId: taskId!,
+          status: 'Succeeded',
+          exitCode: 0,
+          message: 'done',
+          finishedUtc: new Date(),
+          line: { level: 'Information', data: `ended ${taskId}`, taskId: taskId! },
+        },
+      ],
+    );
     const [, finished] = await Promise.all([lines, end]);
     expect(statements).toBe(1);
     expect([...finished]).toEqual([taskId]);
@@ -77,20 +119,59 @@ describe('ProgressWriter', () => {
   it('ends a task once: a repeated end reports nothing finished and stores no second line', async () => {
     const writer = new ProgressWriter({ store: t.deps.store, clock: t.deps.clock });
     const [taskId] = await runningTasks(1);
-    const end = () => writer.write(deploymentId, [], [{ taskId: taskId!, status: 'Succeeded', exitCode: 0, message: 'done', finishedUtc: new Date(), line: { level: 'Information', data: `once ${taskId}`, taskId: taskId! } }]);
+    const end = () =>
+      writer.write(
+        deploymentId,
+        [],
+        [
+          {
+            taskId: taskId!,
+            status: 'Succeeded',
+            exitCode: 0,
+            message: 'done',
+            finishedUtc: new Date(),
+            line: { level: 'Information', data: `once ${taskId}`, taskId: taskId! },
+          },
+        ],
+      );
     const [first, second] = await Promise.all([end(), end()]);
     expect([...first, ...second]).toEqual([taskId]);
-    expect(await t.db('deployment_logs').where({ data: `once ${taskId}` }).count({ n: '*' })).toEqual([{ n: '1' }]);
+    expect(
+      await t
+        .db('deployment_logs')
+        .where({ data: `once ${taskId}` })
+        .count({ n: '*' }),
+    ).toEqual([{ n: '1' }]);
   });
 
   it('counts only the first of two ends of one task sharing a statement (a re-sent result)', async () => {
     const writer = new ProgressWriter({ store: t.deps.store, clock: t.deps.clock });
     const [x, y] = await runningTasks(2);
-    const end = (taskId: string, data: string) => writer.write(deploymentId, [], [{ taskId, status: 'Succeeded', exitCode: 0, message: 'done', finishedUtc: new Date(), line: { level: 'Information', data, taskId } }]);
+    const end = (taskId: string, data: string) =>
+      writer.write(
+        deploymentId,
+        [],
+        [
+          {
+            taskId,
+            status: 'Succeeded',
+            exitCode: 0,
+            message: 'done',
+            finishedUtc: new Date(),
+            line: { level: 'Information', data, taskId },
+          },
+        ],
+      );
     // x may go out alone; the two ends of y then share the next statement.
-    const [ofX, firstOfY, secondOfY] = await Promise.all([end(x!, `x ${x}`), end(y!, `y ${y}`), end(y!, `y again ${y}`)]);
+    const [ofX, firstOfY, secondOfY] = await Promise.all([
+      end(x!, `x ${x}`),
+      end(y!, `y ${y}`),
+      end(y!, `y again ${y}`),
+    ]);
     expect([[...ofX], [...firstOfY], [...secondOfY]]).toEqual([[x], [y], []]);
-    expect((await t.db('deployment_logs').where({ task_id: y }).select('data')).map((row) => row.data)).toEqual([`y ${y}`]);
+    expect((await t.db('deployment_logs').where({ task_id: y }).select('data')).map((row) => row.data)).toEqual([
+      `y ${y}`,
+    ]);
   });
 
   it('fails only the report that cannot be stored, not the others sharing its statement', async () => {
@@ -102,6 +183,11 @@ describe('ProgressWriter', () => {
       writer.write(deploymentId, [{ level: 'Information', data: `third ${b}`, taskId: b! }]),
     ]);
     expect(outcomes.map((o) => o.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
-    expect(await t.db('deployment_logs').whereIn('data', [`first ${a}`, `third ${b}`]).count({ n: '*' })).toEqual([{ n: '2' }]);
+    expect(
+      await t
+        .db('deployment_logs')
+        .whereIn('data', [`first ${a}`, `third ${b}`])
+        .count({ n: '*' }),
+    ).toEqual([{ n: '2' }]);
   });
 });

@@ -19,10 +19,14 @@ function random(seed: number): () => number {
 
 function scenario(seed: number) {
   const rnd = random(seed);
-  const pick = <T,>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)] as T;
+  const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)] as T;
   const tags = ['t1', 't2', 't3'];
   const machines = Array.from({ length: 1 + Math.floor(rnd() * 9) }, (_, i) =>
-    machine(`${pick(['a', 'B', 'c', 'D'])}${i}`, tags.filter(() => rnd() < 0.4), { online: rnd() < 0.9 }),
+    machine(
+      `${pick(['a', 'B', 'c', 'D'])}${i}`,
+      tags.filter(() => rnd() < 0.4),
+      { online: rnd() < 0.9 },
+    ),
   );
   const settings: Partial<PlanRollingGroupInput> = {
     windowSize: 1 + Math.floor(rnd() * 4),
@@ -40,7 +44,12 @@ function scenario(seed: number) {
       machineTagFilter: rnd() < 0.3 ? [{ tagIds: [pick(tags)] }] : [],
     }),
   );
-  const p = plan({ steps: [...members, step('after')], rollingGroups: [group('g', settings)], machines, organization: { maxParallelMachines: 3 } });
+  const p = plan({
+    steps: [...members, step('after')],
+    rollingGroups: [group('g', settings)],
+    machines,
+    organization: { maxParallelMachines: 3 },
+  });
   const failures = new Set<string>();
   const verdict = (s: string, m: string): Verdict => {
     const offline = machines.find((x) => x.machineId === m)?.online === false;
@@ -60,11 +69,16 @@ describe('nextActions: rolling group invariants over random scenarios', () => {
     expect(sim.peakMachines.get(0) ?? 0).toBeLessThanOrEqual(stage.windowSize);
 
     // Every target ends in a final state.
-    for (const m of stage.machines) for (const s of m.stepIds) expect(['Succeeded', 'Failed', 'Skipped']).toContain(sim.statuses.get(`${s}\u0000${m.machineId}`));
+    for (const m of stage.machines)
+      for (const s of m.stepIds)
+        expect(['Succeeded', 'Failed', 'Skipped']).toContain(sim.statuses.get(`${s}\u0000${m.machineId}`));
 
     // Machines start in plan order; each runs its members in order, one at a time.
     const order = stage.machines.map((m) => m.machineId);
-    const started = machineStartOrder(sim, stage.members.map((m) => m.stepId));
+    const started = machineStartOrder(
+      sim,
+      stage.members.map((m) => m.stepId),
+    );
     expect(started).toEqual(order.filter((id) => started.includes(id)));
     for (const m of stage.machines) {
       const own = sim.events.filter((e) => e.machineId === m.machineId && e.stepId !== 'after');
@@ -77,12 +91,18 @@ describe('nextActions: rolling group invariants over random scenarios', () => {
     }
 
     // With waitBetweenMachineGroups no machine starts before every lower-rank machine ended.
-    const firstStartTick = (id: string) => sim.events.find((e) => e.kind === 'start' && e.machineId === id && e.stepId !== 'after')?.tick;
+    const firstStartTick = (id: string) =>
+      sim.events.find((e) => e.kind === 'start' && e.machineId === id && e.stepId !== 'after')?.tick;
     if (stage.waitBetweenMachineGroups) {
       for (const m of stage.machines) {
         const t = firstStartTick(m.machineId);
         if (t === undefined) continue;
-        const lower = sim.events.filter((e) => e.kind === 'end' && e.stepId !== 'after' && stage.machines.some((o) => o.machineId === e.machineId && o.rank < m.rank));
+        const lower = sim.events.filter(
+          (e) =>
+            e.kind === 'end' &&
+            e.stepId !== 'after' &&
+            stage.machines.some((o) => o.machineId === e.machineId && o.rank < m.rank),
+        );
         for (const e of lower) expect(t).toBeGreaterThan(e.tick);
       }
     }
@@ -99,7 +119,9 @@ describe('nextActions: rolling group invariants over random scenarios', () => {
 
     // The deployment fails exactly when a Stop member failed (or failed for lack of targets).
     const stopMembers = stage.members.filter((m) => m.errorAction === 'Stop').map((m) => m.stepId);
-    const stopFailed = [...failures].some((f) => stopMembers.includes(f.split('@')[0] ?? '') && !f.startsWith('after@')) || (stage.noTargets === 'Fail' && stopMembers.length > 0);
+    const stopFailed =
+      [...failures].some((f) => stopMembers.includes(f.split('@')[0] ?? '') && !f.startsWith('after@')) ||
+      (stage.noTargets === 'Fail' && stopMembers.length > 0);
     const afterFailed = [...failures].some((f) => f.startsWith('after@'));
     expect(sim.outcome.status).toBe(stopFailed || afterFailed ? 'Failed' : 'Completed');
     if (stopFailed) expect(sim.starts.some((s) => s.startsWith('after@'))).toBe(false);

@@ -31,7 +31,15 @@ const source: PackageSource = {
 
 async function startGateway(packages: PackageSource | null): Promise<AgentServiceClient> {
   const logger = createLogger('silent');
-  const gateway = createGateway({ store: t.deps.store, clock: t.deps.clock, bus, agentPort: new FakeAgentPort(), packages, logger, heartbeatIntervalMs: 1000 });
+  const gateway = createGateway({
+    store: t.deps.store,
+    clock: t.deps.clock,
+    bus,
+    agentPort: new FakeAgentPort(),
+    packages,
+    logger,
+    heartbeatIntervalMs: 1000,
+  });
   gateways.push(gateway);
   const created = agentClient(await gateway.start(0, '127.0.0.1'));
   clients.push(created);
@@ -55,12 +63,20 @@ afterAll(async () => {
 });
 
 async function agent(on: AgentServiceClient = client) {
-  const created = await t.admin.post('/api/machine', { workspaceId: t.mainWorkspaceId, name: `dl-${Math.random().toString(36).slice(2)}` });
+  const created = await t.admin.post('/api/machine', {
+    workspaceId: t.mainWorkspaceId,
+    name: `dl-${Math.random().toString(36).slice(2)}`,
+  });
   const response = await register(on, { registrationToken: created.body.registrationToken });
   return agentMetadata(response.machineId, response.agentCredential);
 }
 
-function download(metadata: grpc.Metadata, packageId: string, version: string, on: AgentServiceClient = client): Promise<Buffer[]> {
+function download(
+  metadata: grpc.Metadata,
+  packageId: string,
+  version: string,
+  on: AgentServiceClient = client,
+): Promise<Buffer[]> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     const call = on.DownloadPackage({ packageId, version }, metadata);

@@ -6,7 +6,16 @@ import { createGateway, type Gateway } from '../../../services/gateway/index.ts'
 import type { AgentServiceClient } from '../../../proto/gen/gantry/agent/v1/AgentService.ts';
 import { testApp, type TestContext } from '../../helpers/app.ts';
 import { waitFor } from '../../helpers/wait-for.ts';
-import { agentClient, agentMetadata, codeOf, FakeAgentPort, openStream, register, task, type AgentStream } from './harness.ts';
+import {
+  agentClient,
+  agentMetadata,
+  codeOf,
+  FakeAgentPort,
+  openStream,
+  register,
+  task,
+  type AgentStream,
+} from './harness.ts';
 
 let t: TestContext;
 let bus: Bus;
@@ -19,7 +28,14 @@ beforeAll(async () => {
   t = await testApp();
   const logger = createLogger('silent');
   bus = await createBus({ natsUrl: null, logger });
-  gateway = createGateway({ store: t.deps.store, clock: t.deps.clock, bus, agentPort: port, logger, heartbeatIntervalMs: 1234 });
+  gateway = createGateway({
+    store: t.deps.store,
+    clock: t.deps.clock,
+    bus,
+    agentPort: port,
+    logger,
+    heartbeatIntervalMs: 1234,
+  });
   client = agentClient(await gateway.start(0, '127.0.0.1'));
 });
 
@@ -38,7 +54,12 @@ async function newMachine(workspaceId = t.mainWorkspaceId) {
 
 async function registeredMachine() {
   const { registrationToken } = await newMachine();
-  const response = await register(client, { registrationToken, hostname: 'host-1', os: 'linux x64', agentVersion: '1.0.0' });
+  const response = await register(client, {
+    registrationToken,
+    hostname: 'host-1',
+    os: 'linux x64',
+    agentVersion: '1.0.0',
+  });
   return { machineId: response.machineId, credential: response.agentCredential };
 }
 
@@ -53,21 +74,32 @@ async function helloedAgent(hello: Record<string, unknown> = {}) {
   const machine = await registeredMachine();
   const stream = connect(machine.machineId, machine.credential);
   stream.send({ hello: { agentVersion: '1.0.0', os: 'linux x64', hostname: 'host-1', ...hello } });
-  await waitFor(() => port.callsOf('assignmentsFor', machine.machineId).length > 0, { description: 'tasks asked after Hello' });
+  await waitFor(() => port.callsOf('assignmentsFor', machine.machineId).length > 0, {
+    description: 'tasks asked after Hello',
+  });
   return { ...machine, stream };
 }
 
 describe('Register', () => {
   it('trades the token for a credential once and stores only its hash when the token is valid', async () => {
     const { machineId, registrationToken } = await newMachine();
-    const response = await register(client, { registrationToken, hostname: 'web-01', os: 'linux x64', agentVersion: '1.2.3' });
+    const response = await register(client, {
+      registrationToken,
+      hostname: 'web-01',
+      os: 'linux x64',
+      agentVersion: '1.2.3',
+    });
     expect(response.machineId).toBe(machineId);
     expect(response.agentCredential).toMatch(/^[\w-]{40,}$/);
 
     const [row] = await t.db('machines').where({ id: machineId });
     expect(row.agent_credential_hash).toBe(hashSecret(response.agentCredential));
     expect(row.registration_token_hash).toBeNull();
-    expect({ hostname: row.hostname, os: row.os, agentVersion: row.agent_version }).toEqual({ hostname: 'web-01', os: 'linux x64', agentVersion: '1.2.3' });
+    expect({ hostname: row.hostname, os: row.os, agentVersion: row.agent_version }).toEqual({
+      hostname: 'web-01',
+      os: 'linux x64',
+      agentVersion: '1.2.3',
+    });
     expect(JSON.stringify(row)).not.toContain(response.agentCredential);
 
     expect(await codeOf(register(client, { registrationToken }))).toBe(grpc.status.UNAUTHENTICATED);
@@ -81,7 +113,10 @@ describe('Register', () => {
 
   it('refuses with UNAUTHENTICATED when the token has expired', async () => {
     const { machineId, registrationToken } = await newMachine();
-    await t.db('machines').where({ id: machineId }).update({ registration_expires_at: new Date(Date.now() - 1000) });
+    await t
+      .db('machines')
+      .where({ id: machineId })
+      .update({ registration_expires_at: new Date(Date.now() - 1000) });
     expect(await codeOf(register(client, { registrationToken }))).toBe(grpc.status.UNAUTHENTICATED);
     const [row] = await t.db('machines').where({ id: machineId });
     expect(row.agent_credential_hash).toBeNull();
@@ -106,7 +141,14 @@ describe('Connect', () => {
 
   it('sends Welcome, then acks unacknowledged results, cancels and runs the canned tasks when the agent says Hello', async () => {
     const machine = await registeredMachine();
-    port.tasks.set(machine.machineId, [task('task-a'), task('task-b', { env: { A: '1' }, packages: [{ packageId: 'app', version: '1.0.0', sha256: 'ab', sizeBytes: 10, format: 'zip' }] }), task('task-running')]);
+    port.tasks.set(machine.machineId, [
+      task('task-a'),
+      task('task-b', {
+        env: { A: '1' },
+        packages: [{ packageId: 'app', version: '1.0.0', sha256: 'ab', sizeBytes: 10, format: 'zip' }],
+      }),
+      task('task-running'),
+    ]);
     port.cancellations.set(machine.machineId, ['task-x']);
     const stream = connect(machine.machineId, machine.credential);
     await waitFor(() => stream.of('welcome').length === 1, { description: 'Welcome' });
@@ -118,14 +160,33 @@ describe('Connect', () => {
         os: 'linux x64',
         hostname: 'web-02',
         runningTaskIds: ['task-running'],
-        unacknowledgedResults: [{ taskId: 'task-old', outcome: 'FAILED', exitCode: -1, message: 'agent restarted during the step', lastLogSeq: 7 }],
+        unacknowledgedResults: [
+          {
+            taskId: 'task-old',
+            outcome: 'FAILED',
+            exitCode: -1,
+            message: 'agent restarted during the step',
+            lastLogSeq: 7,
+          },
+        ],
       },
     });
     await waitFor(() => stream.of('runTask').length === 2, { description: 'two RunTask' });
 
-    expect(port.callsOf('heartbeat', machine.machineId)).toEqual([{ method: 'heartbeat', machineId: machine.machineId, info: { agentVersion: '2.0.0', os: 'linux x64', hostname: 'web-02' } }]);
+    expect(port.callsOf('heartbeat', machine.machineId)).toEqual([
+      {
+        method: 'heartbeat',
+        machineId: machine.machineId,
+        info: { agentVersion: '2.0.0', os: 'linux x64', hostname: 'web-02' },
+      },
+    ]);
     expect(port.callsOf('recordResult', machine.machineId)).toEqual([
-      { method: 'recordResult', machineId: machine.machineId, taskId: 'task-old', result: { outcome: 'FAILED', exitCode: -1, message: 'agent restarted during the step', lastLogSeq: 7 } },
+      {
+        method: 'recordResult',
+        machineId: machine.machineId,
+        taskId: 'task-old',
+        result: { outcome: 'FAILED', exitCode: -1, message: 'agent restarted during the step', lastLogSeq: 7 },
+      },
     ]);
     expect(stream.received.map((m) => m.payload)).toEqual(['welcome', 'ackResult', 'cancelTask', 'runTask', 'runTask']);
     expect(stream.of('ackResult')).toEqual([{ taskId: 'task-old' }]);
@@ -178,21 +239,36 @@ describe('Connect', () => {
   it('sends only the new tasks when work becomes available for a connected machine', async () => {
     const { machineId, stream } = await helloedAgent();
     port.tasks.set(machineId, [task('t1')]);
-    await bus.publishEvent(EventSubject.machineWorkAvailable(machineId), { v: 1, type: 'machine.work-available', machineId });
+    await bus.publishEvent(EventSubject.machineWorkAvailable(machineId), {
+      v: 1,
+      type: 'machine.work-available',
+      machineId,
+    });
     await waitFor(() => stream.of('runTask').length === 1, { description: 'first task' });
 
     port.tasks.set(machineId, [task('t1'), task('t2'), task('t3')]);
-    await bus.publishEvent(EventSubject.machineWorkAvailable(machineId), { v: 1, type: 'machine.work-available', machineId });
+    await bus.publishEvent(EventSubject.machineWorkAvailable(machineId), {
+      v: 1,
+      type: 'machine.work-available',
+      machineId,
+    });
     await waitFor(() => stream.of('runTask').length === 3, { description: 'two more tasks' });
     const callsBefore = port.callsOf('assignmentsFor', machineId).length;
     // An event for another machine wakes nobody here.
-    await bus.publishEvent(EventSubject.machineWorkAvailable('unknown-machine'), { v: 1, type: 'machine.work-available', machineId: 'unknown-machine' });
-    await bus.publishEvent(EventSubject.machineWorkAvailable(machineId), { v: 1, type: 'machine.work-available', machineId });
+    await bus.publishEvent(EventSubject.machineWorkAvailable('unknown-machine'), {
+      v: 1,
+      type: 'machine.work-available',
+      machineId: 'unknown-machine',
+    });
+    await bus.publishEvent(EventSubject.machineWorkAvailable(machineId), {
+      v: 1,
+      type: 'machine.work-available',
+      machineId,
+    });
     await waitFor(() => port.callsOf('assignmentsFor', machineId).length > callsBefore, { description: 'third sync' });
     await new Promise((resolve) => setTimeout(resolve, 50));
     expect(stream.of('runTask').map((r) => r.taskId)).toEqual(['t1', 't2', 't3']);
   });
-
 
   it('reads the tasks of a tasks.dispatched event once for all its connected machines and sends each its own', async () => {
     const a = await helloedAgent();
@@ -205,18 +281,35 @@ describe('Connect', () => {
       type: 'tasks.dispatched',
       deploymentId: 'deployment-1',
       // A machine whose agent is held elsewhere is not asked about here.
-      tasks: [{ taskId: 'a-1', machineId: a.machineId }, { taskId: 'b-1', machineId: b.machineId }, { taskId: 'x-1', machineId: 'elsewhere' }],
+      tasks: [
+        { taskId: 'a-1', machineId: a.machineId },
+        { taskId: 'b-1', machineId: b.machineId },
+        { taskId: 'x-1', machineId: 'elsewhere' },
+      ],
     });
-    await waitFor(() => a.stream.of('runTask').length === 1 && b.stream.of('runTask').length === 1, { description: 'both tasks' });
+    await waitFor(() => a.stream.of('runTask').length === 1 && b.stream.of('runTask').length === 1, {
+      description: 'both tasks',
+    });
     const reads = port.calls.filter((c) => c.method === 'dispatchedTasks').slice(before);
     expect(reads).toEqual([{ method: 'dispatchedTasks', machineId: '', taskIds: ['a-1', 'b-1'] }]);
     expect(a.stream.of('runTask').map((r) => r.taskId)).toEqual(['a-1']);
     expect(b.stream.of('runTask').map((r) => r.taskId)).toEqual(['b-1']);
 
     // Sent once per call, whichever wake-up comes next.
-    await bus.publishEvent(EventSubject.machineWorkAvailable(a.machineId), { v: 1, type: 'machine.work-available', machineId: a.machineId });
-    await bus.publishEvent(EventSubject.tasksDispatched('deployment-1'), { v: 1, type: 'tasks.dispatched', deploymentId: 'deployment-1', tasks: [{ taskId: 'a-1', machineId: a.machineId }] });
-    await waitFor(() => port.calls.filter((c) => c.method === 'dispatchedTasks').length === before + 2, { description: 'second read' });
+    await bus.publishEvent(EventSubject.machineWorkAvailable(a.machineId), {
+      v: 1,
+      type: 'machine.work-available',
+      machineId: a.machineId,
+    });
+    await bus.publishEvent(EventSubject.tasksDispatched('deployment-1'), {
+      v: 1,
+      type: 'tasks.dispatched',
+      deploymentId: 'deployment-1',
+      tasks: [{ taskId: 'a-1', machineId: a.machineId }],
+    });
+    await waitFor(() => port.calls.filter((c) => c.method === 'dispatchedTasks').length === before + 2, {
+      description: 'second read',
+    });
     await new Promise((resolve) => setTimeout(resolve, 50));
     expect(a.stream.of('runTask').map((r) => r.taskId)).toEqual(['a-1']);
   });
@@ -224,21 +317,33 @@ describe('Connect', () => {
   it('asks nothing when no machine of a tasks.dispatched event is connected here, and survives a failed read', async () => {
     const { machineId, stream } = await helloedAgent();
     const before = port.calls.filter((c) => c.method === 'dispatchedTasks').length;
-    await bus.publishEvent(EventSubject.tasksDispatched('d-2'), { v: 1, type: 'tasks.dispatched', deploymentId: 'd-2', tasks: [{ taskId: 'x-2', machineId: 'elsewhere' }] });
+    await bus.publishEvent(EventSubject.tasksDispatched('d-2'), {
+      v: 1,
+      type: 'tasks.dispatched',
+      deploymentId: 'd-2',
+      tasks: [{ taskId: 'x-2', machineId: 'elsewhere' }],
+    });
     await new Promise((resolve) => setTimeout(resolve, 50));
     expect(port.calls.filter((c) => c.method === 'dispatchedTasks').length).toBe(before);
 
     port.tasks.set(machineId, [task('late-1')]);
     port.failNext.add('dispatchedTasks:');
-    await bus.publishEvent(EventSubject.tasksDispatched('d-2'), { v: 1, type: 'tasks.dispatched', deploymentId: 'd-2', tasks: [{ taskId: 'late-1', machineId }] });
-    await waitFor(() => port.calls.filter((c) => c.method === 'dispatchedTasks').length === before + 1, { description: 'the failed read' });
+    await bus.publishEvent(EventSubject.tasksDispatched('d-2'), {
+      v: 1,
+      type: 'tasks.dispatched',
+      deploymentId: 'd-2',
+      tasks: [{ taskId: 'late-1', machineId }],
+    });
+    await waitFor(() => port.calls.filter((c) => c.method === 'dispatchedTasks').length === before + 1, {
+      description: 'the failed read',
+    });
     expect(stream.of('runTask')).toEqual([]);
     // The call stays open and the next heartbeat brings the task.
     stream.send({ heartbeat: { sentUnixMs: Date.now() } });
     await waitFor(() => stream.of('runTask').length === 1, { description: 'the task after a heartbeat' });
     expect(stream.status).toBeNull();
   });
-  it('sends a task whose wake-up was lost at the agent\'s next Heartbeat', async () => {
+  it("sends a task whose wake-up was lost at the agent's next Heartbeat", async () => {
     // A replica can die between starting a task and publishing its wake-up, and core NATS events
     // are best-effort: the heartbeat re-checks the machine's tasks so none waits forever.
     const { machineId, stream } = await helloedAgent();
@@ -255,7 +360,13 @@ describe('Connect', () => {
 
   it('sends CancelTask when a task.cancel event names a connected machine', async () => {
     const { machineId, stream } = await helloedAgent();
-    await bus.publishEvent(EventSubject.taskCancel('task-c'), { v: 1, type: 'task.cancel', taskId: 'task-c', deploymentId: 'd-1', machineId });
+    await bus.publishEvent(EventSubject.taskCancel('task-c'), {
+      v: 1,
+      type: 'task.cancel',
+      taskId: 'task-c',
+      deploymentId: 'd-1',
+      machineId,
+    });
     await waitFor(() => stream.of('cancelTask').length === 1, { description: 'CancelTask' });
     expect(stream.of('cancelTask')).toEqual([{ taskId: 'task-c', graceMs: 0 }]);
   });
@@ -271,9 +382,17 @@ describe('Connect', () => {
     stream.send({ heartbeat: { sentUnixMs: Date.now() } });
     await waitFor(() => stream.of('cancelTask').length === 1, { description: 'CancelTask after a heartbeat' });
     // Still being cancelled at the next heartbeat, and the event arrives late: not sent again.
-    await bus.publishEvent(EventSubject.taskCancel('keeps-running'), { v: 1, type: 'task.cancel', taskId: 'keeps-running', deploymentId: 'd-1', machineId });
+    await bus.publishEvent(EventSubject.taskCancel('keeps-running'), {
+      v: 1,
+      type: 'task.cancel',
+      taskId: 'keeps-running',
+      deploymentId: 'd-1',
+      machineId,
+    });
     stream.send({ heartbeat: { sentUnixMs: Date.now() } });
-    await waitFor(() => port.callsOf('assignmentsFor', machineId).length >= 4, { description: 'the third heartbeat sync' });
+    await waitFor(() => port.callsOf('assignmentsFor', machineId).length >= 4, {
+      description: 'the third heartbeat sync',
+    });
     await new Promise((resolve) => setTimeout(resolve, 50));
     expect(stream.of('cancelTask')).toEqual([{ taskId: 'keeps-running', graceMs: 0 }]);
   });
@@ -312,7 +431,12 @@ describe('Connect', () => {
     await waitFor(() => stream.of('ackResult').length === 1, { description: 'AckResult' });
     expect(stream.of('ackResult')).toEqual([{ taskId: 'task-r' }]);
     expect(port.callsOf('recordResult', machineId)).toEqual([
-      { method: 'recordResult', machineId, taskId: 'task-r', result: { outcome: 'SUCCEEDED', exitCode: 0, message: '', lastLogSeq: 12 } },
+      {
+        method: 'recordResult',
+        machineId,
+        taskId: 'task-r',
+        result: { outcome: 'SUCCEEDED', exitCode: 0, message: '', lastLogSeq: 12 },
+      },
     ]);
   });
 
@@ -323,7 +447,11 @@ describe('Connect', () => {
     expect(status.code).toBe(grpc.status.CANCELLED);
     second.send({ hello: {} });
     port.tasks.set(machineId, [task('after-replace')]);
-    await bus.publishEvent(EventSubject.machineWorkAvailable(machineId), { v: 1, type: 'machine.work-available', machineId });
+    await bus.publishEvent(EventSubject.machineWorkAvailable(machineId), {
+      v: 1,
+      type: 'machine.work-available',
+      machineId,
+    });
     await waitFor(() => second.of('runTask').length === 1, { description: 'task on the new call' });
     expect(first.of('runTask')).toEqual([]);
     expect(second.status).toBeNull();
@@ -348,7 +476,10 @@ describe('Connect', () => {
   it('delivers every message when the writes outrun the agent (backpressure)', async () => {
     const machine = await registeredMachine();
     const big = 'x'.repeat(64 * 1024);
-    port.tasks.set(machine.machineId, Array.from({ length: 120 }, (_, i) => task(`bulk-${i}`, { script: big })));
+    port.tasks.set(
+      machine.machineId,
+      Array.from({ length: 120 }, (_, i) => task(`bulk-${i}`, { script: big })),
+    );
     const stream = connect(machine.machineId, machine.credential);
     stream.send({ hello: {} });
     await waitFor(() => stream.of('runTask').length === 120, { timeoutMs: 15_000, description: '120 RunTask' });

@@ -3,7 +3,13 @@
  * tasks, and a gRPC client built from the same .proto, as an agent would build it.
  */
 import * as grpc from '@grpc/grpc-js';
-import type { AgentInfo, AgentLogLine, AgentPort, AgentTaskResult, RunTaskPayload } from '../../../services/engine/agent-port.ts';
+import type {
+  AgentInfo,
+  AgentLogLine,
+  AgentPort,
+  AgentTaskResult,
+  RunTaskPayload,
+} from '../../../services/engine/agent-port.ts';
 import { loadAgentProto, METADATA_AGENT_CREDENTIAL, METADATA_MACHINE_ID } from '../../../services/gateway/index.ts';
 import type { AgentServiceClient } from '../../../proto/gen/gantry/agent/v1/AgentService.ts';
 import type { AgentMessage } from '../../../proto/gen/gantry/agent/v1/AgentMessage.ts';
@@ -26,7 +32,9 @@ export class FakeAgentPort implements AgentPort {
   readonly failNext = new Set<string>();
 
   callsOf<M extends PortCall['method']>(method: M, machineId: string): Array<Extract<PortCall, { method: M }>> {
-    return this.calls.filter((c): c is Extract<PortCall, { method: M }> => c.method === method && c.machineId === machineId);
+    return this.calls.filter(
+      (c): c is Extract<PortCall, { method: M }> => c.method === method && c.machineId === machineId,
+    );
   }
 
   #maybeFail(method: string, machineId: string): void {
@@ -47,13 +55,17 @@ export class FakeAgentPort implements AgentPort {
   async dispatchedTasks(taskIds: readonly string[]): Promise<Array<{ machineId: string; payload: RunTaskPayload }>> {
     this.calls.push({ method: 'dispatchedTasks', machineId: '', taskIds: [...taskIds] });
     this.#maybeFail('dispatchedTasks', '');
-    return [...this.tasks].flatMap(([machineId, tasks]) => tasks.filter((t) => taskIds.includes(t.taskId)).map((payload) => ({ machineId, payload })));
+    return [...this.tasks].flatMap(([machineId, tasks]) =>
+      tasks.filter((t) => taskIds.includes(t.taskId)).map((payload) => ({ machineId, payload })),
+    );
   }
 
   async recordLogs(machineId: string, taskId: string, lines: AgentLogLine[]): Promise<number> {
     this.calls.push({ method: 'recordLogs', machineId, taskId, lines });
     this.#maybeFail('recordLogs', machineId);
-    const seqs = this.callsOf('recordLogs', machineId).filter((c) => c.taskId === taskId).flatMap((c) => c.lines.map((l) => l.seq));
+    const seqs = this.callsOf('recordLogs', machineId)
+      .filter((c) => c.taskId === taskId)
+      .flatMap((c) => c.lines.map((l) => l.seq));
     return Math.max(0, ...seqs);
   }
 
@@ -92,7 +104,11 @@ export function agentMetadata(machineId: string, credential: string): grpc.Metad
 }
 
 export function register(client: AgentServiceClient, request: RegisterRequest): Promise<RegisterResponse__Output> {
-  return new Promise((resolve, reject) => client.Register(request, (error, response) => (error || !response ? reject(error ?? new Error('Register returned nothing')) : resolve(response))));
+  return new Promise((resolve, reject) =>
+    client.Register(request, (error, response) =>
+      error || !response ? reject(error ?? new Error('Register returned nothing')) : resolve(response),
+    ),
+  );
 }
 
 /** An open Connect call that records everything the server sends and how the call ended. */

@@ -29,7 +29,8 @@ const completed: string[] = [];
 // An in-memory stand-in for the machines store: one pending token, 'good-token'.
 const store: GatewayStore = {
   machines: {
-    findByRegistrationTokenHash: async (hash) => (hash === hashSecret('good-token') && completed.length === 0 ? machine : null),
+    findByRegistrationTokenHash: async (hash) =>
+      hash === hashSecret('good-token') && completed.length === 0 ? machine : null,
     completeRegistration: async (id, credentialHash) => {
       completed.push(`${id}:${credentialHash}`);
       return true;
@@ -47,16 +48,40 @@ const clients: AgentServiceClient[] = [];
 
 beforeAll(async () => {
   dir = await fs.mkdtemp(path.join(os.tmpdir(), 'gantry-tls-'));
-  execFileSync('openssl', [
-    'req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=localhost',
-    '-addext', 'subjectAltName=DNS:localhost,IP:127.0.0.1',
-    '-keyout', path.join(dir, 'key.pem'), '-out', path.join(dir, 'cert.pem'),
-  ], { stdio: 'ignore' });
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-days',
+      '1',
+      '-subj',
+      '/CN=localhost',
+      '-addext',
+      'subjectAltName=DNS:localhost,IP:127.0.0.1',
+      '-keyout',
+      path.join(dir, 'key.pem'),
+      '-out',
+      path.join(dir, 'cert.pem'),
+    ],
+    { stdio: 'ignore' },
+  );
   cert = await fs.readFile(path.join(dir, 'cert.pem'));
   const key = await fs.readFile(path.join(dir, 'key.pem'));
   const logger = createLogger('silent');
   bus = await createBus({ natsUrl: null, logger });
-  gateway = createGateway({ store, clock: { now: () => new Date() }, bus, agentPort: new FakeAgentPort(), logger, tls: { cert, key }, heartbeatIntervalMs: 1000 });
+  gateway = createGateway({
+    store,
+    clock: { now: () => new Date() },
+    bus,
+    agentPort: new FakeAgentPort(),
+    logger,
+    tls: { cert, key },
+    heartbeatIntervalMs: 1000,
+  });
   boundPort = await gateway.start(0, '127.0.0.1');
 });
 
@@ -70,7 +95,9 @@ afterAll(async () => {
 function client(credentials: grpc.ChannelCredentials): AgentServiceClient {
   const AgentService = loadAgentProto().gantry.agent.v1.AgentService;
   // The certificate names localhost: dial the IP, check the name (avoids Node's DEP0123 warning).
-  const created = new AgentService(`127.0.0.1:${boundPort}`, credentials, { 'grpc.ssl_target_name_override': 'localhost' });
+  const created = new AgentService(`127.0.0.1:${boundPort}`, credentials, {
+    'grpc.ssl_target_name_override': 'localhost',
+  });
   clients.push(created);
   return created;
 }

@@ -60,7 +60,10 @@ export async function makeTar(entries: Entry[], gzip: boolean): Promise<Buffer> 
       await fs.writeFile(path.join(dir, 'src', entry.name), entry.data);
     }
     const file = path.join(dir, 'out.tar');
-    await tar.c({ gzip, cwd: path.join(dir, 'src'), file, portable: true }, entries.map((e) => e.name));
+    await tar.c(
+      { gzip, cwd: path.join(dir, 'src'), file, portable: true },
+      entries.map((e) => e.name),
+    );
     return await fs.readFile(file);
   } finally {
     await fs.rm(dir, { recursive: true, force: true });
@@ -68,7 +71,10 @@ export async function makeTar(entries: Entry[], gzip: boolean): Promise<Buffer> 
 }
 
 /** A valid archive of the type named by the file's extension. */
-export async function archiveFor(fileName: string, entries: Entry[] = [{ name: 'app/run.sh', data: 'echo hello\n' }]): Promise<Buffer> {
+export async function archiveFor(
+  fileName: string,
+  entries: Entry[] = [{ name: 'app/run.sh', data: 'echo hello\n' }],
+): Promise<Buffer> {
   const lower = fileName.toLowerCase();
   if (lower.endsWith('.tar.gz')) return makeTar(entries, true);
   if (lower.endsWith('.tar')) return makeTar(entries, false);

@@ -26,7 +26,18 @@ beforeAll(async () => {
   const port = await freePort();
   const child = spawn(
     path.resolve('node_modules/.bin/azurite-blob'),
-    ['--blobHost', '127.0.0.1', '--blobPort', String(port), '--inMemoryPersistence', '--extentMemoryLimit', '256', '--skipApiVersionCheck', '--loose', '--disableTelemetry'],
+    [
+      '--blobHost',
+      '127.0.0.1',
+      '--blobPort',
+      String(port),
+      '--inMemoryPersistence',
+      '--extentMemoryLimit',
+      '256',
+      '--skipApiVersionCheck',
+      '--loose',
+      '--disableTelemetry',
+    ],
     { stdio: ['ignore', 'pipe', 'pipe'] },
   );
   azurite = child;
@@ -67,7 +78,9 @@ interface Backend {
 async function listFiles(dir: string): Promise<Array<{ name: string; size: number }>> {
   const entries = await fs.readdir(dir, { recursive: true, withFileTypes: true }).catch(() => []);
   return Promise.all(
-    entries.filter((e) => e.isFile()).map(async (e) => ({ name: e.name, size: (await fs.stat(path.join(e.parentPath, e.name))).size })),
+    entries
+      .filter((e) => e.isFile())
+      .map(async (e) => ({ name: e.name, size: (await fs.stat(path.join(e.parentPath, e.name))).size })),
   );
 }
 
@@ -86,7 +99,8 @@ const backends: Backend[] = [
     options: () => ({ clock, packages: { blobs: () => createAzureBlobStore({ connectionString, container }) } }),
     async blobs(_t, prefix) {
       const found: Array<{ name: string; size: number }> = [];
-      for await (const blob of azureContainer().listBlobsFlat({ prefix })) found.push({ name: blob.name, size: blob.properties.contentLength ?? 0 });
+      for await (const blob of azureContainer().listBlobsFlat({ prefix }))
+        found.push({ name: blob.name, size: blob.properties.contentLength ?? 0 });
       return found;
     },
   },
@@ -105,13 +119,21 @@ describe.each(backends)('direct upload on $name', (backend) => {
   const nextName = (ext = 'zip') => `Direct.App.1.0.${++counter}.${ext}`;
 
   async function negotiate(fileName: string): Promise<string> {
-    const response = await t.admin.post('/api/packagestore/package/negotiate', { WorkspaceId: workspaceId, FileName: fileName });
+    const response = await t.admin.post('/api/packagestore/package/negotiate', {
+      WorkspaceId: workspaceId,
+      FileName: fileName,
+    });
     expect(response.status, response.text).toBe(200);
     expect(response.body.mode).toBe('direct');
     return response.body.uploadUrl as string;
   }
 
-  async function send(method: 'PUT' | 'GET', url: string, body?: Buffer, headers: Record<string, string> = { 'x-ms-blob-type': 'BlockBlob' }): Promise<number> {
+  async function send(
+    method: 'PUT' | 'GET',
+    url: string,
+    body?: Buffer,
+    headers: Record<string, string> = { 'x-ms-blob-type': 'BlockBlob' },
+  ): Promise<number> {
     if (url.startsWith(GANTRY_URL)) {
       const target = new URL(url);
       return (await t.app.inject({ method, url: target.pathname + target.search, payload: body, headers })).statusCode;
@@ -122,8 +144,13 @@ describe.each(backends)('direct upload on $name', (backend) => {
   }
 
   const put = (url: string, body: Buffer, headers?: Record<string, string>) => send('PUT', url, body, headers);
-  const confirm = (fileName: string) => t.admin.post('/api/packagestore/package/confirm', { WorkspaceId: workspaceId, FileName: fileName });
-  const listed = async () => (await t.admin.get('/api/packagestore/packages', { workspaceId })).body.packages as Array<{ version: string; sha256: string }>;
+  const confirm = (fileName: string) =>
+    t.admin.post('/api/packagestore/package/confirm', { WorkspaceId: workspaceId, FileName: fileName });
+  const listed = async () =>
+    (await t.admin.get('/api/packagestore/packages', { workspaceId })).body.packages as Array<{
+      version: string;
+      sha256: string;
+    }>;
 
   async function download(version: string): Promise<Buffer | null> {
     const response = await t.app.inject({
@@ -205,7 +232,10 @@ describe.each(backends)('direct upload on $name', (backend) => {
     expect(await put(otherBlob.toString(), data)).toBe(403);
 
     const longer = new URL(url);
-    longer.searchParams.set(url.searchParams.has('exp') ? 'exp' : 'se', url.searchParams.has('exp') ? String(Number(url.searchParams.get('exp')) + 3600) : '2099-01-01T00:00:00Z');
+    longer.searchParams.set(
+      url.searchParams.has('exp') ? 'exp' : 'se',
+      url.searchParams.has('exp') ? String(Number(url.searchParams.get('exp')) + 3600) : '2099-01-01T00:00:00Z',
+    );
     expect(await put(longer.toString(), data)).toBe(403);
 
     expect(await put(url.toString(), data)).toBe(201);
@@ -251,7 +281,11 @@ describe.each(backends)('direct upload on $name', (backend) => {
     const response = await confirm(fileName);
     expect(response.status).toBe(400);
     expect(response.body.error).toContain('not a readable tar archive');
-    expect(await t.db('packages').where({ workspace_id: workspaceId, version: fileName.slice('Direct.App.'.length, -'.tar'.length) })).toEqual([]);
+    expect(
+      await t
+        .db('packages')
+        .where({ workspace_id: workspaceId, version: fileName.slice('Direct.App.'.length, -'.tar'.length) }),
+    ).toEqual([]);
     expect(await t.db('pending_uploads').where({ workspace_id: workspaceId, file_name: fileName })).toEqual([]);
     expect(await backend.blobs(t, 'feed/')).toEqual(feedBefore);
     expect(await pendingBlobSizes(url)).toEqual(backend.name === 'filesystem' ? [] : [0]);
@@ -263,13 +297,19 @@ describe.each(backends)('direct upload on $name', (backend) => {
     const url = await negotiate(fileName);
     expect(await put(url, await archiveFor(fileName))).toBe(201);
     expect((await confirm(fileName)).status).toBe(200);
-    const again = await t.admin.post('/api/packagestore/package/negotiate', { WorkspaceId: workspaceId, FileName: fileName });
+    const again = await t.admin.post('/api/packagestore/package/negotiate', {
+      WorkspaceId: workspaceId,
+      FileName: fileName,
+    });
     expect(again.status).toBe(400);
   });
 
   it('requires PushPackages to confirm: 401/2003', async () => {
     const viewer = await t.account([{ role: 'View' }], workspaceId);
-    const response = await viewer.post('/api/packagestore/package/confirm', { WorkspaceId: workspaceId, FileName: nextName() });
+    const response = await viewer.post('/api/packagestore/package/confirm', {
+      WorkspaceId: workspaceId,
+      FileName: nextName(),
+    });
     expect(response.status).toBe(401);
     expect(response.body.errorcode).toBe(2003);
   });

@@ -66,6 +66,8 @@ describe('parsePackageFileName', () => {
 
 describe('packageFileName', () => {
   it('rebuilds the canonical name from its parts', () => {
-    expect(packageFileName({ packageId: 'Acme.Web', version: '2.0.0-rc.1+sha.5', type: 'tar.gz' })).toBe('Acme.Web.2.0.0-rc.1+sha.5.tar.gz');
+    expect(packageFileName({ packageId: 'Acme.Web', version: '2.0.0-rc.1+sha.5', type: 'tar.gz' })).toBe(
+      'Acme.Web.2.0.0-rc.1+sha.5.tar.gz',
+    );
   });
 });

@@ -10,7 +10,15 @@ beforeAll(async () => {
   const environment = await t.db('environments').where({ workspace_id: t.mainWorkspaceId }).first();
   const project = await t.admin.post('/api/project', { workspaceId: t.mainWorkspaceId, name: 'Logs' });
   const releaseId = newId();
-  await t.db('releases').insert({ id: releaseId, workspace_id: t.mainWorkspaceId, project_id: project.body.projectId, version: '1.0.0', snapshot: '{}' });
+  await t
+    .db('releases')
+    .insert({
+      id: releaseId,
+      workspace_id: t.mainWorkspaceId,
+      project_id: project.body.projectId,
+      version: '1.0.0',
+      snapshot: '{}',
+    });
   deploymentId = newId();
   await t.deps.store.deployments.insert([
     {
@@ -36,7 +44,17 @@ const append = (entries: Parameters<TestContext['deps']['store']['deploymentLogs
 describe('deployment logs', () => {
   it('gives every line a unique, increasing tick beyond 2^53, even when written concurrently at the same instant', async () => {
     const now = new Date();
-    await Promise.all(Array.from({ length: 20 }, (_, i) => append([{ level: 'Information', data: `line ${i}` }, { level: 'Information', data: `more ${i}` }], now)));
+    await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        append(
+          [
+            { level: 'Information', data: `line ${i}` },
+            { level: 'Information', data: `more ${i}` },
+          ],
+          now,
+        ),
+      ),
+    );
     const entries = await t.deps.store.deploymentLogs.read(deploymentId, null, 1000);
     expect(entries).toHaveLength(40);
     const ticks = entries.map((e) => e.tick);
@@ -61,7 +79,9 @@ describe('deployment logs', () => {
     ];
     expect(await append(batch)).toHaveLength(2);
     expect(await append(batch)).toHaveLength(0);
-    expect(await append([...batch, { level: 'Information' as const, data: 'next', taskId: 'task-1', agentSeq: 3 }])).toHaveLength(1);
+    expect(
+      await append([...batch, { level: 'Information' as const, data: 'next', taskId: 'task-1', agentSeq: 3 }]),
+    ).toHaveLength(1);
     const after = await t.deps.store.deployments.get(deploymentId);
     expect(after!.errorCount - before!.errorCount).toBe(1);
     expect(after!.warningCount - before!.warningCount).toBe(1);
@@ -71,7 +91,12 @@ describe('deployment logs', () => {
   });
 
   it('stores a batch sent twice at the same moment (two replicas) once', async () => {
-    const batch = Array.from({ length: 10 }, (_, i) => ({ level: 'Information' as const, data: `dup ${i}`, taskId: 'task-2', agentSeq: i + 1 }));
+    const batch = Array.from({ length: 10 }, (_, i) => ({
+      level: 'Information' as const,
+      data: `dup ${i}`,
+      taskId: 'task-2',
+      agentSeq: i + 1,
+    }));
     const results = await Promise.all([append(batch), append(batch), append(batch)]);
     expect(results.reduce((n, r) => n + r.length, 0)).toBe(10);
     const stored = await t.db('deployment_logs').where({ task_id: 'task-2' }).orderBy('tick');
@@ -99,20 +124,34 @@ describe('deployment logs', () => {
       { level: 'Information', data: 'child 2', parentLogId: parent },
     ]);
     expect(first.map((e) => e.data)).toEqual(["Step 'X'", 'child 1', 'child 2']);
-    const again = await append([{ id: parent, level: 'Information', data: "Step 'X'" }, { level: 'Information', data: 'child 3', parentLogId: parent }]);
+    const again = await append([
+      { id: parent, level: 'Information', data: "Step 'X'" },
+      { level: 'Information', data: 'child 3', parentLogId: parent },
+    ]);
     expect(again.map((e) => e.data)).toEqual(['child 3']);
     expect(await t.db('deployment_logs').where({ id: parent }).count({ n: '*' })).toEqual([{ n: '1' }]);
   });
 
   it('ends a running task and stores its line in one statement, once; a task that is not Running stores nothing', async () => {
     const taskId = newId();
-    await t.deps.store.deploymentTasks.insertMany([{ id: taskId, deploymentId, stageIndex: 0, stepId: 'step-f', stepName: 'F', machineId: null, machineName: null }]);
+    await t.deps.store.deploymentTasks.insertMany([
+      { id: taskId, deploymentId, stageIndex: 0, stepId: 'step-f', stepName: 'F', machineId: null, machineName: null },
+    ]);
     const finish = async () =>
       (
         await t.deps.store.deploymentLogs.record(
           deploymentId,
           [{ level: 'Information', data: `output of ${taskId}`, taskId, agentSeq: 1 }],
-          [{ taskId, status: 'Failed', exitCode: 3, message: 'failed with exit code 3', finishedUtc: new Date(), line: { level: 'Error', data: `F finished ${taskId}` } }],
+          [
+            {
+              taskId,
+              status: 'Failed',
+              exitCode: 3,
+              message: 'failed with exit code 3',
+              finishedUtc: new Date(),
+              line: { level: 'Error', data: `F finished ${taskId}` },
+            },
+          ],
           new Date(),
         )
       ).finished;
@@ -122,9 +161,24 @@ describe('deployment logs', () => {
     expect(await finish()).toEqual(new Set([taskId]));
     expect(await finish()).toEqual(new Set());
     const task = await t.deps.store.deploymentTasks.get(taskId);
-    expect(task).toMatchObject({ status: 'Failed', exitCode: 3, message: 'failed with exit code 3', parentLogId: taskId });
-    expect(await t.db('deployment_logs').where({ data: `F finished ${taskId}` }).count({ n: '*' })).toEqual([{ n: '1' }]);
-    expect(await t.db('deployment_logs').where({ data: `output of ${taskId}` }).count({ n: '*' })).toEqual([{ n: '1' }]);
+    expect(task).toMatchObject({
+      status: 'Failed',
+      exitCode: 3,
+      message: 'failed with exit code 3',
+      parentLogId: taskId,
+    });
+    expect(
+      await t
+        .db('deployment_logs')
+        .where({ data: `F finished ${taskId}` })
+        .count({ n: '*' }),
+    ).toEqual([{ n: '1' }]);
+    expect(
+      await t
+        .db('deployment_logs')
+        .where({ data: `output of ${taskId}` })
+        .count({ n: '*' }),
+    ).toEqual([{ n: '1' }]);
     expect((await t.deps.store.deployments.get(deploymentId))!.errorCount).toBe(before!.errorCount + 1);
   });
 

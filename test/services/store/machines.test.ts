@@ -24,7 +24,9 @@ describe('machines store: registration', () => {
     const id = await pendingMachine('token-a', new Date(now.getTime() + 24 * HOUR_MS));
     const store = t.deps.store.machines;
     expect((await store.findByRegistrationTokenHash(hashSecret('token-a'), now))?.id).toBe(id);
-    expect(await store.findByRegistrationTokenHash(hashSecret('token-a'), new Date(now.getTime() + 25 * HOUR_MS))).toBeNull();
+    expect(
+      await store.findByRegistrationTokenHash(hashSecret('token-a'), new Date(now.getTime() + 25 * HOUR_MS)),
+    ).toBeNull();
     expect(await store.findByRegistrationTokenHash(hashSecret('other'), now)).toBeNull();
   });
 
@@ -33,15 +35,33 @@ describe('machines store: registration', () => {
     const id = await pendingMachine('token-b', new Date(now.getTime() + HOUR_MS));
     const store = t.deps.store.machines;
 
-    expect(await store.completeRegistration(id, hashSecret('cred-b'), { agentVersion: '1.0.0', os: 'linux', hostname: 'box' }, now)).toBe(true);
+    expect(
+      await store.completeRegistration(
+        id,
+        hashSecret('cred-b'),
+        { agentVersion: '1.0.0', os: 'linux', hostname: 'box' },
+        now,
+      ),
+    ).toBe(true);
     expect(await store.findByRegistrationTokenHash(hashSecret('token-b'), now)).toBeNull();
     expect(await store.completeRegistration(id, hashSecret('cred-b2'), {})).toBe(false);
 
     const machine = await store.findByCredentialHash(hashSecret('cred-b'));
-    expect(machine).toMatchObject({ id, isRegistered: true, agentVersion: '1.0.0', os: 'linux', hostname: 'box', lastSeenUtc: now });
+    expect(machine).toMatchObject({
+      id,
+      isRegistered: true,
+      agentVersion: '1.0.0',
+      os: 'linux',
+      hostname: 'box',
+      lastSeenUtc: now,
+    });
     expect(await store.findByCredentialHash(hashSecret('cred-b2'))).toBeNull();
     const [row] = await t.db('machines').where({ id });
-    expect(row).toMatchObject({ registration_token_hash: null, registration_expires_at: null, agent_credential_hash: hashSecret('cred-b') });
+    expect(row).toMatchObject({
+      registration_token_hash: null,
+      registration_expires_at: null,
+      agent_credential_hash: hashSecret('cred-b'),
+    });
   });
 
   it('replaces the old credential when a renewed token is used', async () => {

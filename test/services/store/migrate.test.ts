@@ -1,6 +1,12 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Knex } from 'knex';
-import { createDb, createStore, migrateToLatest, rollbackAll, SchemaTooNewError } from '../../../services/store/index.ts';
+import {
+  createDb,
+  createStore,
+  migrateToLatest,
+  rollbackAll,
+  SchemaTooNewError,
+} from '../../../services/store/index.ts';
 import { migrations } from '../../../services/store/migrations/index.ts';
 import { createTestDatabase } from '../../helpers/database.ts';
 
@@ -46,7 +52,11 @@ describe('migrations', () => {
   it('refuses to run against a schema newer than this build', async () => {
     const [db] = await emptyDatabase(1);
     await migrateToLatest(db!);
-    await db!('knex_migrations').insert({ name: '209912312359_from_the_future', batch: 99, migration_time: new Date() });
+    await db!('knex_migrations').insert({
+      name: '209912312359_from_the_future',
+      batch: 99,
+      migration_time: new Date(),
+    });
     await expect(migrateToLatest(db!)).rejects.toBeInstanceOf(SchemaTooNewError);
   });
 });

@@ -57,7 +57,13 @@ export const accountRoutes: Routes = async (app) => {
 
   app.get(
     '/api/me',
-    { schema: { tags, summary: 'The calling service account and its organization', response: { 200: MeSchema, ...errorResponses } } },
+    {
+      schema: {
+        tags,
+        summary: 'The calling service account and its organization',
+        response: { 200: MeSchema, ...errorResponses },
+      },
+    },
     async (request) => getMe(deps, request.principal),
   );
 
@@ -68,14 +74,23 @@ export const accountRoutes: Routes = async (app) => {
         tags,
         summary: 'Lists service accounts',
         querystring: Type.Object({ workspaceId: Type.Optional(Id) }),
-        response: { 200: Type.Object({ serviceAccounts: Type.Array(ServiceAccountSchema), totalCount: Type.Integer() }), ...errorResponses },
+        response: {
+          200: Type.Object({ serviceAccounts: Type.Array(ServiceAccountSchema), totalCount: Type.Integer() }),
+          ...errorResponses,
+        },
       },
       config: { capability: Capability.Admin },
     },
     async (request) => {
       const accounts = await listServiceAccounts(deps, request.principal, request.query);
       return {
-        serviceAccounts: accounts.map((a) => ({ serviceAccountId: a.id, name: a.name, organizationId: a.organizationId, workspaceId: a.workspaceId, roles: a.roles })),
+        serviceAccounts: accounts.map((a) => ({
+          serviceAccountId: a.id,
+          name: a.name,
+          organizationId: a.organizationId,
+          workspaceId: a.workspaceId,
+          roles: a.roles,
+        })),
         totalCount: accounts.length,
       };
     },
@@ -87,7 +102,11 @@ export const accountRoutes: Routes = async (app) => {
       schema: {
         tags,
         summary: 'Creates a service account',
-        body: Type.Object({ workspaceId: Type.Optional(Nullable(Id)), name: Name, roles: Type.Array(RoleSchema, { maxItems: 100 }) }),
+        body: Type.Object({
+          workspaceId: Type.Optional(Nullable(Id)),
+          name: Name,
+          roles: Type.Array(RoleSchema, { maxItems: 100 }),
+        }),
         response: { 200: Type.Object({ serviceAccountId: Id }), ...errorResponses },
       },
       config: { capability: Capability.Admin },
@@ -97,7 +116,15 @@ export const accountRoutes: Routes = async (app) => {
 
   app.delete(
     '/api/service-account',
-    { schema: { tags, summary: 'Deletes a service account and its keys', body: Type.Object({ serviceAccountId: Id }), response: errorResponses }, config: { capability: Capability.Admin } },
+    {
+      schema: {
+        tags,
+        summary: 'Deletes a service account and its keys',
+        body: Type.Object({ serviceAccountId: Id }),
+        response: errorResponses,
+      },
+      config: { capability: Capability.Admin },
+    },
     async (request, reply) => {
       await deleteServiceAccount(deps, request.principal, request.body.serviceAccountId);
       return reply.send();
@@ -111,13 +138,22 @@ export const accountRoutes: Routes = async (app) => {
         tags,
         summary: 'Lists the API keys of a service account (never the keys themselves)',
         querystring: Type.Object({ serviceAccountId: Id }),
-        response: { 200: Type.Object({ apiKeys: Type.Array(Type.Object({ apiKeyId: Id, createdUtc: Type.String() })), totalCount: Type.Integer() }), ...errorResponses },
+        response: {
+          200: Type.Object({
+            apiKeys: Type.Array(Type.Object({ apiKeyId: Id, createdUtc: Type.String() })),
+            totalCount: Type.Integer(),
+          }),
+          ...errorResponses,
+        },
       },
       config: { capability: Capability.Admin },
     },
     async (request) => {
       const keys = await listApiKeys(deps, request.principal, request.query.serviceAccountId);
-      return { apiKeys: keys.map((k) => ({ apiKeyId: k.id, createdUtc: k.createdUtc.toISOString() })), totalCount: keys.length };
+      return {
+        apiKeys: keys.map((k) => ({ apiKeyId: k.id, createdUtc: k.createdUtc.toISOString() })),
+        totalCount: keys.length,
+      };
     },
   );
 
@@ -137,7 +173,10 @@ export const accountRoutes: Routes = async (app) => {
 
   app.delete(
     '/api/service-account/api-key',
-    { schema: { tags, summary: 'Revokes an API key', body: Type.Object({ apiKeyId: Id }), response: errorResponses }, config: { capability: Capability.Admin } },
+    {
+      schema: { tags, summary: 'Revokes an API key', body: Type.Object({ apiKeyId: Id }), response: errorResponses },
+      config: { capability: Capability.Admin },
+    },
     async (request, reply) => {
       await deleteApiKey(deps, request.principal, request.body.apiKeyId);
       return reply.send();
@@ -146,13 +185,19 @@ export const accountRoutes: Routes = async (app) => {
 
   app.get(
     '/api/organization/settings',
-    { schema: { tags, summary: 'Organization limits', response: { 200: SettingsSchema, ...errorResponses } }, config: { capability: Capability.Admin } },
+    {
+      schema: { tags, summary: 'Organization limits', response: { 200: SettingsSchema, ...errorResponses } },
+      config: { capability: Capability.Admin },
+    },
     async (request) => getOrganizationSettings(deps, request.principal),
   );
 
   app.put(
     '/api/organization/settings',
-    { schema: { tags, summary: 'Changes organization limits', body: UpdateSettingsBody, response: errorResponses }, config: { capability: Capability.Admin } },
+    {
+      schema: { tags, summary: 'Changes organization limits', body: UpdateSettingsBody, response: errorResponses },
+      config: { capability: Capability.Admin },
+    },
     async (request, reply) => {
       await updateOrganizationSettings(deps, request.principal, request.body);
       return reply.send();

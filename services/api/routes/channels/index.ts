@@ -4,7 +4,14 @@ import { createChannel, deleteChannel, listChannels, updateChannel } from '../..
 import type { Channel } from '../../../store/index.ts';
 import { errorResponses } from '../../schemas.ts';
 import type { Routes } from '../route-types.ts';
-import { ChannelIdBody, ChannelList, CreateChannelBody, CreatedChannel, ProjectIdQuery, UpdateChannelBody } from './schemas.ts';
+import {
+  ChannelIdBody,
+  ChannelList,
+  CreateChannelBody,
+  CreatedChannel,
+  ProjectIdQuery,
+  UpdateChannelBody,
+} from './schemas.ts';
 
 const tags = ['channels'];
 
@@ -28,19 +35,33 @@ export const channelRoutes: Routes = async (app) => {
   app.get(
     '/api/project/channels',
     {
-      schema: { tags, summary: 'Lists channels of a project with version rules', querystring: ProjectIdQuery, response: { 200: ChannelList, ...errorResponses } },
+      schema: {
+        tags,
+        summary: 'Lists channels of a project with version rules',
+        querystring: ProjectIdQuery,
+        response: { 200: ChannelList, ...errorResponses },
+      },
       config: { capability: Capability.View },
     },
     async (request) => {
       const result = await listChannels(deps, request.principal, request.query.projectId);
-      return { projectId: result.projectId, channels: result.channels.map(toChannelDto), totalCount: result.channels.length };
+      return {
+        projectId: result.projectId,
+        channels: result.channels.map(toChannelDto),
+        totalCount: result.channels.length,
+      };
     },
   );
 
   app.post(
     '/api/project/channel',
     {
-      schema: { tags, summary: 'Creates a channel, optionally gating accepted release and package versions', body: CreateChannelBody, response: { 200: CreatedChannel, ...errorResponses } },
+      schema: {
+        tags,
+        summary: 'Creates a channel, optionally gating accepted release and package versions',
+        body: CreateChannelBody,
+        response: { 200: CreatedChannel, ...errorResponses },
+      },
       config: { capability: Capability.EditProject },
     },
     async (request) => createChannel(deps, request.principal, request.body),
@@ -49,7 +70,12 @@ export const channelRoutes: Routes = async (app) => {
   app.put(
     '/api/project/channel',
     {
-      schema: { tags, summary: 'Updates channel name, description, lifecycle binding, default flag, version rules', body: UpdateChannelBody, response: errorResponses },
+      schema: {
+        tags,
+        summary: 'Updates channel name, description, lifecycle binding, default flag, version rules',
+        body: UpdateChannelBody,
+        response: errorResponses,
+      },
       config: { capability: Capability.EditProject },
     },
     async (request, reply) => {

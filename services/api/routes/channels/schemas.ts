@@ -6,7 +6,11 @@ const VersionRange = Nullable(Type.String({ maxLength: MAX_VERSION_RANGE_LENGTH 
 const PreReleaseTag = Nullable(Type.String({ maxLength: MAX_PRE_RELEASE_TAG_LENGTH }));
 const PackageId = Type.String({ minLength: 1, maxLength: 200, pattern: '\\S' });
 
-export const PackageRuleSchema = Type.Object({ packageId: Type.String(), versionRange: Nullable(Type.String()), preReleaseTag: Nullable(Type.String()) });
+export const PackageRuleSchema = Type.Object({
+  packageId: Type.String(),
+  versionRange: Nullable(Type.String()),
+  preReleaseTag: Nullable(Type.String()),
+});
 
 export const ChannelSchema = Type.Object({
   channelId: Id,
@@ -20,10 +24,18 @@ export const ChannelSchema = Type.Object({
   packageRules: Type.Array(PackageRuleSchema),
 });
 
-export const ChannelList = Type.Object({ projectId: Id, channels: Type.Array(ChannelSchema), totalCount: Type.Integer() });
+export const ChannelList = Type.Object({
+  projectId: Id,
+  channels: Type.Array(ChannelSchema),
+  totalCount: Type.Integer(),
+});
 export const ProjectIdQuery = Type.Object({ projectId: Id });
 
-const PackageRuleInput = Type.Object({ packageId: PackageId, versionRange: Type.Optional(VersionRange), preReleaseTag: Type.Optional(PreReleaseTag) });
+const PackageRuleInput = Type.Object({
+  packageId: PackageId,
+  versionRange: Type.Optional(VersionRange),
+  preReleaseTag: Type.Optional(PreReleaseTag),
+});
 
 const channelFields = {
   description: Type.Optional(Description),

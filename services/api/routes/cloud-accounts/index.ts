@@ -33,7 +33,12 @@ export const cloudAccountRoutes: Routes = async (app) => {
   app.get(
     '/api/cloud-account',
     {
-      schema: { tags, summary: 'Lists cloud accounts of a workspace (secrets shown as null)', querystring: ListCloudAccountsQuery, response: { 200: CloudAccountList, ...errorResponses } },
+      schema: {
+        tags,
+        summary: 'Lists cloud accounts of a workspace (secrets shown as null)',
+        querystring: ListCloudAccountsQuery,
+        response: { 200: CloudAccountList, ...errorResponses },
+      },
       config: { capability: Capability.View },
     },
     async (request) => {
@@ -45,7 +50,12 @@ export const cloudAccountRoutes: Routes = async (app) => {
   app.get(
     '/api/cloud-account/details',
     {
-      schema: { tags, summary: 'Reads one cloud account (secrets shown as null)', querystring: CloudAccountIdQuery, response: { 200: CloudAccountSchema, ...errorResponses } },
+      schema: {
+        tags,
+        summary: 'Reads one cloud account (secrets shown as null)',
+        querystring: CloudAccountIdQuery,
+        response: { 200: CloudAccountSchema, ...errorResponses },
+      },
       config: { capability: Capability.View },
     },
     async (request) => toCloudAccountDto(await getCloudAccount(deps, request.principal, request.query.cloudAccountId)),
@@ -54,7 +64,12 @@ export const cloudAccountRoutes: Routes = async (app) => {
   app.post(
     '/api/cloud-account',
     {
-      schema: { tags, summary: 'Creates a cloud account; its config is encrypted at rest', body: CreateCloudAccountBody, response: { 200: CreatedCloudAccount, ...errorResponses } },
+      schema: {
+        tags,
+        summary: 'Creates a cloud account; its config is encrypted at rest',
+        body: CreateCloudAccountBody,
+        response: { 200: CreatedCloudAccount, ...errorResponses },
+      },
       config: { capability: Capability.ManageWorkspace },
     },
     async (request) => createCloudAccount(deps, request.principal, request.body),
@@ -65,7 +80,8 @@ export const cloudAccountRoutes: Routes = async (app) => {
     {
       schema: {
         tags,
-        summary: 'Updates a cloud account; config replaces the stored one, except secret properties sent as null, which are kept',
+        summary:
+          'Updates a cloud account; config replaces the stored one, except secret properties sent as null, which are kept',
         body: UpdateCloudAccountBody,
         response: errorResponses,
       },

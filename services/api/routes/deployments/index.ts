@@ -1,7 +1,14 @@
 /** /api/release/deploy, /api/release/promote, /api/deployment… (spec §4.2–4.5, contract §5). */
 import { Type } from '@sinclair/typebox';
 import { Capability, ticksToDate } from '../../../core/index.ts';
-import { cancelDeployment, deployRelease, getDeployment, getDeploymentTargets, listDeployments, promoteRelease } from '../../../domain/index.ts';
+import {
+  cancelDeployment,
+  deployRelease,
+  getDeployment,
+  getDeploymentTargets,
+  listDeployments,
+  promoteRelease,
+} from '../../../domain/index.ts';
 import type { Deployment, LogEntry } from '../../../store/index.ts';
 import { errorResponses, Id } from '../../schemas.ts';
 import type { Routes } from '../route-types.ts';
@@ -59,19 +66,43 @@ export const deploymentRoutes: Routes = async (app) => {
 
   app.post(
     '/api/release/deploy',
-    { schema: { tags, summary: 'Deploys an existing release to environments or a lifecycle phase', body: DeployBody, response: { 200: DeployResponse, ...errorResponses, 409: Type.Ref('ErrorBody') } }, config: { capability: Capability.Deploy } },
+    {
+      schema: {
+        tags,
+        summary: 'Deploys an existing release to environments or a lifecycle phase',
+        body: DeployBody,
+        response: { 200: DeployResponse, ...errorResponses, 409: Type.Ref('ErrorBody') },
+      },
+      config: { capability: Capability.Deploy },
+    },
     async (request) => deployRelease(deps, request.principal, request.body),
   );
 
   app.post(
     '/api/release/promote',
-    { schema: { tags, summary: 'Deploys a release identified by project and version', body: PromoteBody, response: { 200: PromoteResponse, ...errorResponses, 409: Type.Ref('ErrorBody') } }, config: { capability: Capability.Deploy } },
+    {
+      schema: {
+        tags,
+        summary: 'Deploys a release identified by project and version',
+        body: PromoteBody,
+        response: { 200: PromoteResponse, ...errorResponses, 409: Type.Ref('ErrorBody') },
+      },
+      config: { capability: Capability.Deploy },
+    },
     async (request) => promoteRelease(deps, request.principal, request.body),
   );
 
   app.get(
     '/api/deployment',
-    { schema: { tags, summary: 'Status and logs of a deployment', querystring: DeploymentQuery, response: { 200: DeploymentResponse, ...errorResponses } }, config: { capability: [Capability.View, Capability.Deploy] } },
+    {
+      schema: {
+        tags,
+        summary: 'Status and logs of a deployment',
+        querystring: DeploymentQuery,
+        response: { 200: DeploymentResponse, ...errorResponses },
+      },
+      config: { capability: [Capability.View, Capability.Deploy] },
+    },
     async (request) => {
       const view = await getDeployment(deps, request.principal, request.query);
       return { status: toStatus(view.deployment), logs: (view.logs ?? []).map(toLog) };
@@ -80,7 +111,15 @@ export const deploymentRoutes: Routes = async (app) => {
 
   app.post(
     '/api/deployment/cancel',
-    { schema: { tags, summary: 'Cancels a pending (queued or running) deployment', body: Type.Object({ deploymentId: Id }), response: errorResponses }, config: { capability: Capability.Deploy } },
+    {
+      schema: {
+        tags,
+        summary: 'Cancels a pending (queued or running) deployment',
+        body: Type.Object({ deploymentId: Id }),
+        response: errorResponses,
+      },
+      config: { capability: Capability.Deploy },
+    },
     async (request, reply) => {
       await cancelDeployment(deps, request.principal, request.body.deploymentId);
       return reply.send();
@@ -89,7 +128,15 @@ export const deploymentRoutes: Routes = async (app) => {
 
   app.get(
     '/api/deployment/list',
-    { schema: { tags, summary: 'Pages through deployments of a workspace, project or release; polls for changes', querystring: ListQuery, response: { 200: ListResponse, ...errorResponses } }, config: { capability: [Capability.View, Capability.Deploy] } },
+    {
+      schema: {
+        tags,
+        summary: 'Pages through deployments of a workspace, project or release; polls for changes',
+        querystring: ListQuery,
+        response: { 200: ListResponse, ...errorResponses },
+      },
+      config: { capability: [Capability.View, Capability.Deploy] },
+    },
     async (request) => {
       const page = await listDeployments(deps, request.principal, request.query);
       return {
@@ -115,7 +162,15 @@ export const deploymentRoutes: Routes = async (app) => {
 
   app.get(
     '/api/deployment/targets',
-    { schema: { tags, summary: 'Which machines each step matched and which ran it', querystring: Type.Object({ deploymentId: Id }), response: { 200: TargetsResponse, ...errorResponses } }, config: { capability: [Capability.View, Capability.Deploy] } },
+    {
+      schema: {
+        tags,
+        summary: 'Which machines each step matched and which ran it',
+        querystring: Type.Object({ deploymentId: Id }),
+        response: { 200: TargetsResponse, ...errorResponses },
+      },
+      config: { capability: [Capability.View, Capability.Deploy] },
+    },
     async (request) => {
       const view = await getDeploymentTargets(deps, request.principal, request.query.deploymentId);
       return {

@@ -15,7 +15,9 @@ const EnvironmentTarget = Type.Union([
 
 const TargetFields = {
   phaseName: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
-  environmentName: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'Obsolete: use environments' })),
+  environmentName: Type.Optional(
+    Type.String({ minLength: 1, maxLength: 200, description: 'Obsolete: use environments' }),
+  ),
   environments: Type.Optional(Type.Array(EnvironmentTarget, { maxItems: 100 })),
   redownloadPackages: Type.Optional(Type.Boolean()),
   deploymentDateUnixMillis: Type.Optional(Type.Integer({ minimum: 0 })),
@@ -23,7 +25,11 @@ const TargetFields = {
 };
 
 export const DeployBody = Type.Object({ releaseId: Id, ...TargetFields });
-export const PromoteBody = Type.Object({ projectId: Id, version: Type.Optional(Type.String({ maxLength: 300 })), ...TargetFields });
+export const PromoteBody = Type.Object({
+  projectId: Id,
+  version: Type.Optional(Type.String({ maxLength: 300 })),
+  ...TargetFields,
+});
 export const DeployResponse = Type.Object({ deploymentIds: Type.Array(Id) });
 export const PromoteResponse = Type.Object({ deploymentId: Id, deploymentIds: Type.Array(Id) });
 

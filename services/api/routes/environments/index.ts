@@ -1,6 +1,12 @@
 /** /api/environment (contract §3). */
 import { Capability } from '../../../core/index.ts';
-import { createEnvironment, deleteEnvironment, getEnvironment, listEnvironments, updateEnvironment } from '../../../domain/index.ts';
+import {
+  createEnvironment,
+  deleteEnvironment,
+  getEnvironment,
+  listEnvironments,
+  updateEnvironment,
+} from '../../../domain/index.ts';
 import type { Environment } from '../../../store/index.ts';
 import { errorResponses } from '../../schemas.ts';
 import type { Routes } from '../route-types.ts';
@@ -35,7 +41,12 @@ export const environmentRoutes: Routes = async (app) => {
   app.get(
     '/api/environment',
     {
-      schema: { tags, summary: 'Lists environments of a workspace', querystring: ListEnvironmentsQuery, response: { 200: EnvironmentList, ...errorResponses } },
+      schema: {
+        tags,
+        summary: 'Lists environments of a workspace',
+        querystring: ListEnvironmentsQuery,
+        response: { 200: EnvironmentList, ...errorResponses },
+      },
       config: { capability: Capability.View },
     },
     async (request) => {
@@ -47,7 +58,12 @@ export const environmentRoutes: Routes = async (app) => {
   app.get(
     '/api/environment/details',
     {
-      schema: { tags, summary: 'Reads one environment', querystring: EnvironmentIdQuery, response: { 200: EnvironmentSchema, ...errorResponses } },
+      schema: {
+        tags,
+        summary: 'Reads one environment',
+        querystring: EnvironmentIdQuery,
+        response: { 200: EnvironmentSchema, ...errorResponses },
+      },
       config: { capability: Capability.View },
     },
     async (request) => toEnvironmentDto(await getEnvironment(deps, request.principal, request.query.environmentId)),
@@ -56,7 +72,12 @@ export const environmentRoutes: Routes = async (app) => {
   app.post(
     '/api/environment',
     {
-      schema: { tags, summary: 'Creates an environment', body: CreateEnvironmentBody, response: { 200: CreatedEnvironment, ...errorResponses } },
+      schema: {
+        tags,
+        summary: 'Creates an environment',
+        body: CreateEnvironmentBody,
+        response: { 200: CreatedEnvironment, ...errorResponses },
+      },
       config: { capability: Capability.ManageWorkspace },
     },
     async (request) => createEnvironment(deps, request.principal, request.body),
@@ -65,7 +86,12 @@ export const environmentRoutes: Routes = async (app) => {
   app.put(
     '/api/environment',
     {
-      schema: { tags, summary: 'Renames, restyles, reorders, or disables an environment', body: UpdateEnvironmentBody, response: errorResponses },
+      schema: {
+        tags,
+        summary: 'Renames, restyles, reorders, or disables an environment',
+        body: UpdateEnvironmentBody,
+        response: errorResponses,
+      },
       config: { capability: Capability.ManageWorkspace },
     },
     async (request, reply) => {

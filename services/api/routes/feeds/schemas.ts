@@ -11,7 +11,12 @@ export const FeedSchema = Type.Object({
   hasPassword: Type.Boolean({ description: 'Credentials are write-only: only their presence is shown' }),
 });
 
-const FeedTypeSchema = Type.Union([Type.Literal('NuGet'), Type.Literal('Maven'), Type.Literal('Http'), Type.Literal('Docker')]);
+const FeedTypeSchema = Type.Union([
+  Type.Literal('NuGet'),
+  Type.Literal('Maven'),
+  Type.Literal('Http'),
+  Type.Literal('Docker'),
+]);
 const Url = Type.String({ minLength: 1, maxLength: 2000 });
 const Username = Nullable(Type.String({ maxLength: 500 }));
 const Password = Nullable(Type.String({ maxLength: 10_000 }));

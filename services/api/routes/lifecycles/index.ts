@@ -41,7 +41,12 @@ export const lifecycleRoutes: Routes = async (app) => {
   app.get(
     '/api/lifecycle',
     {
-      schema: { tags, summary: 'Lists lifecycles of a workspace with their phases', querystring: ListLifecyclesQuery, response: { 200: LifecycleList, ...errorResponses } },
+      schema: {
+        tags,
+        summary: 'Lists lifecycles of a workspace with their phases',
+        querystring: ListLifecyclesQuery,
+        response: { 200: LifecycleList, ...errorResponses },
+      },
       config: { capability: Capability.View },
     },
     async (request) => {
@@ -53,7 +58,12 @@ export const lifecycleRoutes: Routes = async (app) => {
   app.get(
     '/api/lifecycle/details',
     {
-      schema: { tags, summary: 'Reads one lifecycle with its phases and their environments', querystring: LifecycleIdQuery, response: { 200: LifecycleSchema, ...errorResponses } },
+      schema: {
+        tags,
+        summary: 'Reads one lifecycle with its phases and their environments',
+        querystring: LifecycleIdQuery,
+        response: { 200: LifecycleSchema, ...errorResponses },
+      },
       config: manage,
     },
     async (request) => getLifecycle(deps, request.principal, request.query.lifecycleId),
@@ -62,7 +72,12 @@ export const lifecycleRoutes: Routes = async (app) => {
   app.post(
     '/api/lifecycle',
     {
-      schema: { tags, summary: 'Creates a lifecycle, optionally with phases', body: CreateLifecycleBody, response: { 200: CreatedLifecycle, ...errorResponses } },
+      schema: {
+        tags,
+        summary: 'Creates a lifecycle, optionally with phases',
+        body: CreateLifecycleBody,
+        response: { 200: CreatedLifecycle, ...errorResponses },
+      },
       config: manage,
     },
     async (request) => createLifecycle(deps, request.principal, request.body),
@@ -71,7 +86,12 @@ export const lifecycleRoutes: Routes = async (app) => {
   app.put(
     '/api/lifecycle',
     {
-      schema: { tags, summary: 'Updates name, description or phase list (a sent list replaces all phases)', body: UpdateLifecycleBody, response: errorResponses },
+      schema: {
+        tags,
+        summary: 'Updates name, description or phase list (a sent list replaces all phases)',
+        body: UpdateLifecycleBody,
+        response: errorResponses,
+      },
       config: manage,
     },
     async (request, reply) => {
@@ -83,7 +103,12 @@ export const lifecycleRoutes: Routes = async (app) => {
   app.delete(
     '/api/lifecycle',
     {
-      schema: { tags, summary: 'Deletes a lifecycle that no project or channel uses', body: LifecycleIdBody, response: errorResponses },
+      schema: {
+        tags,
+        summary: 'Deletes a lifecycle that no project or channel uses',
+        body: LifecycleIdBody,
+        response: errorResponses,
+      },
       config: manage,
     },
     async (request, reply) => {
@@ -95,7 +120,12 @@ export const lifecycleRoutes: Routes = async (app) => {
   app.post(
     '/api/lifecycle/phase',
     {
-      schema: { tags, summary: 'Appends a phase', body: CreatePhaseBody, response: { 200: CreatedPhase, ...errorResponses } },
+      schema: {
+        tags,
+        summary: 'Appends a phase',
+        body: CreatePhaseBody,
+        response: { 200: CreatedPhase, ...errorResponses },
+      },
       config: manage,
     },
     async (request) => addPhase(deps, request.principal, request.body),
@@ -104,7 +134,12 @@ export const lifecycleRoutes: Routes = async (app) => {
   app.put(
     '/api/lifecycle/phase',
     {
-      schema: { tags, summary: 'Updates name, requirements, position or environments of a phase', body: UpdatePhaseBody, response: errorResponses },
+      schema: {
+        tags,
+        summary: 'Updates name, requirements, position or environments of a phase',
+        body: UpdatePhaseBody,
+        response: errorResponses,
+      },
       config: manage,
     },
     async (request, reply) => {
@@ -128,7 +163,12 @@ export const lifecycleRoutes: Routes = async (app) => {
   app.put(
     '/api/lifecycle/phase/environment',
     {
-      schema: { tags, summary: 'Attaches an environment to a phase or changes its trigger mode', body: SetPhaseEnvironmentBody, response: errorResponses },
+      schema: {
+        tags,
+        summary: 'Attaches an environment to a phase or changes its trigger mode',
+        body: SetPhaseEnvironmentBody,
+        response: errorResponses,
+      },
       config: manage,
     },
     async (request, reply) => {
@@ -140,7 +180,12 @@ export const lifecycleRoutes: Routes = async (app) => {
   app.delete(
     '/api/lifecycle/phase/environment',
     {
-      schema: { tags, summary: 'Removes an environment from a phase', body: PhaseEnvironmentBody, response: errorResponses },
+      schema: {
+        tags,
+        summary: 'Removes an environment from a phase',
+        body: PhaseEnvironmentBody,
+        response: errorResponses,
+      },
       config: manage,
     },
     async (request, reply) => {

@@ -13,7 +13,11 @@ export const HowToTriggerSchema = Type.Union([Type.Literal('Automatic'), Type.Li
 const MAX_PHASES = 100;
 const MAX_PHASE_ENVIRONMENTS = 200;
 
-export const PhaseEnvironmentSchema = Type.Object({ environmentId: Id, environmentName: Type.String(), howToTrigger: HowToTriggerSchema });
+export const PhaseEnvironmentSchema = Type.Object({
+  environmentId: Id,
+  environmentName: Type.String(),
+  howToTrigger: HowToTriggerSchema,
+});
 
 export const PhaseSchema = Type.Object({
   phaseId: Id,
@@ -81,5 +85,9 @@ export const UpdatePhaseBody = Type.Object({
 });
 
 export const PhaseIdBody = Type.Object({ phaseId: Id });
-export const SetPhaseEnvironmentBody = Type.Object({ phaseId: Id, environmentId: Id, howToTrigger: Type.Optional(HowToTriggerSchema) });
+export const SetPhaseEnvironmentBody = Type.Object({
+  phaseId: Id,
+  environmentId: Id,
+  howToTrigger: Type.Optional(HowToTriggerSchema),
+});
 export const PhaseEnvironmentBody = Type.Object({ phaseId: Id, environmentId: Id });

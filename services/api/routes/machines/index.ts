@@ -58,7 +58,15 @@ export const machineRoutes: Routes = async (app) => {
 
   app.get(
     '/api/machine',
-    { schema: { tags, summary: 'Lists machines of a workspace with assigned environments', querystring: ListMachinesQuery, response: { 200: MachineList, ...errorResponses } }, config: view },
+    {
+      schema: {
+        tags,
+        summary: 'Lists machines of a workspace with assigned environments',
+        querystring: ListMachinesQuery,
+        response: { 200: MachineList, ...errorResponses },
+      },
+      config: view,
+    },
     async (request) => {
       const page = await listMachines(deps, request.principal, request.query);
       return { machines: page.items.map(toMachineDto), totalCount: page.totalCount };
@@ -67,7 +75,15 @@ export const machineRoutes: Routes = async (app) => {
 
   app.get(
     '/api/machine/details',
-    { schema: { tags, summary: 'Reads one machine', querystring: MachineIdQuery, response: { 200: MachineSchema, ...errorResponses } }, config: view },
+    {
+      schema: {
+        tags,
+        summary: 'Reads one machine',
+        querystring: MachineIdQuery,
+        response: { 200: MachineSchema, ...errorResponses },
+      },
+      config: view,
+    },
     async (request) => toMachineDto(await getMachine(deps, request.principal, request.query.machineId)),
   );
 
@@ -87,7 +103,15 @@ export const machineRoutes: Routes = async (app) => {
 
   app.put(
     '/api/machine',
-    { schema: { tags, summary: 'Renames, retags, enables or disables a machine', body: UpdateMachineBody, response: errorResponses }, config: manage },
+    {
+      schema: {
+        tags,
+        summary: 'Renames, retags, enables or disables a machine',
+        body: UpdateMachineBody,
+        response: errorResponses,
+      },
+      config: manage,
+    },
     async (request, reply) => {
       await updateMachine(deps, request.principal, request.body);
       return reply.send();
@@ -96,7 +120,15 @@ export const machineRoutes: Routes = async (app) => {
 
   app.delete(
     '/api/machine',
-    { schema: { tags, summary: 'Deletes a machine; its agent can no longer connect', body: MachineIdBody, response: errorResponses }, config: manage },
+    {
+      schema: {
+        tags,
+        summary: 'Deletes a machine; its agent can no longer connect',
+        body: MachineIdBody,
+        response: errorResponses,
+      },
+      config: manage,
+    },
     async (request, reply) => {
       await deleteMachine(deps, request.principal, request.body.machineId);
       return reply.send();
@@ -119,7 +151,15 @@ export const machineRoutes: Routes = async (app) => {
 
   app.get(
     '/api/machine/environments',
-    { schema: { tags, summary: 'Returns the environments of one machine', querystring: MachineIdQuery, response: { 200: MachineEnvironmentsResponse, ...errorResponses } }, config: view },
+    {
+      schema: {
+        tags,
+        summary: 'Returns the environments of one machine',
+        querystring: MachineIdQuery,
+        response: { 200: MachineEnvironmentsResponse, ...errorResponses },
+      },
+      config: view,
+    },
     async (request) => {
       const machine = await getMachineEnvironments(deps, request.principal, request.query.machineId);
       return { machineId: machine.id, environments: machine.environments.map(toEnvironmentDto) };
@@ -128,7 +168,15 @@ export const machineRoutes: Routes = async (app) => {
 
   app.put(
     '/api/machine/environments',
-    { schema: { tags, summary: 'Sets the complete environment list of a machine', body: SetMachineEnvironmentsBody, response: errorResponses }, config: manage },
+    {
+      schema: {
+        tags,
+        summary: 'Sets the complete environment list of a machine',
+        body: SetMachineEnvironmentsBody,
+        response: errorResponses,
+      },
+      config: manage,
+    },
     async (request, reply) => {
       await setMachineEnvironments(deps, request.principal, request.body);
       return reply.send();
@@ -137,7 +185,15 @@ export const machineRoutes: Routes = async (app) => {
 
   app.post(
     '/api/machine/environment',
-    { schema: { tags, summary: 'Adds one environment to a machine', body: MachineEnvironmentBody, response: errorResponses }, config: manage },
+    {
+      schema: {
+        tags,
+        summary: 'Adds one environment to a machine',
+        body: MachineEnvironmentBody,
+        response: errorResponses,
+      },
+      config: manage,
+    },
     async (request, reply) => {
       await addMachineEnvironment(deps, request.principal, request.body);
       return reply.send();
@@ -146,7 +202,15 @@ export const machineRoutes: Routes = async (app) => {
 
   app.delete(
     '/api/machine/environment',
-    { schema: { tags, summary: 'Removes one environment from a machine', body: MachineEnvironmentBody, response: errorResponses }, config: manage },
+    {
+      schema: {
+        tags,
+        summary: 'Removes one environment from a machine',
+        body: MachineEnvironmentBody,
+        response: errorResponses,
+      },
+      config: manage,
+    },
     async (request, reply) => {
       await removeMachineEnvironment(deps, request.principal, request.body);
       return reply.send();

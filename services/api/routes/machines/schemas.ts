@@ -42,6 +42,9 @@ export const MachineIdBody = Type.Object({ machineId: Id });
 export const MachineIdQuery = Type.Object({ machineId: Id });
 export const RegistrationTokenResponse = Type.Object({ registrationToken: Type.String() });
 
-export const MachineEnvironmentsResponse = Type.Object({ machineId: Id, environments: Type.Array(MachineEnvironmentSchema) });
+export const MachineEnvironmentsResponse = Type.Object({
+  machineId: Id,
+  environments: Type.Array(MachineEnvironmentSchema),
+});
 export const SetMachineEnvironmentsBody = Type.Object({ machineId: Id, environmentIds: IdList });
 export const MachineEnvironmentBody = Type.Object({ machineId: Id, environmentId: Id });

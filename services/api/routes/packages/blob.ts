@@ -43,7 +43,11 @@ export const blobRoutes: Routes = async (app) => {
         reply.code(201);
         return reply.send();
       }
-      return sendError(reply, result.status, { error: result.error, errorcode: ErrorCode.InvalidParameter, requestid: request.id });
+      return sendError(reply, result.status, {
+        error: result.error,
+        errorcode: ErrorCode.InvalidParameter,
+        requestid: request.id,
+      });
     },
   );
 };

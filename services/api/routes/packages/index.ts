@@ -4,7 +4,15 @@ import type { StoredPackage } from '../../../packages/index.ts';
 import { Empty, errorResponses } from '../../schemas.ts';
 import type { Routes } from '../route-types.ts';
 import { blobRoutes } from './blob.ts';
-import { ConfirmBody, DownloadQuery, ListPackagesQuery, NegotiateBody, NegotiateResponse, PackageBytes, PackageList } from './schemas.ts';
+import {
+  ConfirmBody,
+  DownloadQuery,
+  ListPackagesQuery,
+  NegotiateBody,
+  NegotiateResponse,
+  PackageBytes,
+  PackageList,
+} from './schemas.ts';
 import { uploadRoutes } from './upload.ts';
 
 export const tags = ['packages'];
@@ -29,7 +37,12 @@ export const packageRoutes: Routes = async (app) => {
   app.get(
     '/api/packagestore/packages',
     {
-      schema: { tags, summary: 'Lists packages of a workspace, highest SemVer first', querystring: ListPackagesQuery, response: { 200: PackageList, ...errorResponses } },
+      schema: {
+        tags,
+        summary: 'Lists packages of a workspace, highest SemVer first',
+        querystring: ListPackagesQuery,
+        response: { 200: PackageList, ...errorResponses },
+      },
       config: { capability: Capability.View },
     },
     async (request) => {
@@ -42,7 +55,12 @@ export const packageRoutes: Routes = async (app) => {
   app.get(
     '/api/packagestore/package/download',
     {
-      schema: { tags, summary: 'Downloads one package file', querystring: DownloadQuery, response: { 200: PackageBytes, ...errorResponses } },
+      schema: {
+        tags,
+        summary: 'Downloads one package file',
+        querystring: DownloadQuery,
+        response: { 200: PackageBytes, ...errorResponses },
+      },
       config: { capability: [Capability.View, Capability.Deploy] },
     },
     async (request, reply) => {
@@ -59,20 +77,37 @@ export const packageRoutes: Routes = async (app) => {
   app.post(
     '/api/packagestore/package/negotiate',
     {
-      schema: { tags, summary: 'Chooses direct or legacy (multipart) upload for a package file', body: NegotiateBody, response: { 200: NegotiateResponse, ...errorResponses } },
+      schema: {
+        tags,
+        summary: 'Chooses direct or legacy (multipart) upload for a package file',
+        body: NegotiateBody,
+        response: { 200: NegotiateResponse, ...errorResponses },
+      },
       config: { capability: Capability.PushPackages },
     },
-    async (request) => deps.packages.negotiate(request.principal, { workspaceId: request.body.WorkspaceId, fileName: request.body.FileName }),
+    async (request) =>
+      deps.packages.negotiate(request.principal, {
+        workspaceId: request.body.WorkspaceId,
+        fileName: request.body.FileName,
+      }),
   );
 
   app.post(
     '/api/packagestore/package/confirm',
     {
-      schema: { tags, summary: 'Validates a directly uploaded package and publishes it', body: ConfirmBody, response: { 200: Empty, ...errorResponses } },
+      schema: {
+        tags,
+        summary: 'Validates a directly uploaded package and publishes it',
+        body: ConfirmBody,
+        response: { 200: Empty, ...errorResponses },
+      },
       config: { capability: Capability.PushPackages },
     },
     async (request, reply) => {
-      await deps.packages.confirm(request.principal, { workspaceId: request.body.WorkspaceId, fileName: request.body.FileName });
+      await deps.packages.confirm(request.principal, {
+        workspaceId: request.body.WorkspaceId,
+        fileName: request.body.FileName,
+      });
       return reply.send();
     },
   );

@@ -14,7 +14,11 @@ export const PackageSchema = Type.Object({
   uploadedUtc: Type.String({ format: 'date-time' }),
 });
 
-export const ListPackagesQuery = Type.Object({ workspaceId: Id, packageId: Type.Optional(PackageIdParam), ...PageQuery });
+export const ListPackagesQuery = Type.Object({
+  workspaceId: Id,
+  packageId: Type.Optional(PackageIdParam),
+  ...PageQuery,
+});
 export const PackageList = Type.Object({ packages: Type.Array(PackageSchema), totalCount: Type.Integer() });
 
 export const DownloadQuery = Type.Object({ workspaceId: Id, packageId: PackageIdParam, version: Version });
@@ -24,7 +28,9 @@ export const PackageBytes = Type.String({ format: 'binary', description: 'The pa
 export const NegotiateBody = Type.Object({ WorkspaceId: Id, FileName });
 export const NegotiateResponse = Type.Object({
   mode: Type.Union([Type.Literal('direct'), Type.Literal('legacy')]),
-  uploadUrl: Type.Optional(Type.String({ description: 'Present only in direct mode: PUT the bytes here with x-ms-blob-type: BlockBlob' })),
+  uploadUrl: Type.Optional(
+    Type.String({ description: 'Present only in direct mode: PUT the bytes here with x-ms-blob-type: BlockBlob' }),
+  ),
 });
 export const ConfirmBody = NegotiateBody;
 

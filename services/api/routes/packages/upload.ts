@@ -24,12 +24,19 @@ export const uploadRoutes: Routes = async (app) => {
   app.post(
     '/api/packagestore/package',
     {
-      schema: { tags, summary: 'Uploads a package file (multipart: workspaceId, PackageFile)', consumes: ['multipart/form-data'], response: { 200: Empty, ...errorResponses } },
+      schema: {
+        tags,
+        summary: 'Uploads a package file (multipart: workspaceId, PackageFile)',
+        consumes: ['multipart/form-data'],
+        response: { 200: Empty, ...errorResponses },
+      },
       config: { capability: Capability.PushPackages },
     },
     async (request, reply) => {
       if (!request.isMultipart()) {
-        throw Object.assign(new Error('Unsupported Content-Type: this endpoint takes multipart/form-data'), { statusCode: 415 });
+        throw Object.assign(new Error('Unsupported Content-Type: this endpoint takes multipart/form-data'), {
+          statusCode: 415,
+        });
       }
       let workspaceId: string | undefined;
       let fileName: string | undefined;
@@ -38,7 +45,8 @@ export const uploadRoutes: Routes = async (app) => {
       try {
         for await (const part of request.parts()) {
           if (part.type === 'field') {
-            if (part.fieldname.toLowerCase() === 'workspaceid' && typeof part.value === 'string') workspaceId = part.value;
+            if (part.fieldname.toLowerCase() === 'workspaceid' && typeof part.value === 'string')
+              workspaceId = part.value;
             continue;
           }
           if (part.fieldname.toLowerCase() !== 'packagefile' || fileName !== undefined) {

@@ -49,7 +49,12 @@ export const projectStepRoutes: Routes = async (app) => {
   app.get(
     '/api/project/steps',
     {
-      schema: { tags, summary: 'Lists the ordered steps of a project', querystring: ProjectIdQuery, response: { 200: ProjectStepList, ...errorResponses } },
+      schema: {
+        tags,
+        summary: 'Lists the ordered steps of a project',
+        querystring: ProjectIdQuery,
+        response: { 200: ProjectStepList, ...errorResponses },
+      },
       config: { capability: Capability.View },
     },
     async (request) => {
@@ -61,7 +66,12 @@ export const projectStepRoutes: Routes = async (app) => {
   app.post(
     '/api/project/step',
     {
-      schema: { tags, summary: "Appends a step at the end of the project's step list", body: CreateProjectStepBody, response: { 200: CreatedProjectStep, ...errorResponses } },
+      schema: {
+        tags,
+        summary: "Appends a step at the end of the project's step list",
+        body: CreateProjectStepBody,
+        response: { 200: CreatedProjectStep, ...errorResponses },
+      },
       config: { capability: Capability.EditProject },
     },
     async (request) => createProjectStep(deps, request.principal, request.body),
@@ -70,7 +80,12 @@ export const projectStepRoutes: Routes = async (app) => {
   app.put(
     '/api/project/step',
     {
-      schema: { tags, summary: 'Updates step name, scope, run mode, parallelism, error handling, properties', body: UpdateProjectStepBody, response: errorResponses },
+      schema: {
+        tags,
+        summary: 'Updates step name, scope, run mode, parallelism, error handling, properties',
+        body: UpdateProjectStepBody,
+        response: errorResponses,
+      },
       config: { capability: Capability.EditProject },
     },
     async (request, reply) => {
@@ -82,7 +97,12 @@ export const projectStepRoutes: Routes = async (app) => {
   app.delete(
     '/api/project/step',
     {
-      schema: { tags, summary: 'Removes a step (and a rolling group it was the only member of)', body: ProjectStepIdBody, response: errorResponses },
+      schema: {
+        tags,
+        summary: 'Removes a step (and a rolling group it was the only member of)',
+        body: ProjectStepIdBody,
+        response: errorResponses,
+      },
       config: { capability: Capability.EditProject },
     },
     async (request, reply) => {
@@ -94,7 +114,12 @@ export const projectStepRoutes: Routes = async (app) => {
   app.put(
     '/api/project/steps/order',
     {
-      schema: { tags, summary: "Replaces the order of a project's steps", body: ReorderStepsBody, response: errorResponses },
+      schema: {
+        tags,
+        summary: "Replaces the order of a project's steps",
+        body: ReorderStepsBody,
+        response: errorResponses,
+      },
       config: { capability: Capability.EditProject },
     },
     async (request, reply) => {
@@ -106,7 +131,12 @@ export const projectStepRoutes: Routes = async (app) => {
   app.post(
     '/api/project/step/clone',
     {
-      schema: { tags, summary: 'Copies a step into the same or another project', body: CloneProjectStepBody, response: { 200: CreatedProjectStep, ...errorResponses } },
+      schema: {
+        tags,
+        summary: 'Copies a step into the same or another project',
+        body: CloneProjectStepBody,
+        response: { 200: CreatedProjectStep, ...errorResponses },
+      },
       config: { capability: Capability.EditProject },
     },
     async (request) => cloneProjectStep(deps, request.principal, request.body),

@@ -44,4 +44,8 @@ export const UpdateProjectStepBody = Type.Object({
 
 export const ProjectStepIdBody = Type.Object({ projectStepId: Id });
 export const ReorderStepsBody = Type.Object({ projectId: Id, projectStepIds: IdList });
-export const CloneProjectStepBody = Type.Object({ projectStepId: Id, targetProjectId: Type.Optional(Id), name: Type.Optional(Name) });
+export const CloneProjectStepBody = Type.Object({
+  projectStepId: Id,
+  targetProjectId: Type.Optional(Id),
+  name: Type.Optional(Name),
+});

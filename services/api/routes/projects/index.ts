@@ -1,7 +1,14 @@
 /** /api/project (spec §4.12, contract §3), including clone. */
 import { Type } from '@sinclair/typebox';
 import { Capability } from '../../../core/index.ts';
-import { cloneProject, createProject, deleteProject, getProject, listProjects, updateProject } from '../../../domain/index.ts';
+import {
+  cloneProject,
+  createProject,
+  deleteProject,
+  getProject,
+  listProjects,
+  updateProject,
+} from '../../../domain/index.ts';
 import type { Project } from '../../../store/index.ts';
 import { Description, errorResponses, Id, Name, Nullable, PageQuery } from '../../schemas.ts';
 import type { Routes } from '../route-types.ts';
@@ -16,7 +23,14 @@ export const ProjectSchema = Type.Object({
 });
 
 export function toProjectDto(p: Project) {
-  return { projectId: p.id, workspaceId: p.workspaceId, name: p.name, description: p.description, lifecycleId: p.lifecycleId, createdUtc: p.createdUtc.toISOString() };
+  return {
+    projectId: p.id,
+    workspaceId: p.workspaceId,
+    name: p.name,
+    description: p.description,
+    lifecycleId: p.lifecycleId,
+    createdUtc: p.createdUtc.toISOString(),
+  };
 }
 
 const tags = ['projects'];
@@ -31,7 +45,10 @@ export const projectRoutes: Routes = async (app) => {
         tags,
         summary: 'Lists projects visible to the service account in a workspace',
         querystring: Type.Object({ workspaceId: Id, ...PageQuery }),
-        response: { 200: Type.Object({ projects: Type.Array(ProjectSchema), totalCount: Type.Integer() }), ...errorResponses },
+        response: {
+          200: Type.Object({ projects: Type.Array(ProjectSchema), totalCount: Type.Integer() }),
+          ...errorResponses,
+        },
       },
       config: { capability: Capability.View },
     },
@@ -43,7 +60,15 @@ export const projectRoutes: Routes = async (app) => {
 
   app.get(
     '/api/project/details',
-    { schema: { tags, summary: 'Reads one project', querystring: Type.Object({ projectId: Id }), response: { 200: ProjectSchema, ...errorResponses } }, config: { capability: Capability.View } },
+    {
+      schema: {
+        tags,
+        summary: 'Reads one project',
+        querystring: Type.Object({ projectId: Id }),
+        response: { 200: ProjectSchema, ...errorResponses },
+      },
+      config: { capability: Capability.View },
+    },
     async (request) => toProjectDto(await getProject(deps, request.principal, request.query.projectId)),
   );
 
@@ -53,7 +78,12 @@ export const projectRoutes: Routes = async (app) => {
       schema: {
         tags,
         summary: 'Creates a project in a workspace',
-        body: Type.Object({ workspaceId: Id, name: Name, description: Type.Optional(Description), lifecycleId: Type.Optional(Nullable(Id)) }),
+        body: Type.Object({
+          workspaceId: Id,
+          name: Name,
+          description: Type.Optional(Description),
+          lifecycleId: Type.Optional(Nullable(Id)),
+        }),
         response: { 200: Type.Object({ projectId: Id }), ...errorResponses },
       },
       config: { capability: Capability.EditProject },
@@ -67,7 +97,12 @@ export const projectRoutes: Routes = async (app) => {
       schema: {
         tags,
         summary: 'Updates project name, description and lifecycle',
-        body: Type.Object({ projectId: Id, name: Type.Optional(Name), description: Type.Optional(Description), lifecycleId: Type.Optional(Nullable(Id)) }),
+        body: Type.Object({
+          projectId: Id,
+          name: Type.Optional(Name),
+          description: Type.Optional(Description),
+          lifecycleId: Type.Optional(Nullable(Id)),
+        }),
         response: errorResponses,
       },
       config: { capability: Capability.EditProject },
@@ -94,7 +129,15 @@ export const projectRoutes: Routes = async (app) => {
 
   app.delete(
     '/api/project',
-    { schema: { tags, summary: 'Soft-deletes a project', body: Type.Object({ projectId: Id }), response: errorResponses }, config: { capability: Capability.EditProject } },
+    {
+      schema: {
+        tags,
+        summary: 'Soft-deletes a project',
+        body: Type.Object({ projectId: Id }),
+        response: errorResponses,
+      },
+      config: { capability: Capability.EditProject },
+    },
     async (request, reply) => {
       await deleteProject(deps, request.principal, request.body.projectId);
       return reply.send();

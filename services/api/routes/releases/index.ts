@@ -6,7 +6,14 @@ import type { Progression } from '../../../domain/index.ts';
 import type { Release } from '../../../store/releases.ts';
 import { errorResponses } from '../../schemas.ts';
 import type { Routes } from '../route-types.ts';
-import { CreateReleaseBody, CreatedRelease, ListReleasesQuery, ReleaseDetailsQuery, ReleaseDetailsSchema, ReleaseList } from './schemas.ts';
+import {
+  CreateReleaseBody,
+  CreatedRelease,
+  ListReleasesQuery,
+  ReleaseDetailsQuery,
+  ReleaseDetailsSchema,
+  ReleaseList,
+} from './schemas.ts';
 
 const tags = ['releases'];
 
@@ -50,7 +57,12 @@ function toProgressionDto(p: Progression) {
           howToTrigger: e.howToTrigger,
         })),
       })) ?? null,
-    environments: p.environments.map((e) => ({ environmentId: e.environmentId, environmentName: e.environmentName, available: e.available, reason: e.reason })),
+    environments: p.environments.map((e) => ({
+      environmentId: e.environmentId,
+      environmentName: e.environmentName,
+      available: e.available,
+      reason: e.reason,
+    })),
   };
 }
 
@@ -74,7 +86,12 @@ export const releaseRoutes: Routes = async (app) => {
   app.get(
     '/api/release',
     {
-      schema: { tags, summary: "Pages through a project's releases, newest first", querystring: ListReleasesQuery, response: { 200: ReleaseList, ...errorResponses } },
+      schema: {
+        tags,
+        summary: "Pages through a project's releases, newest first",
+        querystring: ListReleasesQuery,
+        response: { 200: ReleaseList, ...errorResponses },
+      },
       config: { capability: Capability.View },
     },
     async (request) => {
@@ -88,7 +105,8 @@ export const releaseRoutes: Routes = async (app) => {
     {
       schema: {
         tags,
-        summary: 'Reads one release (by ID, or by project and SemVer-equivalent version) with its snapshot and lifecycle progression',
+        summary:
+          'Reads one release (by ID, or by project and SemVer-equivalent version) with its snapshot and lifecycle progression',
         querystring: ReleaseDetailsQuery,
         response: { 200: ReleaseDetailsSchema, ...errorResponses },
       },

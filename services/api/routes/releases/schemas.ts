@@ -2,7 +2,9 @@ import { Type } from '@sinclair/typebox';
 import { Id, Nullable, PageQuery } from '../../schemas.ts';
 
 /** Package ID → SemVer version. A map, so the input normalization never renames its keys. */
-const PackageVersions = Type.Record(Type.String({ maxLength: 300 }), Type.String({ maxLength: 300 }), { maxProperties: 500 });
+const PackageVersions = Type.Record(Type.String({ maxLength: 300 }), Type.String({ maxLength: 300 }), {
+  maxProperties: 500,
+});
 
 export const CreateReleaseBody = Type.Object({
   // Validity (SemVer 2.0.0, as written) is the domain's rule, so a bad version names the field.
@@ -65,7 +67,13 @@ const SnapshotSchema = Type.Object({
     }),
   ),
   packages: Type.Array(
-    Type.Object({ packageId: Type.String(), version: Type.String(), sha256: Type.String(), sizeBytes: Type.Integer(), type: Type.String() }),
+    Type.Object({
+      packageId: Type.String(),
+      version: Type.String(),
+      sha256: Type.String(),
+      sizeBytes: Type.Integer(),
+      type: Type.String(),
+    }),
   ),
   steps: Type.Array(
     Type.Object({
@@ -86,7 +94,12 @@ const SnapshotSchema = Type.Object({
         script: Type.String(),
         scriptLanguage: Type.String(),
         properties: Type.Array(
-          Type.Object({ Id: Type.String(), Name: Type.String(), DefaultValue: Nullable(Type.String()), ControlType: Type.String() }),
+          Type.Object({
+            Id: Type.String(),
+            Name: Type.String(),
+            DefaultValue: Nullable(Type.String()),
+            ControlType: Type.String(),
+          }),
         ),
       }),
       packageIds: Strings,
@@ -126,7 +139,12 @@ const SnapshotSchema = Type.Object({
     }),
   ),
   scriptModules: Type.Array(
-    Type.Object({ scriptModuleId: Type.String(), name: Type.String(), script: Type.String(), scriptLanguage: Type.String() }),
+    Type.Object({
+      scriptModuleId: Type.String(),
+      name: Type.String(),
+      script: Type.String(),
+      scriptLanguage: Type.String(),
+    }),
   ),
 });
 

@@ -45,7 +45,12 @@ export const rollingGroupRoutes: Routes = async (app) => {
   app.get(
     '/api/project/rolling-groups',
     {
-      schema: { tags, summary: "Lists a project's rolling groups by order", querystring: ProjectIdQuery, response: { 200: RollingGroupList, ...errorResponses } },
+      schema: {
+        tags,
+        summary: "Lists a project's rolling groups by order",
+        querystring: ProjectIdQuery,
+        response: { 200: RollingGroupList, ...errorResponses },
+      },
       config: { capability: Capability.EditProject },
     },
     async (request) => {
@@ -57,7 +62,12 @@ export const rollingGroupRoutes: Routes = async (app) => {
   app.post(
     '/api/project/rolling-group',
     {
-      schema: { tags, summary: 'Groups a consecutive run of steps', body: CreateRollingGroupBody, response: { 200: CreatedRollingGroup, ...errorResponses } },
+      schema: {
+        tags,
+        summary: 'Groups a consecutive run of steps',
+        body: CreateRollingGroupBody,
+        response: { 200: CreatedRollingGroup, ...errorResponses },
+      },
       config: { capability: Capability.EditProject },
     },
     async (request) => createRollingGroup(deps, request.principal, request.body),
@@ -66,7 +76,12 @@ export const rollingGroupRoutes: Routes = async (app) => {
   app.put(
     '/api/project/rolling-group',
     {
-      schema: { tags, summary: "Changes a group's own settings; membership unchanged", body: UpdateRollingGroupBody, response: errorResponses },
+      schema: {
+        tags,
+        summary: "Changes a group's own settings; membership unchanged",
+        body: UpdateRollingGroupBody,
+        response: errorResponses,
+      },
       config: { capability: Capability.EditProject },
     },
     async (request, reply) => {
@@ -78,7 +93,12 @@ export const rollingGroupRoutes: Routes = async (app) => {
   app.delete(
     '/api/project/rolling-group',
     {
-      schema: { tags, summary: 'Dissolves a group; its steps are kept and released', body: RollingGroupIdBody, response: errorResponses },
+      schema: {
+        tags,
+        summary: 'Dissolves a group; its steps are kept and released',
+        body: RollingGroupIdBody,
+        response: errorResponses,
+      },
       config: { capability: Capability.EditProject },
     },
     async (request, reply) => {

@@ -35,7 +35,13 @@ import {
 const tags = ['script modules'];
 
 function toSummaryDto(m: ScriptModule) {
-  return { scriptModuleId: m.id, workspaceId: m.workspaceId, name: m.name, description: m.description, scriptLanguage: m.scriptLanguage };
+  return {
+    scriptModuleId: m.id,
+    workspaceId: m.workspaceId,
+    name: m.name,
+    description: m.description,
+    scriptLanguage: m.scriptLanguage,
+  };
 }
 
 export const scriptModuleRoutes: Routes = async (app) => {
@@ -46,7 +52,15 @@ export const scriptModuleRoutes: Routes = async (app) => {
 
   app.get(
     '/api/script-module',
-    { schema: { tags, summary: 'Lists script modules of a workspace (without scripts)', querystring: ListScriptModulesQuery, response: { 200: ScriptModuleList, ...errorResponses } }, config: view },
+    {
+      schema: {
+        tags,
+        summary: 'Lists script modules of a workspace (without scripts)',
+        querystring: ListScriptModulesQuery,
+        response: { 200: ScriptModuleList, ...errorResponses },
+      },
+      config: view,
+    },
     async (request) => {
       const page = await listScriptModules(deps, request.principal, request.query);
       return { scriptModules: page.items.map(toSummaryDto), totalCount: page.totalCount };
@@ -55,7 +69,15 @@ export const scriptModuleRoutes: Routes = async (app) => {
 
   app.get(
     '/api/script-module/details',
-    { schema: { tags, summary: 'Reads one script module with its script', querystring: ScriptModuleIdQuery, response: { 200: ScriptModuleSchema, ...errorResponses } }, config: view },
+    {
+      schema: {
+        tags,
+        summary: 'Reads one script module with its script',
+        querystring: ScriptModuleIdQuery,
+        response: { 200: ScriptModuleSchema, ...errorResponses },
+      },
+      config: view,
+    },
     async (request) => {
       const module = await getScriptModule(deps, request.principal, request.query.scriptModuleId);
       return { ...toSummaryDto(module), script: module.script };
@@ -64,13 +86,29 @@ export const scriptModuleRoutes: Routes = async (app) => {
 
   app.post(
     '/api/script-module',
-    { schema: { tags, summary: 'Creates a script module', body: CreateScriptModuleBody, response: { 200: CreatedScriptModule, ...errorResponses } }, config: manage },
+    {
+      schema: {
+        tags,
+        summary: 'Creates a script module',
+        body: CreateScriptModuleBody,
+        response: { 200: CreatedScriptModule, ...errorResponses },
+      },
+      config: manage,
+    },
     async (request) => createScriptModule(deps, request.principal, request.body),
   );
 
   app.put(
     '/api/script-module',
-    { schema: { tags, summary: 'Updates name, description, script or language of a script module', body: UpdateScriptModuleBody, response: errorResponses }, config: manage },
+    {
+      schema: {
+        tags,
+        summary: 'Updates name, description, script or language of a script module',
+        body: UpdateScriptModuleBody,
+        response: errorResponses,
+      },
+      config: manage,
+    },
     async (request, reply) => {
       await updateScriptModule(deps, request.principal, request.body);
       return reply.send();
@@ -79,7 +117,15 @@ export const scriptModuleRoutes: Routes = async (app) => {
 
   app.delete(
     '/api/script-module',
-    { schema: { tags, summary: 'Deletes a script module no live project imports', body: ScriptModuleIdBody, response: errorResponses }, config: manage },
+    {
+      schema: {
+        tags,
+        summary: 'Deletes a script module no live project imports',
+        body: ScriptModuleIdBody,
+        response: errorResponses,
+      },
+      config: manage,
+    },
     async (request, reply) => {
       await deleteScriptModule(deps, request.principal, request.body.scriptModuleId);
       return reply.send();
@@ -88,19 +134,39 @@ export const scriptModuleRoutes: Routes = async (app) => {
 
   app.get(
     '/api/project/script-modules',
-    { schema: { tags, summary: 'Lists script modules imported into a project', querystring: ProjectIdQuery, response: { 200: ProjectScriptModules, ...errorResponses } }, config: view },
+    {
+      schema: {
+        tags,
+        summary: 'Lists script modules imported into a project',
+        querystring: ProjectIdQuery,
+        response: { 200: ProjectScriptModules, ...errorResponses },
+      },
+      config: view,
+    },
     async (request) => {
       const result = await listProjectScriptModules(deps, request.principal, request.query.projectId);
       return {
         projectId: result.projectId,
-        scriptModules: result.scriptModules.map((m) => ({ scriptModuleId: m.id, name: m.name, scriptLanguage: m.scriptLanguage })),
+        scriptModules: result.scriptModules.map((m) => ({
+          scriptModuleId: m.id,
+          name: m.name,
+          scriptLanguage: m.scriptLanguage,
+        })),
       };
     },
   );
 
   app.put(
     '/api/project/script-modules',
-    { schema: { tags, summary: 'Sets the full list of imported script modules', body: SetProjectScriptModulesBody, response: errorResponses }, config: edit },
+    {
+      schema: {
+        tags,
+        summary: 'Sets the full list of imported script modules',
+        body: SetProjectScriptModulesBody,
+        response: errorResponses,
+      },
+      config: edit,
+    },
     async (request, reply) => {
       await setProjectScriptModules(deps, request.principal, request.body);
       return reply.send();
@@ -109,7 +175,15 @@ export const scriptModuleRoutes: Routes = async (app) => {
 
   app.post(
     '/api/project/script-module',
-    { schema: { tags, summary: 'Imports one workspace script module', body: ProjectScriptModuleBody, response: errorResponses }, config: edit },
+    {
+      schema: {
+        tags,
+        summary: 'Imports one workspace script module',
+        body: ProjectScriptModuleBody,
+        response: errorResponses,
+      },
+      config: edit,
+    },
     async (request, reply) => {
       await addProjectScriptModule(deps, request.principal, request.body);
       return reply.send();
@@ -118,7 +192,15 @@ export const scriptModuleRoutes: Routes = async (app) => {
 
   app.delete(
     '/api/project/script-module',
-    { schema: { tags, summary: 'Removes one script module assignment', body: ProjectScriptModuleBody, response: errorResponses }, config: edit },
+    {
+      schema: {
+        tags,
+        summary: 'Removes one script module assignment',
+        body: ProjectScriptModuleBody,
+        response: errorResponses,
+      },
+      config: edit,
+    },
     async (request, reply) => {
       await removeProjectScriptModule(deps, request.principal, request.body);
       return reply.send();

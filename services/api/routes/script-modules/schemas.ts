@@ -1,7 +1,12 @@
 import { Type } from '@sinclair/typebox';
 import { Description, Id, Name, Nullable, PageQuery } from '../../schemas.ts';
 
-const ScriptLanguage = Type.Union([Type.Literal('bash'), Type.Literal('sh'), Type.Literal('python'), Type.Literal('powershell')]);
+const ScriptLanguage = Type.Union([
+  Type.Literal('bash'),
+  Type.Literal('sh'),
+  Type.Literal('python'),
+  Type.Literal('powershell'),
+]);
 const Script = Type.String({ maxLength: 1_000_000 });
 
 const summary = {
@@ -17,7 +22,10 @@ export const ScriptModuleSummary = Type.Object(summary);
 export const ScriptModuleSchema = Type.Object({ ...summary, script: Type.String() });
 
 export const ListScriptModulesQuery = Type.Object({ workspaceId: Id, ...PageQuery });
-export const ScriptModuleList = Type.Object({ scriptModules: Type.Array(ScriptModuleSummary), totalCount: Type.Integer() });
+export const ScriptModuleList = Type.Object({
+  scriptModules: Type.Array(ScriptModuleSummary),
+  totalCount: Type.Integer(),
+});
 
 export const CreateScriptModuleBody = Type.Object({
   workspaceId: Id,
@@ -44,5 +52,8 @@ export const ProjectScriptModules = Type.Object({
   projectId: Id,
   scriptModules: Type.Array(Type.Object({ scriptModuleId: Id, name: Type.String(), scriptLanguage: Type.String() })),
 });
-export const SetProjectScriptModulesBody = Type.Object({ projectId: Id, scriptModuleIds: Type.Array(Id, { maxItems: 500 }) });
+export const SetProjectScriptModulesBody = Type.Object({
+  projectId: Id,
+  scriptModuleIds: Type.Array(Id, { maxItems: 500 }),
+});
 export const ProjectScriptModuleBody = Type.Object({ projectId: Id, scriptModuleId: Id });

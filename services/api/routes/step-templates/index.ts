@@ -42,7 +42,12 @@ export const stepTemplateRoutes: Routes = async (app) => {
   app.get(
     '/api/step-template',
     {
-      schema: { tags, summary: 'Lists step templates of a workspace', querystring: ListStepTemplatesQuery, response: { 200: StepTemplateList, ...errorResponses } },
+      schema: {
+        tags,
+        summary: 'Lists step templates of a workspace',
+        querystring: ListStepTemplatesQuery,
+        response: { 200: StepTemplateList, ...errorResponses },
+      },
       config: { capability: Capability.View },
     },
     async (request) => {
@@ -68,7 +73,12 @@ export const stepTemplateRoutes: Routes = async (app) => {
   app.post(
     '/api/step-template',
     {
-      schema: { tags, summary: 'Defines a step template', body: CreateStepTemplateBody, response: { 200: CreatedStepTemplate, ...errorResponses } },
+      schema: {
+        tags,
+        summary: 'Defines a step template',
+        body: CreateStepTemplateBody,
+        response: { 200: CreatedStepTemplate, ...errorResponses },
+      },
       config: { capability: Capability.ManageWorkspace },
     },
     async (request) => createStepTemplate(deps, request.principal, request.body),
@@ -77,7 +87,12 @@ export const stepTemplateRoutes: Routes = async (app) => {
   app.put(
     '/api/step-template',
     {
-      schema: { tags, summary: 'Updates name, script, properties or run modes', body: UpdateStepTemplateBody, response: errorResponses },
+      schema: {
+        tags,
+        summary: 'Updates name, script, properties or run modes',
+        body: UpdateStepTemplateBody,
+        response: errorResponses,
+      },
       config: { capability: Capability.ManageWorkspace },
     },
     async (request, reply) => {
@@ -89,7 +104,12 @@ export const stepTemplateRoutes: Routes = async (app) => {
   app.delete(
     '/api/step-template',
     {
-      schema: { tags, summary: 'Soft-deletes a step template that no step uses', body: StepTemplateIdBody, response: errorResponses },
+      schema: {
+        tags,
+        summary: 'Soft-deletes a step template that no step uses',
+        body: StepTemplateIdBody,
+        response: errorResponses,
+      },
       config: { capability: Capability.ManageWorkspace },
     },
     async (request, reply) => {

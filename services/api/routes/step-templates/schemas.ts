@@ -1,7 +1,12 @@
 import { Type } from '@sinclair/typebox';
 import { Description, Id, Name, Nullable, PageQuery } from '../../schemas.ts';
 
-const ScriptLanguage = Type.Union([Type.Literal('bash'), Type.Literal('sh'), Type.Literal('python'), Type.Literal('powershell')]);
+const ScriptLanguage = Type.Union([
+  Type.Literal('bash'),
+  Type.Literal('sh'),
+  Type.Literal('python'),
+  Type.Literal('powershell'),
+]);
 const RunMode = Type.String({ minLength: 1, maxLength: 100, pattern: '^[A-Za-z][A-Za-z0-9_-]*$' });
 const SupportedRunModes = Type.Array(RunMode, { minItems: 1, maxItems: 20 });
 /** Scripts and property definitions can be long, but not unbounded. */
@@ -20,7 +25,10 @@ export const StepTemplateSchema = Type.Object({
 });
 
 export const ListStepTemplatesQuery = Type.Object({ workspaceId: Id, ...PageQuery });
-export const StepTemplateList = Type.Object({ stepTemplates: Type.Array(StepTemplateSchema), totalCount: Type.Integer() });
+export const StepTemplateList = Type.Object({
+  stepTemplates: Type.Array(StepTemplateSchema),
+  totalCount: Type.Integer(),
+});
 export const StepTemplateDetailsQuery = Type.Object({
   stepTemplateId: Type.Optional(Id),
   workspaceId: Type.Optional(Id),

@@ -15,19 +15,32 @@ export const tagRoutes: Routes = async (app) => {
   app.get(
     '/api/tag',
     {
-      schema: { tags, summary: 'Lists tags of a workspace', querystring: Type.Object({ workspaceId: Id, ...PageQuery }), response: { 200: Type.Object({ tags: Type.Array(TagSchema), totalCount: Type.Integer() }), ...errorResponses } },
+      schema: {
+        tags,
+        summary: 'Lists tags of a workspace',
+        querystring: Type.Object({ workspaceId: Id, ...PageQuery }),
+        response: { 200: Type.Object({ tags: Type.Array(TagSchema), totalCount: Type.Integer() }), ...errorResponses },
+      },
       config: { capability: Capability.View },
     },
     async (request) => {
       const page = await listTags(deps, request.principal, request.query);
-      return { tags: page.items.map((t) => ({ tagId: t.id, workspaceId: t.workspaceId, name: t.name, color: t.color })), totalCount: page.totalCount };
+      return {
+        tags: page.items.map((t) => ({ tagId: t.id, workspaceId: t.workspaceId, name: t.name, color: t.color })),
+        totalCount: page.totalCount,
+      };
     },
   );
 
   app.post(
     '/api/tag',
     {
-      schema: { tags, summary: 'Creates a tag', body: Type.Object({ workspaceId: Id, name: Name, color: Type.Optional(Color) }), response: { 200: Type.Object({ tagId: Id }), ...errorResponses } },
+      schema: {
+        tags,
+        summary: 'Creates a tag',
+        body: Type.Object({ workspaceId: Id, name: Name, color: Type.Optional(Color) }),
+        response: { 200: Type.Object({ tagId: Id }), ...errorResponses },
+      },
       config: { capability: Capability.ManageWorkspace },
     },
     async (request) => createTag(deps, request.principal, request.body),
@@ -36,7 +49,12 @@ export const tagRoutes: Routes = async (app) => {
   app.put(
     '/api/tag',
     {
-      schema: { tags, summary: 'Renames or recolours a tag', body: Type.Object({ tagId: Id, name: Type.Optional(Name), color: Type.Optional(Color) }), response: errorResponses },
+      schema: {
+        tags,
+        summary: 'Renames or recolours a tag',
+        body: Type.Object({ tagId: Id, name: Type.Optional(Name), color: Type.Optional(Color) }),
+        response: errorResponses,
+      },
       config: { capability: Capability.ManageWorkspace },
     },
     async (request, reply) => {
@@ -48,7 +66,12 @@ export const tagRoutes: Routes = async (app) => {
   app.delete(
     '/api/tag',
     {
-      schema: { tags, summary: 'Deletes a tag and removes it from machines, step filters and rolling-group orders', body: Type.Object({ tagId: Id }), response: errorResponses },
+      schema: {
+        tags,
+        summary: 'Deletes a tag and removes it from machines, step filters and rolling-group orders',
+        body: Type.Object({ tagId: Id }),
+        response: errorResponses,
+      },
       config: { capability: Capability.ManageWorkspace },
     },
     async (request, reply) => {

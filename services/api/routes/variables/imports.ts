@@ -19,7 +19,12 @@ export const variableImportRoutes: Routes = async (app) => {
   app.get(
     '/api/project/workspace-variables',
     {
-      schema: { tags, summary: 'Lists workspace variables imported into a project', querystring: ProjectIdQuery, response: { 200: ImportedVariableList, ...errorResponses } },
+      schema: {
+        tags,
+        summary: 'Lists workspace variables imported into a project',
+        querystring: ProjectIdQuery,
+        response: { 200: ImportedVariableList, ...errorResponses },
+      },
       config: { capability: Capability.View },
     },
     async (request) => listImportedWorkspaceVariables(deps, request.principal, request.query.projectId),
@@ -27,7 +32,15 @@ export const variableImportRoutes: Routes = async (app) => {
 
   app.put(
     '/api/project/workspace-variables',
-    { schema: { tags, summary: 'Sets the full list of imported workspace variables', body: SetImportsBody, response: errorResponses }, config: edit },
+    {
+      schema: {
+        tags,
+        summary: 'Sets the full list of imported workspace variables',
+        body: SetImportsBody,
+        response: errorResponses,
+      },
+      config: edit,
+    },
     async (request, reply) => {
       await setImportedWorkspaceVariables(deps, request.principal, request.body);
       return reply.send();
@@ -36,7 +49,10 @@ export const variableImportRoutes: Routes = async (app) => {
 
   app.post(
     '/api/project/workspace-variable',
-    { schema: { tags, summary: 'Imports one workspace variable', body: ImportBody, response: errorResponses }, config: edit },
+    {
+      schema: { tags, summary: 'Imports one workspace variable', body: ImportBody, response: errorResponses },
+      config: edit,
+    },
     async (request, reply) => {
       await importWorkspaceVariable(deps, request.principal, request.body);
       return reply.send();
@@ -45,7 +61,10 @@ export const variableImportRoutes: Routes = async (app) => {
 
   app.delete(
     '/api/project/workspace-variable',
-    { schema: { tags, summary: 'Removes one workspace variable import', body: ImportBody, response: errorResponses }, config: edit },
+    {
+      schema: { tags, summary: 'Removes one workspace variable import', body: ImportBody, response: errorResponses },
+      config: edit,
+    },
     async (request, reply) => {
       await removeWorkspaceVariableImport(deps, request.principal, request.body);
       return reply.send();

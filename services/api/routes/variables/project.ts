@@ -33,7 +33,12 @@ export const projectVariableRoutes: Routes = async (app) => {
   app.get(
     '/api/project/variables',
     {
-      schema: { tags, summary: "Lists a project's variables with their scoped values (Sensitive values as null)", querystring: ProjectIdQuery, response: { 200: ProjectVariableList, ...errorResponses } },
+      schema: {
+        tags,
+        summary: "Lists a project's variables with their scoped values (Sensitive values as null)",
+        querystring: ProjectIdQuery,
+        response: { 200: ProjectVariableList, ...errorResponses },
+      },
       config: { capability: Capability.View },
     },
     async (request) => listProjectVariables(deps, request.principal, request.query.projectId),
@@ -41,13 +46,29 @@ export const projectVariableRoutes: Routes = async (app) => {
 
   app.post(
     '/api/project/variable',
-    { schema: { tags, summary: 'Creates a project variable', body: CreateProjectVariableBody, response: { 200: CreatedVariable, ...errorResponses } }, config: edit },
+    {
+      schema: {
+        tags,
+        summary: 'Creates a project variable',
+        body: CreateProjectVariableBody,
+        response: { 200: CreatedVariable, ...errorResponses },
+      },
+      config: edit,
+    },
     async (request) => createProjectVariable(deps, request.principal, request.body),
   );
 
   app.put(
     '/api/project/variable',
-    { schema: { tags, summary: "Updates a project variable's name, description or type", body: UpdateVariableBody, response: errorResponses }, config: edit },
+    {
+      schema: {
+        tags,
+        summary: "Updates a project variable's name, description or type",
+        body: UpdateVariableBody,
+        response: errorResponses,
+      },
+      config: edit,
+    },
     async (request, reply) => {
       await updateProjectVariable(deps, request.principal, request.body);
       return reply.send();
@@ -56,7 +77,15 @@ export const projectVariableRoutes: Routes = async (app) => {
 
   app.delete(
     '/api/project/variable',
-    { schema: { tags, summary: 'Deletes a project variable and its values', body: VariableIdBody, response: errorResponses }, config: edit },
+    {
+      schema: {
+        tags,
+        summary: 'Deletes a project variable and its values',
+        body: VariableIdBody,
+        response: errorResponses,
+      },
+      config: edit,
+    },
     async (request, reply) => {
       await deleteProjectVariable(deps, request.principal, request.body.variableId);
       return reply.send();
@@ -65,13 +94,29 @@ export const projectVariableRoutes: Routes = async (app) => {
 
   app.post(
     '/api/project/variable/value',
-    { schema: { tags, summary: 'Adds a scoped value to a project variable', body: CreateValueBody, response: { 200: CreatedValue, ...errorResponses } }, config: edit },
+    {
+      schema: {
+        tags,
+        summary: 'Adds a scoped value to a project variable',
+        body: CreateValueBody,
+        response: { 200: CreatedValue, ...errorResponses },
+      },
+      config: edit,
+    },
     async (request) => createProjectVariableValue(deps, request.principal, request.body),
   );
 
   app.put(
     '/api/project/variable/value',
-    { schema: { tags, summary: 'Updates a scoped value of a project variable', body: UpdateValueBody, response: errorResponses }, config: edit },
+    {
+      schema: {
+        tags,
+        summary: 'Updates a scoped value of a project variable',
+        body: UpdateValueBody,
+        response: errorResponses,
+      },
+      config: edit,
+    },
     async (request, reply) => {
       await updateProjectVariableValue(deps, request.principal, request.body);
       return reply.send();
@@ -80,7 +125,15 @@ export const projectVariableRoutes: Routes = async (app) => {
 
   app.delete(
     '/api/project/variable/value',
-    { schema: { tags, summary: 'Deletes a scoped value of a project variable', body: ValueIdBody, response: errorResponses }, config: edit },
+    {
+      schema: {
+        tags,
+        summary: 'Deletes a scoped value of a project variable',
+        body: ValueIdBody,
+        response: errorResponses,
+      },
+      config: edit,
+    },
     async (request, reply) => {
       await deleteProjectVariableValue(deps, request.principal, request.body.variableValueId);
       return reply.send();

@@ -39,10 +39,24 @@ export const VariableSchema = Type.Object({
 export const ProjectIdQuery = Type.Object({ projectId: Id });
 export const ProjectVariableList = Type.Object({ projectId: Id, variables: Type.Array(VariableSchema) });
 export const WorkspaceVariablesQuery = Type.Object({ workspaceId: Id, ...PageQuery });
-export const WorkspaceVariableList = Type.Object({ workspaceId: Id, variables: Type.Array(VariableSchema), totalCount: Type.Integer() });
+export const WorkspaceVariableList = Type.Object({
+  workspaceId: Id,
+  variables: Type.Array(VariableSchema),
+  totalCount: Type.Integer(),
+});
 
-export const CreateProjectVariableBody = Type.Object({ projectId: Id, name: Name, description: Type.Optional(Description), variableType: VariableTypeSchema });
-export const CreateWorkspaceVariableBody = Type.Object({ workspaceId: Id, name: Name, description: Type.Optional(Description), variableType: VariableTypeSchema });
+export const CreateProjectVariableBody = Type.Object({
+  projectId: Id,
+  name: Name,
+  description: Type.Optional(Description),
+  variableType: VariableTypeSchema,
+});
+export const CreateWorkspaceVariableBody = Type.Object({
+  workspaceId: Id,
+  name: Name,
+  description: Type.Optional(Description),
+  variableType: VariableTypeSchema,
+});
 export const UpdateVariableBody = Type.Object({
   variableId: Id,
   name: Type.Optional(Name),
@@ -59,7 +73,9 @@ export const CreatedValue = Type.Object({ variableValueId: Id });
 
 export const ImportedVariableList = Type.Object({
   projectId: Id,
-  workspaceVariables: Type.Array(Type.Object({ variableId: Id, name: Type.String(), variableType: VariableTypeSchema })),
+  workspaceVariables: Type.Array(
+    Type.Object({ variableId: Id, name: Type.String(), variableType: VariableTypeSchema }),
+  ),
 });
 export const SetImportsBody = Type.Object({ projectId: Id, variableIds: IdList });
 export const ImportBody = Type.Object({ projectId: Id, variableId: Id });

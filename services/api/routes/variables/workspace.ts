@@ -33,7 +33,12 @@ export const workspaceVariableRoutes: Routes = async (app) => {
   app.get(
     '/api/workspace-variable',
     {
-      schema: { tags, summary: 'Lists workspace-level variables with their scoped values (Sensitive values as null)', querystring: WorkspaceVariablesQuery, response: { 200: WorkspaceVariableList, ...errorResponses } },
+      schema: {
+        tags,
+        summary: 'Lists workspace-level variables with their scoped values (Sensitive values as null)',
+        querystring: WorkspaceVariablesQuery,
+        response: { 200: WorkspaceVariableList, ...errorResponses },
+      },
       config: { capability: Capability.View },
     },
     async (request) => {
@@ -44,13 +49,29 @@ export const workspaceVariableRoutes: Routes = async (app) => {
 
   app.post(
     '/api/workspace-variable',
-    { schema: { tags, summary: 'Creates a workspace variable', body: CreateWorkspaceVariableBody, response: { 200: CreatedVariable, ...errorResponses } }, config: manage },
+    {
+      schema: {
+        tags,
+        summary: 'Creates a workspace variable',
+        body: CreateWorkspaceVariableBody,
+        response: { 200: CreatedVariable, ...errorResponses },
+      },
+      config: manage,
+    },
     async (request) => createWorkspaceVariable(deps, request.principal, request.body),
   );
 
   app.put(
     '/api/workspace-variable',
-    { schema: { tags, summary: 'Updates workspace variable metadata', body: UpdateVariableBody, response: errorResponses }, config: manage },
+    {
+      schema: {
+        tags,
+        summary: 'Updates workspace variable metadata',
+        body: UpdateVariableBody,
+        response: errorResponses,
+      },
+      config: manage,
+    },
     async (request, reply) => {
       await updateWorkspaceVariable(deps, request.principal, request.body);
       return reply.send();
@@ -59,7 +80,15 @@ export const workspaceVariableRoutes: Routes = async (app) => {
 
   app.delete(
     '/api/workspace-variable',
-    { schema: { tags, summary: 'Soft-deletes a workspace variable, its values and its imports', body: VariableIdBody, response: errorResponses }, config: manage },
+    {
+      schema: {
+        tags,
+        summary: 'Soft-deletes a workspace variable, its values and its imports',
+        body: VariableIdBody,
+        response: errorResponses,
+      },
+      config: manage,
+    },
     async (request, reply) => {
       await deleteWorkspaceVariable(deps, request.principal, request.body.variableId);
       return reply.send();
@@ -68,13 +97,29 @@ export const workspaceVariableRoutes: Routes = async (app) => {
 
   app.post(
     '/api/workspace-variable/value',
-    { schema: { tags, summary: 'Adds a scoped value to a workspace variable', body: CreateValueBody, response: { 200: CreatedValue, ...errorResponses } }, config: manage },
+    {
+      schema: {
+        tags,
+        summary: 'Adds a scoped value to a workspace variable',
+        body: CreateValueBody,
+        response: { 200: CreatedValue, ...errorResponses },
+      },
+      config: manage,
+    },
     async (request) => createWorkspaceVariableValue(deps, request.principal, request.body),
   );
 
   app.put(
     '/api/workspace-variable/value',
-    { schema: { tags, summary: 'Updates a scoped value of a workspace variable', body: UpdateValueBody, response: errorResponses }, config: manage },
+    {
+      schema: {
+        tags,
+        summary: 'Updates a scoped value of a workspace variable',
+        body: UpdateValueBody,
+        response: errorResponses,
+      },
+      config: manage,
+    },
     async (request, reply) => {
       await updateWorkspaceVariableValue(deps, request.principal, request.body);
       return reply.send();
@@ -83,7 +128,15 @@ export const workspaceVariableRoutes: Routes = async (app) => {
 
   app.delete(
     '/api/workspace-variable/value',
-    { schema: { tags, summary: 'Soft-deletes a scoped value of a workspace variable', body: ValueIdBody, response: errorResponses }, config: manage },
+    {
+      schema: {
+        tags,
+        summary: 'Soft-deletes a scoped value of a workspace variable',
+        body: ValueIdBody,
+        response: errorResponses,
+      },
+      config: manage,
+    },
     async (request, reply) => {
       await deleteWorkspaceVariableValue(deps, request.principal, request.body.variableValueId);
       return reply.send();

@@ -6,7 +6,12 @@ import { errorResponses, Id, Name, Nullable } from '../../schemas.ts';
 import type { Routes } from '../route-types.ts';
 
 const Region = Nullable(Type.String({ minLength: 1, maxLength: 100 }));
-const WorkspaceSchema = Type.Object({ workspaceId: Id, organizationId: Id, name: Type.String(), packageStoreRegion: Nullable(Type.String()) });
+const WorkspaceSchema = Type.Object({
+  workspaceId: Id,
+  organizationId: Id,
+  name: Type.String(),
+  packageStoreRegion: Nullable(Type.String()),
+});
 const tags = ['workspaces'];
 
 export const workspaceRoutes: Routes = async (app) => {
@@ -15,13 +20,25 @@ export const workspaceRoutes: Routes = async (app) => {
   app.get(
     '/api/workspace',
     {
-      schema: { tags, summary: 'Lists the workspaces the account can see', response: { 200: Type.Object({ workspaces: Type.Array(WorkspaceSchema), totalCount: Type.Integer() }), ...errorResponses } },
+      schema: {
+        tags,
+        summary: 'Lists the workspaces the account can see',
+        response: {
+          200: Type.Object({ workspaces: Type.Array(WorkspaceSchema), totalCount: Type.Integer() }),
+          ...errorResponses,
+        },
+      },
       config: { capability: Capability.View },
     },
     async (request) => {
       const workspaces = await listWorkspaces(deps, request.principal);
       return {
-        workspaces: workspaces.map((w) => ({ workspaceId: w.id, organizationId: w.organizationId, name: w.name, packageStoreRegion: w.packageStoreRegion })),
+        workspaces: workspaces.map((w) => ({
+          workspaceId: w.id,
+          organizationId: w.organizationId,
+          name: w.name,
+          packageStoreRegion: w.packageStoreRegion,
+        })),
         totalCount: workspaces.length,
       };
     },
@@ -44,7 +61,12 @@ export const workspaceRoutes: Routes = async (app) => {
   app.put(
     '/api/workspace',
     {
-      schema: { tags, summary: 'Renames a workspace or sets its package store region', body: Type.Object({ workspaceId: Id, name: Type.Optional(Name), packageStoreRegion: Type.Optional(Region) }), response: errorResponses },
+      schema: {
+        tags,
+        summary: 'Renames a workspace or sets its package store region',
+        body: Type.Object({ workspaceId: Id, name: Type.Optional(Name), packageStoreRegion: Type.Optional(Region) }),
+        response: errorResponses,
+      },
       config: { capability: Capability.Admin },
     },
     async (request, reply) => {
@@ -55,7 +77,15 @@ export const workspaceRoutes: Routes = async (app) => {
 
   app.delete(
     '/api/workspace',
-    { schema: { tags, summary: 'Soft-deletes a workspace', body: Type.Object({ workspaceId: Id }), response: errorResponses }, config: { capability: Capability.Admin } },
+    {
+      schema: {
+        tags,
+        summary: 'Soft-deletes a workspace',
+        body: Type.Object({ workspaceId: Id }),
+        response: errorResponses,
+      },
+      config: { capability: Capability.Admin },
+    },
     async (request, reply) => {
       await deleteWorkspace(deps, request.principal, request.body.workspaceId);
       return reply.send();
