@@ -124,9 +124,7 @@ async function directBash(count: number, parallel: boolean): Promise<number> {
   return performance.now() - start;
 }
 
-async function setUp(
-  n: number,
-): Promise<{
+async function setUp(n: number): Promise<{
   plane: ControlPlane;
   client: Api;
   projectId: string;

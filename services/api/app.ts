@@ -92,7 +92,9 @@ export async function buildApp(deps: ApiDeps, options: BuildAppOptions): Promise
 
   await app.register(swagger, {
     // Shared schemas keep their $id as their name in the document (ErrorBody, not def-0).
-    refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
+    refResolver: {
+      buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`),
+    },
     openapi: {
       openapi: '3.1.0',
       info: {

@@ -330,9 +330,7 @@ export function deploymentsStore(db: Db) {
       return row?.plan ?? null;
     },
     /** The limits of the organization owning a workspace (contract §2 settings). */
-    async organizationLimits(
-      workspaceId: string,
-    ): Promise<{
+    async organizationLimits(workspaceId: string): Promise<{
       organizationId: string;
       maxParallelMachines: number;
       maxConcurrentDeployments: number;

@@ -265,22 +265,18 @@ describe('DELETE /api/project/channel', () => {
     const projectId = await project();
     const created = await t.admin.post('/api/project/channel', { projectId, name: 'Scoped' });
     const channelId = created.body.channelId;
-    await t
-      .db('variables')
-      .insert({
-        id: `var-${counter}`,
-        workspace_id: t.mainWorkspaceId,
-        project_id: projectId,
-        name: 'ConnectionString',
-      });
-    await t
-      .db('variable_values')
-      .insert({
-        id: `val-${counter}`,
-        variable_id: `var-${counter}`,
-        value_plain: 'x',
-        channel_filter: JSON.stringify([channelId]),
-      });
+    await t.db('variables').insert({
+      id: `var-${counter}`,
+      workspace_id: t.mainWorkspaceId,
+      project_id: projectId,
+      name: 'ConnectionString',
+    });
+    await t.db('variable_values').insert({
+      id: `val-${counter}`,
+      variable_id: `var-${counter}`,
+      value_plain: 'x',
+      channel_filter: JSON.stringify([channelId]),
+    });
     const refused = await t.admin.delete('/api/project/channel', { channelId });
     expect(refused.status).toBe(400);
     expect(refused.body.error).toContain("variable 'ConnectionString'");

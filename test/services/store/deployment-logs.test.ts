@@ -10,15 +10,13 @@ beforeAll(async () => {
   const environment = await t.db('environments').where({ workspace_id: t.mainWorkspaceId }).first();
   const project = await t.admin.post('/api/project', { workspaceId: t.mainWorkspaceId, name: 'Logs' });
   const releaseId = newId();
-  await t
-    .db('releases')
-    .insert({
-      id: releaseId,
-      workspace_id: t.mainWorkspaceId,
-      project_id: project.body.projectId,
-      version: '1.0.0',
-      snapshot: '{}',
-    });
+  await t.db('releases').insert({
+    id: releaseId,
+    workspace_id: t.mainWorkspaceId,
+    project_id: project.body.projectId,
+    version: '1.0.0',
+    snapshot: '{}',
+  });
   deploymentId = newId();
   await t.deps.store.deployments.insert([
     {
