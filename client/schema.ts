@@ -5753,6 +5753,7 @@ export interface paths {
                     releaseId?: string;
                     version?: string;
                     status?: "Queued" | "Validating" | "AwaitingSlot" | "Running" | "Completed" | "Failed" | "Cancelled";
+                    /** @description Deployments changed strictly after this change tick */
                     changedAfterTick?: string;
                     skip?: number;
                     take?: number;

@@ -8,7 +8,7 @@ import { Ajv } from 'ajv';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Capability, Logger } from '../core/index.ts';
 import { registerAuthentication } from './plugins/auth.ts';
-import { registerErrorHandling } from './plugins/errors.ts';
+import { clientError, frameworkError, registerErrorHandling } from './plugins/errors.ts';
 import { registerInputNormalization } from './plugins/normalize-input.ts';
 import { registerRoutes } from './routes/index.ts';
 import type { ApiDeps } from './routes/route-types.ts';
@@ -58,6 +58,9 @@ export async function buildApp(deps: ApiDeps, options: BuildAppOptions): Promise
       return typeof given === 'string' && /^[\w.-]{1,100}$/.test(given) ? given : randomUUID();
     },
     bodyLimit: 4 * 1024 * 1024,
+    // Every error has the spec's body, also those raised before routing or by Node's HTTP parser.
+    frameworkErrors: frameworkError,
+    clientErrorHandler: clientError,
     routerOptions: { ignoreTrailingSlash: true, caseSensitive: false },
   }).withTypeProvider<TypeBoxTypeProvider>();
 

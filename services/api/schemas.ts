@@ -3,10 +3,20 @@
  * are the pieces that must be the same everywhere (IDs, paging, nullable strings, error body).
  */
 import { Type, type TSchema } from '@sinclair/typebox';
-import { MAX_TAKE } from '../core/index.ts';
+import { ID_PATTERN, MAX_TAKE } from '../core/index.ts';
 
-/** An identifier: any non-empty string (IDs are opaque; an unknown one is a 400 from the domain). */
-export const Id = Type.String({ minLength: 1, maxLength: 200 });
+/**
+ * An identifier: opaque, but shaped like every ID Gantry issues (core ID_PATTERN), so malformed
+ * text is refused before any query; an unknown one is a 400 from the domain.
+ */
+export const Id = Type.String({ minLength: 1, maxLength: 200, pattern: ID_PATTERN });
+
+/** An integer a PostgreSQL `integer` column holds. Every integer a request carries is bounded. */
+export const Int32 = (options: { minimum?: number; maximum?: number; default?: number } = {}) =>
+  Type.Integer({ minimum: -2_147_483_648, maximum: 2_147_483_647, ...options });
+
+/** .NET ticks and change ticks as decimal text: exact beyond 2^53 (parsed with core parseTicks). */
+export const TicksText = (description: string) => Type.String({ maxLength: 19, pattern: '^[0-9]*$', description });
 
 /** A display name: trimmed by the client, non-empty, bounded. */
 export const Name = Type.String({ minLength: 1, maxLength: 200, pattern: '\\S' });
@@ -16,8 +26,8 @@ export const Description = Type.Union([Type.String({ maxLength: 10_000 }), Type.
 export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
 
 export const PageQuery = {
-  skip: Type.Optional(Type.Integer({ minimum: 0, default: 0 })),
-  take: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_TAKE, default: 50 })),
+  skip: Type.Optional(Int32({ minimum: 0, default: 0 })),
+  take: Type.Optional(Int32({ minimum: 1, maximum: MAX_TAKE, default: 50 })),
 };
 
 export const ErrorBody = Type.Object(

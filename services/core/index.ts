@@ -10,10 +10,11 @@ export {
   unknownId,
 } from './errors.ts';
 export type { ValidationError, ResourceUsageError } from './errors.ts';
-export { newId } from './ids.ts';
+export { newId, ID_PATTERN, isWellFormedId } from './ids.ts';
+export { isStorableText, findUnstorableText } from './text.ts';
 export { BoundedCache } from './bounded-cache.ts';
 export { freePort } from './free-port.ts';
-export { systemClock, dateToTicks, ticksToDate } from './clock.ts';
+export { systemClock, dateToTicks, ticksToDate, parseTicks, MAX_INT64 } from './clock.ts';
 export type { Clock } from './clock.ts';
 export { toPage, DEFAULT_TAKE, MAX_TAKE } from './pagination.ts';
 export type { Page, PageRequest, Paged } from './pagination.ts';

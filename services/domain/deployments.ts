@@ -6,6 +6,7 @@ import {
   authorize,
   Capability,
   InvalidParameterError,
+  parseTicks,
   toPage,
   unknownId,
   type PageRequest,
@@ -28,16 +29,6 @@ async function visibleDeployment(deps: DomainDeps, principal: Principal, deploym
   return visibleResource(deps, principal, deps.store.deployments.get(deploymentId), 'deploymentId');
 }
 
-function parseTick(raw: string | undefined): bigint | null {
-  if (raw === undefined || raw === '') return null;
-  if (!/^\d{1,20}$/.test(raw)) {
-    throw new InvalidParameterError('getLogsAfter must be a .NET ticks value (a non-negative integer)', [
-      { property: 'getLogsAfter', messages: ['not an integer'] },
-    ]);
-  }
-  return BigInt(raw);
-}
-
 export interface DeploymentView {
   deployment: Deployment;
   logs: LogEntry[] | null;
@@ -48,7 +39,7 @@ export async function getDeployment(
   principal: Principal,
   query: { deploymentId: string; skipLogs?: boolean | undefined; getLogsAfter?: string | undefined },
 ): Promise<DeploymentView> {
-  const after = parseTick(query.getLogsAfter);
+  const after = parseTicks(query.getLogsAfter, 'getLogsAfter');
   // What pipelines poll: one round trip after authentication. The lines are read beside the
   // deployment (nothing is returned unless it is visible and readable), so either read may see
   // the later state; a line committed in between is read again below, so that a client shown a
@@ -98,7 +89,7 @@ export async function listDeployments(
   principal: Principal,
   query: DeploymentListQuery,
 ): Promise<Paged<Deployment> & { lastChangeTick: bigint; versions: Map<string, string> }> {
-  const changedAfterTick = query.changedAfterTick ? parseChangeTick(query.changedAfterTick) : undefined;
+  const changedAfterTick = parseTicks(query.changedAfterTick, 'changedAfterTick') ?? undefined;
   let workspaceId: string | undefined;
   let projectId: string | undefined;
   let releaseId: string | undefined;
@@ -136,14 +127,6 @@ export async function listDeployments(
       versions.set(d.releaseId, (await deps.store.releases.get(d.releaseId))?.version ?? '');
   }
   return { ...page, versions, lastChangeTick: await deps.store.deployments.maxChangeTick(filter) };
-}
-
-function parseChangeTick(raw: string): bigint {
-  if (!/^\d{1,20}$/.test(raw))
-    throw new InvalidParameterError('changedAfterTick must be a non-negative integer', [
-      { property: 'changedAfterTick', messages: ['not an integer'] },
-    ]);
-  return BigInt(raw);
 }
 
 export interface TargetsView {

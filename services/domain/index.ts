@@ -4,6 +4,8 @@
  */
 export type { DomainDeps } from './deps.ts';
 export { authenticate } from './authentication.ts';
+// Whether a failure is the database being unavailable (the API answers 503 and asks to retry).
+export { isDatabaseUnavailable } from '../store/index.ts';
 export { bootstrap } from './bootstrap.ts';
 export type { BootstrapOptions, BootstrapResult } from './bootstrap.ts';
 export { visibleWorkspace, visibleResource, withUniqueName } from './scope.ts';

@@ -28,3 +28,41 @@ export function isUniqueViolation(error: unknown): boolean {
 export function isForeignKeyViolation(error: unknown): boolean {
   return error instanceof pg.DatabaseError && error.code === '23503';
 }
+
+/**
+ * PostgreSQL error classes that mean "the server cannot take this now", not "this query is
+ * wrong": 08 connection exceptions, 53 insufficient resources, 57P01–57P03 shutdown/starting up.
+ */
+const UNAVAILABLE_SQLSTATE = /^(08|53|57P0[123])/;
+const UNAVAILABLE_SOCKET = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH']);
+
+/**
+ * True when a failure is the database being unreachable or restarting (a retry later may work),
+ * so the API can answer 503 with Retry-After instead of 500. Covers a refused or dropped
+ * connection, PostgreSQL's own "shutting down"/"starting up", and knex giving up on the pool.
+ */
+export function isDatabaseUnavailable(error: unknown): boolean {
+  for (let current: unknown = error, depth = 0; current && depth < 5; depth++) {
+    const { code, name, message, errors } = current as {
+      code?: unknown;
+      name?: unknown;
+      message?: unknown;
+      errors?: unknown;
+    };
+    if (
+      typeof code === 'string' &&
+      (UNAVAILABLE_SOCKET.has(code) || (current instanceof pg.DatabaseError && UNAVAILABLE_SQLSTATE.test(code)))
+    )
+      return true;
+    if (name === 'KnexTimeoutError') return true;
+    if (
+      typeof message === 'string' &&
+      /Connection terminated|connection (is closed|ended)|Client has encountered a connection error/i.test(message)
+    )
+      return true;
+    // Node reports a refused connection to several addresses as an AggregateError.
+    if (Array.isArray(errors) && errors.some((inner) => isDatabaseUnavailable(inner))) return true;
+    current = (current as { cause?: unknown }).cause;
+  }
+  return false;
+}

@@ -70,7 +70,7 @@ export function createStore(db: Db): Store {
   };
 }
 
-export { createDb, isUniqueViolation, isForeignKeyViolation } from './db.ts';
+export { createDb, isUniqueViolation, isForeignKeyViolation, isDatabaseUnavailable } from './db.ts';
 export type { Db } from './db.ts';
 export { migrateToLatest, rollbackAll, SchemaTooNewError } from './migrate.ts';
 export type { SeedResult } from './seed.ts';

@@ -5,7 +5,14 @@
  * request touches, with the same `authorize`.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { authorize, InvalidCredentialsError, type Capability, type Principal } from '../../core/index.ts';
+import {
+  authorize,
+  InvalidCredentialsError,
+  isStorableText,
+  isWellFormedId,
+  type Capability,
+  type Principal,
+} from '../../core/index.ts';
 import { authenticate, type DomainDeps } from '../../domain/index.ts';
 
 declare module 'fastify' {
@@ -20,14 +27,31 @@ declare module 'fastify' {
   }
 }
 
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+/** API keys Gantry issues are ~45 characters; anything far longer is not one. */
+const MAX_KEY_LENGTH = 1024;
+
+/**
+ * `Basic base64(id:key)` → the pair, or null when it is not one Gantry could have issued: not
+ * UTF-8, an ID that is not shaped like an ID, a key with NUL or of absurd length. Such text never
+ * reaches a query.
+ */
 export function parseBasic(header: string | undefined): { id: string; key: string } | null {
   if (!header) return null;
-  const match = /^Basic\s+([A-Za-z0-9+/=_-]+)\s*$/i.exec(header);
+  const match = /^Basic\s+([A-Za-z0-9+/=_-]{1,2048})\s*$/i.exec(header);
   if (!match?.[1]) return null;
-  const decoded = Buffer.from(match[1], 'base64').toString('utf8');
+  let decoded: string;
+  try {
+    decoded = utf8.decode(Buffer.from(match[1], 'base64'));
+  } catch {
+    return null;
+  }
   const colon = decoded.indexOf(':');
   if (colon <= 0) return null;
-  return { id: decoded.slice(0, colon), key: decoded.slice(colon + 1) };
+  const id = decoded.slice(0, colon);
+  const key = decoded.slice(colon + 1);
+  if (!isWellFormedId(id) || key.length > MAX_KEY_LENGTH || !isStorableText(key)) return null;
+  return { id, key };
 }
 
 export function registerAuthentication(app: FastifyInstance, deps: DomainDeps): void {

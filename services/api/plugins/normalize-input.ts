@@ -3,8 +3,13 @@
  * body and query keys to the schema's spelling, case-insensitively, at every depth, and accept
  * booleans in any case. An empty query value for a non-string parameter counts as absent
  * (`getLogsAfter=` from the PowerShell client).
+ *
+ * And what no schema expresses, for every route at once: text PostgreSQL cannot store as sent
+ * (NUL, lone surrogates) is refused naming the property, and a query integer must be written as
+ * one (`0x1F`, `1e3`, `Infinity` are coerced to numbers by Ajv otherwise).
  */
 import type { FastifyInstance } from 'fastify';
+import { findUnstorableText, InvalidParameterError } from '../../core/index.ts';
 
 interface SchemaNode {
   type?: string | string[];
@@ -64,20 +69,46 @@ export function normalizeKeys(value: unknown, schema: SchemaNode | undefined, fr
     if (types.length > 0 && !types.includes('string')) {
       if (value === '') return undefined;
       if (types.includes('boolean') && /^(true|false)$/i.test(value)) return value.toLowerCase();
+      if ((types.includes('integer') || types.includes('number')) && !/^-?\d{1,16}$/.test(value)) return NOT_AN_INTEGER;
     }
   }
   return value;
 }
 
+/** Stands in for query text that is not a decimal integer: refused by name below. */
+const NOT_AN_INTEGER = Symbol('not an integer');
+
+function refuseMalformed(value: unknown, where: 'body' | 'query'): void {
+  const kind = where === 'body' ? 'body property' : 'query parameter';
+  const property = findUnstorableText(value);
+  if (property !== null) {
+    throw new InvalidParameterError(`Invalid ${kind} '${property}': text must not contain NUL or unpaired surrogates`, [
+      { property, messages: ['contains NUL or an unpaired surrogate'] },
+    ]);
+  }
+  if (where === 'query' && value !== null && typeof value === 'object') {
+    for (const [name, item] of Object.entries(value)) {
+      if (item === NOT_AN_INTEGER) {
+        throw new InvalidParameterError(`Invalid ${kind} '${name}': must be a decimal integer`, [
+          { property: name, messages: ['must be a decimal integer'] },
+        ]);
+      }
+    }
+  }
+}
+
 export function registerInputNormalization(app: FastifyInstance): void {
   app.addHook('preValidation', async (request) => {
     const schema = request.routeOptions.schema;
+    refuseMalformed(request.query, 'query');
+    if (request.body !== undefined) refuseMalformed(request.body, 'body');
     if (!schema) return;
     if (schema.body && request.body !== undefined) {
       request.body = normalizeKeys(request.body, schema.body, false);
     }
     if (schema.querystring && request.query) {
       request.query = normalizeKeys(request.query, schema.querystring, true);
+      refuseMalformed(request.query, 'query');
     }
   });
 }

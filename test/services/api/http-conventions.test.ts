@@ -1,5 +1,10 @@
+import net from 'node:net';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { buildApp } from '../../../services/api/app.ts';
+import { createSecretBox, freePort, systemClock } from '../../../services/core/index.ts';
+import { createDb, createStore } from '../../../services/store/index.ts';
 import { ADMIN, testApp, type TestContext } from '../../helpers/app.ts';
+import { withAdminClient } from '../../helpers/postgres.ts';
 
 let t: TestContext;
 beforeAll(async () => {
@@ -133,5 +138,87 @@ describe('unexpected failures', () => {
     expect(response.status).toBe(500);
     expect(response.body).toEqual({ error: 'Internal server error', errorcode: 1001, requestid: expect.any(String) });
     expect(response.text).not.toMatch(/at .*\.(ts|js):\d+/);
+  });
+});
+
+describe('database unavailable', () => {
+  it('answers 503 with Retry-After and the spec body while PostgreSQL refuses connections', async () => {
+    const db = createDb(`postgres://127.0.0.1:${await freePort()}/nowhere`);
+    const deps = { store: createStore(db), clock: systemClock, secrets: createSecretBox(Buffer.alloc(32, 1)) };
+    const app = await buildApp({ ...deps, packages: t.packages }, { logger: false });
+    try {
+      const started = Date.now();
+      const response = await app.inject({
+        method: 'GET',
+        url: '/api/me',
+        headers: { authorization: `Basic ${Buffer.from(`${ADMIN.id}:${ADMIN.key}`).toString('base64')}` },
+      });
+      expect(response.statusCode).toBe(503);
+      expect(response.headers['retry-after']).toBe('5');
+      expect(response.json()).toEqual({
+        error: 'The database is unavailable; retry shortly',
+        errorcode: 1001,
+        requestid: expect.any(String),
+      });
+      expect(Date.now() - started).toBeLessThan(5_000);
+    } finally {
+      await app.close();
+      await db.destroy();
+    }
+  });
+
+  it('keeps serving when PostgreSQL ends every pooled connection (a restart): they are replaced', async () => {
+    const own = await testApp();
+    expect((await own.admin.get('/api/me')).status).toBe(200);
+    const database = own.db.client.config.connection.connectionString.split('/').at(-1) as string;
+    await withAdminClient((client) =>
+      client.query('select pg_terminate_backend(pid) from pg_stat_activity where datname = $1', [database]),
+    );
+    const after = await Promise.all([1, 2, 3, 4, 5].map(() => own.admin.get('/api/me')));
+    expect(after.map((r) => r.status)).toEqual([200, 200, 200, 200, 200]);
+  });
+});
+
+describe('errors raised before routing', () => {
+  /** Sends raw bytes to a listening copy of the app and returns what came back. */
+  async function rawExchange(request: string): Promise<string> {
+    const address = await t.app.listen({ port: 0, host: '127.0.0.1' }).catch(() => null);
+    const port = address ? Number(new URL(address).port) : (t.app.server.address() as net.AddressInfo).port;
+    return new Promise((resolve, reject) => {
+      const socket = net.connect(port, '127.0.0.1', () => socket.write(request));
+      let received = '';
+      socket.on('data', (chunk) => (received += chunk.toString()));
+      socket.on('end', () => resolve(received));
+      socket.on('error', reject);
+    });
+  }
+
+  function bodyOf(response: string): unknown {
+    return JSON.parse(response.slice(response.indexOf('\r\n\r\n') + 4));
+  }
+
+  it.each([
+    ['a malformed request line', 'GARBAGE\r\n\r\n'],
+    ['a header too large', `GET /api/me HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`],
+    ['an invalid header name', 'GET /api/me HTTP/1.1\r\nHo st: x\r\n\r\n'],
+  ])('answers %s with 400 and the spec body', async (_what, request) => {
+    const response = await rawExchange(request);
+    expect(response).toMatch(/^HTTP\/1\.1 400 /);
+    expect(response).toMatch(/content-type: application\/json; charset=utf-8/i);
+    expect(bodyOf(response)).toEqual({
+      error: expect.stringMatching(/^Malformed HTTP request/),
+      errorcode: 3001,
+      requestid: null,
+    });
+  });
+
+  it('answers a path that is not valid percent-encoded UTF-8 with 400 and the spec body', async () => {
+    const response = await t.admin.raw({ method: 'GET', path: '/api/project/%ED%A0%80' });
+    expect(response.status).toBe(400);
+    expect(response.body).toEqual({
+      error: expect.stringMatching(/^Malformed request/),
+      errorcode: 3001,
+      requestid: expect.any(String),
+    });
   });
 });

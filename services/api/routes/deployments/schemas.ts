@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { Id, Nullable, PageQuery } from '../../schemas.ts';
+import { Id, Nullable, PageQuery, TicksText } from '../../schemas.ts';
 
 /** .NET ticks and change ticks exceed 2^53: integers on the wire, BigInt in code (never Number). */
 export const Int64 = Type.Unsafe<bigint>({ type: 'integer', format: 'int64' });
@@ -20,7 +20,8 @@ const TargetFields = {
   ),
   environments: Type.Optional(Type.Array(EnvironmentTarget, { maxItems: 100 })),
   redownloadPackages: Type.Optional(Type.Boolean()),
-  deploymentDateUnixMillis: Type.Optional(Type.Integer({ minimum: 0 })),
+  // The latest instant a JavaScript Date holds (year 275760).
+  deploymentDateUnixMillis: Type.Optional(Type.Integer({ minimum: 0, maximum: 8_640_000_000_000_000 })),
   excludeStepNames: Type.Optional(Type.Array(Type.String({ maxLength: 200 }), { maxItems: 500 })),
 };
 
@@ -37,7 +38,7 @@ export const DeploymentQuery = Type.Object({
   deploymentId: Id,
   skipLogs: Type.Optional(Type.Boolean()),
   // Text, not a number: ticks exceed 2^53 and must be read exactly.
-  getLogsAfter: Type.Optional(Type.String({ maxLength: 25, description: '.NET ticks; logs strictly after it' })),
+  getLogsAfter: Type.Optional(TicksText('.NET ticks; logs strictly after it')),
 });
 
 /** PascalCase inside `status` and `logs`, as spec §2.2–2.3 and the real clients require. */
@@ -88,7 +89,7 @@ export const ListQuery = Type.Object({
       Type.Literal('Cancelled'),
     ]),
   ),
-  changedAfterTick: Type.Optional(Type.String({ maxLength: 25 })),
+  changedAfterTick: Type.Optional(TicksText('Deployments changed strictly after this change tick')),
   ...PageQuery,
 });
 

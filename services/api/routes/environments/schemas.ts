@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { Description, Id, Name, Nullable, PageQuery } from '../../schemas.ts';
+import { Description, Id, Int32, Name, Nullable, PageQuery } from '../../schemas.ts';
 
 export const EnvironmentSchema = Type.Object({
   environmentId: Id,
@@ -20,7 +20,7 @@ export const CreateEnvironmentBody = Type.Object({
   workspaceId: Id,
   name: Name,
   description: Type.Optional(Description),
-  sortOrder: Type.Optional(Type.Integer()),
+  sortOrder: Type.Optional(Int32()),
   color: Type.Optional(Color),
   enabled: Type.Optional(Type.Boolean()),
 });
@@ -29,7 +29,7 @@ export const UpdateEnvironmentBody = Type.Object({
   environmentId: Id,
   name: Type.Optional(Name),
   description: Type.Optional(Description),
-  sortOrder: Type.Optional(Type.Integer()),
+  sortOrder: Type.Optional(Int32()),
   color: Type.Optional(Color),
   enabled: Type.Optional(Type.Boolean()),
 });

@@ -3,7 +3,7 @@
  * `WorkspaceId`) and the file `PackageFile`, streamed to staging, never buffered.
  */
 import multipart from '@fastify/multipart';
-import { Capability, InvalidParameterError } from '../../../core/index.ts';
+import { Capability, InvalidParameterError, isStorableText, isWellFormedId, unknownId } from '../../../core/index.ts';
 import { Empty, errorResponses } from '../../schemas.ts';
 import type { Routes } from '../route-types.ts';
 
@@ -45,13 +45,20 @@ export const uploadRoutes: Routes = async (app) => {
       try {
         for await (const part of request.parts()) {
           if (part.type === 'field') {
-            if (part.fieldname.toLowerCase() === 'workspaceid' && typeof part.value === 'string')
+            if (part.fieldname.toLowerCase() === 'workspaceid' && typeof part.value === 'string') {
+              if (!isWellFormedId(part.value)) throw unknownId('workspaceId');
               workspaceId = part.value;
+            }
             continue;
           }
           if (part.fieldname.toLowerCase() !== 'packagefile' || fileName !== undefined) {
             part.file.resume();
             continue;
+          }
+          if (!isStorableText(part.filename)) {
+            throw new InvalidParameterError('The file name must not contain NUL or unpaired surrogates', [
+              { property: 'PackageFile', messages: ['file name is not storable text'] },
+            ]);
           }
           fileName = part.filename;
           // Usually the workspace comes first and everything is checked before a byte is stored;

@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { Id, Name, Nullable } from '../../schemas.ts';
+import { Id, Int32, Name, Nullable } from '../../schemas.ts';
 
 /**
  * Enum values are plain bounded strings here on purpose: rolling-group-rules.ts checks them, so
@@ -8,7 +8,7 @@ import { Id, Name, Nullable } from '../../schemas.ts';
 const EnumText = Type.String({ maxLength: 100 });
 
 const Settings = {
-  windowSize: Type.Optional(Type.Integer({ minimum: -2_147_483_648, maximum: 2_147_483_647 })),
+  windowSize: Type.Optional(Int32()),
   machineOrder: Type.Optional(EnumText),
   machineOrderTagIds: Type.Optional(Type.Array(Id, { maxItems: 100 })),
   waitBetweenMachineGroups: Type.Optional(Type.Boolean()),
