@@ -132,11 +132,11 @@ function bodyCases(operation: Operation, valid: Record<string, unknown>): Case[]
 }
 
 function queryCases(operation: Operation, valid: Record<string, unknown>): Case[] {
-  const base = Object.entries(valid).map(([k, v]) => [k, String(v)]);
+  const base = Object.entries(valid).map(([k, v]): [string, string] => [k, String(v)]);
   const cases: Case[] = [];
   for (const parameter of operation.query) {
     const numeric = typesOf(parameter.schema).some((type) => type === 'integer' || type === 'number');
-    const encoded = [
+    const encoded: Array<[string, string]> = [
       ['NUL', '%00'],
       ['invalid UTF-8 (a surrogate)', '%ED%A0%80'],
       ['one past maxLength', 'x'.repeat((parameter.schema.maxLength ?? 1 << 16) + 1)],
@@ -154,7 +154,7 @@ function queryCases(operation: Operation, valid: Record<string, unknown>): Case[
       );
     }
     for (const [what, raw] of encoded) {
-      const others = base.filter(([k]) => k !== parameter.name).map(([k, v]) => `${k}=${encodeURIComponent(v!)}`);
+      const others = base.filter(([k]) => k !== parameter.name).map(([k, v]) => `${k}=${encodeURIComponent(v)}`);
       cases.push({
         what: `?${parameter.name}: ${what}`,
         method: operation.method,
