@@ -5445,7 +5445,10 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description Retries with the same key within 24 h return the first answer instead of acting again */
+                    "idempotency-key"?: string;
+                };
                 path?: never;
                 cookie?: never;
             };
@@ -5527,7 +5530,10 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description Retries with the same key within 24 h return the first answer instead of acting again */
+                    "idempotency-key"?: string;
+                };
                 path?: never;
                 cookie?: never;
             };
@@ -6322,7 +6328,10 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description Retries with the same key within 24 h return the first answer instead of acting again */
+                    "idempotency-key"?: string;
+                };
                 path?: never;
                 cookie?: never;
             };

@@ -9,7 +9,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Knex } from 'knex';
 import { buildApp } from './api/app.ts';
 import type { Config } from './config.ts';
-import { createLogger, createSecretBox, loadMasterKey, systemClock, type Logger } from './core/index.ts';
+import { createLogger, createSecretBox, loadMasterKey, systemClock, toError, type Logger } from './core/index.ts';
 import { bootstrap, type DomainDeps } from './domain/index.ts';
 import { createDb, createStore, migrateToLatest, startEmbeddedPostgres, type EmbeddedDatabase } from './store/index.ts';
 import { createBus } from './bus/index.ts';
@@ -109,7 +109,9 @@ export async function startServer(
     const engine = createEngine({ store: deps.store, clock: deps.clock, bus, secrets: deps.secrets, logger });
     deps.wakeDeployments = (ids) => engine.wake(ids);
     deps.onReleaseCreated = async (releaseId) => {
-      await engine.triggerAutomaticDeployments(releaseId);
+      await engine.triggerAutomaticDeployments(releaseId).catch((error: unknown) => {
+        logger.error({ err: toError(error), releaseId }, 'automatic deployments of a new release not created');
+      });
     };
     const packageSource: PackageSource = {
       async openPackage(workspaceId, packageId, version) {

@@ -53,3 +53,17 @@ export const errorResponses = {
 
 /** An empty 200 body (spec: "Response 200: empty body"). */
 export const Empty = Type.Null({ description: 'Empty body' });
+
+/**
+ * `Idempotency-Key` (release create, deploy, promote): a retry with the same key within 24 h gets
+ * the first answer instead of acting twice.
+ */
+export const IdempotencyHeaders = Type.Object({
+  'idempotency-key': Type.Optional(
+    Type.String({
+      minLength: 1,
+      maxLength: 200,
+      description: 'Retries with the same key within 24 h return the first answer instead of acting again',
+    }),
+  ),
+});

@@ -67,6 +67,13 @@ export class LimitExceededError extends GantryError {
   }
 }
 
+/** The request collides with one still in progress (the same Idempotency-Key): 409, retry later. */
+export class ConflictError extends GantryError {
+  constructor(message: string) {
+    super(message, ErrorCode.InvalidParameter);
+  }
+}
+
 /** Normalises anything thrown into an Error, so no caller writes `catch (e: any)`. */
 export function toError(value: unknown): Error {
   if (value instanceof Error) return value;

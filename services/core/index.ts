@@ -6,6 +6,7 @@ export {
   InvalidAccessTokenError,
   InsufficientPermissionsError,
   LimitExceededError,
+  ConflictError,
   toError,
   unknownId,
 } from './errors.ts';

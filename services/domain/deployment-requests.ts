@@ -13,8 +13,9 @@ import {
   type Principal,
 } from '../core/index.ts';
 import { maxSemVer } from '../core/semver.ts';
-import type { Deployment, Environment, Release } from '../store/index.ts';
+import type { Deployment, Environment, Release, Store } from '../store/index.ts';
 import type { DomainDeps } from './deps.ts';
+import { idempotent, type RememberAnswer } from './idempotency.ts';
 import { computeProgression } from './lifecycle-progression.ts';
 import { visibleProject } from './projects.ts';
 import { visibleResource } from './scope.ts';
@@ -117,13 +118,11 @@ function checkAvailability(
 }
 
 async function checkMachines(deps: DomainDeps, workspaceId: string, targets: ResolvedTarget[]): Promise<void> {
-  for (const target of targets) {
-    if (target.machineMode === 'All') continue;
-    for (const machineId of target.machineIds) {
-      const machine = await deps.store.deploymentMachines.get(machineId);
-      if (!machine || machine.workspaceId !== workspaceId) throw unknownId('machineIds');
-    }
-  }
+  const wanted = [...new Set(targets.filter((t) => t.machineMode !== 'All').flatMap((t) => t.machineIds))];
+  if (wanted.length === 0) return;
+  // One read for every named machine (a request may name up to 1,000 per environment).
+  const found = await deps.store.deploymentMachines.getMany(wanted);
+  if (wanted.some((id) => found.get(id)?.workspaceId !== workspaceId)) throw unknownId('machineIds');
 }
 
 function checkExcludedSteps(release: Release, names: string[]): void {
@@ -151,6 +150,8 @@ async function createDeployments(
   principal: Principal,
   release: Release,
   request: TargetRequest,
+  /** Stores the request's answer in the transaction that creates the deployments (Idempotency-Key). */
+  remember: (tx: Store, deploymentIds: string[]) => Promise<void>,
 ): Promise<string[]> {
   const scheduledFor = scheduleOf(request.deploymentDateUnixMillis);
   // Read together (a promote is on the path to the first script line); checked in order below.
@@ -189,9 +190,14 @@ async function createDeployments(
     redownloadPackages: request.redownloadPackages ?? false,
     scheduledFor,
   }));
-  await deps.store.deployments.insert(rows);
   const ids = rows.map((r) => r.id);
-  await deps.wakeDeployments?.(ids);
+  await deps.store.transaction(async (tx) => {
+    await tx.deployments.insert(rows);
+    await remember(tx, ids);
+  });
+  // Committed: the answer is 200 whatever the bus does. Not awaited: with NATS restarting a
+  // publish waits seconds for its ack, and a lost wake-up is swept up by the engine anyway.
+  void deps.wakeDeployments?.(ids);
   return ids;
 }
 
@@ -199,15 +205,33 @@ export async function deployRelease(
   deps: DomainDeps,
   principal: Principal,
   input: { releaseId: string } & TargetRequest,
+  options: { idempotencyKey?: string | undefined } = {},
 ): Promise<{ deploymentIds: string[] }> {
-  const release = await visibleResource(deps, principal, deps.store.releases.get(input.releaseId), 'releaseId');
-  return { deploymentIds: await createDeployments(deps, principal, release, input) };
+  const request = { operation: 'release.deploy', key: options.idempotencyKey, body: input };
+  return idempotent(deps, principal, request, async (remember) => {
+    const release = await visibleResource(deps, principal, deps.store.releases.get(input.releaseId), 'releaseId');
+    const ids = await createDeployments(deps, principal, release, input, (tx, deploymentIds) =>
+      remember(tx, { deploymentIds }),
+    );
+    return { deploymentIds: ids };
+  });
 }
 
 export async function promoteRelease(
   deps: DomainDeps,
   principal: Principal,
   input: { projectId: string; version?: string | undefined } & TargetRequest,
+  options: { idempotencyKey?: string | undefined } = {},
+): Promise<{ deploymentId: string; deploymentIds: string[] }> {
+  const request = { operation: 'release.promote', key: options.idempotencyKey, body: input };
+  return idempotent(deps, principal, request, (remember) => promote(deps, principal, input, remember));
+}
+
+async function promote(
+  deps: DomainDeps,
+  principal: Principal,
+  input: { projectId: string; version?: string | undefined } & TargetRequest,
+  remember: RememberAnswer<{ deploymentId: string; deploymentIds: string[] }>,
 ): Promise<{ deploymentId: string; deploymentIds: string[] }> {
   // Exact match only (spec §9: `6.1` does not find `6.1.0`); without a version, the highest SemVer.
   // The versions are read while visibility is checked, and used only once it passed.
@@ -226,6 +250,6 @@ export async function promoteRelease(
     throw new InvalidParameterError(`No release '${version}' found in the project`, [
       { property: 'version', messages: ['no release found'] },
     ]);
-  const ids = await createDeployments(deps, principal, found, input);
-  return { deploymentId: ids[0]!, deploymentIds: ids };
+  const answer = (ids: string[]) => ({ deploymentId: ids[0]!, deploymentIds: ids });
+  return answer(await createDeployments(deps, principal, found, input, (tx, ids) => remember(tx, answer(ids))));
 }

@@ -8,7 +8,8 @@ export interface DomainDeps {
   secrets: SecretBox;
   /**
    * Asks the deployment engine to act on these deployments now (created, cancelled). The engine
-   * implements it; without one (tests of the topology alone) deployments simply wait.
+   * implements it; without one (tests of the topology alone) deployments simply wait. Never
+   * throws (best effort: the engine's sweep starts what a lost wake-up did not).
    */
   wakeDeployments?: (deploymentIds: readonly string[]) => Promise<void>;
   /** Called after a release is committed: the engine starts its Automatic environments (contract §5). */

@@ -22,6 +22,7 @@ import type { Channel } from '../store/channels.ts';
 import type { Project } from '../store/projects.ts';
 import { versionSatisfiesChannel } from './channel-rules.ts';
 import type { DomainDeps } from './deps.ts';
+import { idempotent, type RememberAnswer } from './idempotency.ts';
 import { computeProgression, type Progression } from './lifecycle-progression.ts';
 import { lifecycleWithPhases } from './lifecycles.ts';
 import { visibleProject } from './projects.ts';
@@ -138,6 +139,17 @@ export async function createRelease(
   deps: DomainDeps,
   principal: Principal,
   input: CreateReleaseInput,
+  options: { idempotencyKey?: string | undefined } = {},
+): Promise<{ releaseId: string }> {
+  const request = { operation: 'release.create', key: options.idempotencyKey, body: input };
+  return idempotent(deps, principal, request, (remember) => insertRelease(deps, principal, input, remember));
+}
+
+async function insertRelease(
+  deps: DomainDeps,
+  principal: Principal,
+  input: CreateReleaseInput,
+  remember: RememberAnswer<{ releaseId: string }>,
 ): Promise<{ releaseId: string }> {
   const project = await visibleProject(deps, principal, input.projectId);
   authorize(principal, Capability.CreateRelease, { projectId: project.id });
@@ -173,6 +185,7 @@ export async function createRelease(
       packageVersions: Object.fromEntries(snapshot.packages.map((p) => [p.packageId, p.version])),
       snapshot,
     });
+    await remember(tx, { releaseId });
   });
 
   if (deps.onReleaseCreated) {

@@ -29,7 +29,7 @@ export interface EngineOptions {
 export interface Engine {
   start(): Promise<void>;
   stop(): Promise<void>;
-  /** Asks some replica to advance these deployments now. */
+  /** Asks some replica to advance these deployments now. Never throws: a lost wake-up is swept up. */
   wake(deploymentIds: readonly string[]): Promise<void>;
   /** Creates the automatic deployments a release has become due for (contract §5). */
   triggerAutomaticDeployments(releaseId: string): Promise<string[]>;
@@ -50,9 +50,17 @@ export function createEngine(options: EngineOptions): Engine {
   /** Deployments this replica is advancing now; `again`: a wake-up arrived meanwhile. */
   const advancing = new Map<string, { again: boolean }>();
 
+  // Best effort by design: PostgreSQL holds the deployment, the bus only wakes. A wake-up that
+  // cannot be published (NATS restarting) is logged, and the sweep starts the deployment within
+  // sweepIntervalMs — so a committed deploy is never reported as failed because of the bus.
   const wake = async (ids: readonly string[]) => {
-    for (const deploymentId of ids)
-      await bus.publishWork(WorkQueue.deployments, { v: 1, type: 'deployment.advance', deploymentId });
+    for (const deploymentId of ids) {
+      try {
+        await bus.publishWork(WorkQueue.deployments, { v: 1, type: 'deployment.advance', deploymentId });
+      } catch (error) {
+        logger.warn({ err: toError(error), deploymentId }, 'wake-up not published; the sweep will pick it up');
+      }
+    }
   };
 
   const triggerAutomaticDeployments = async (releaseId: string): Promise<string[]> => {

@@ -27,6 +27,7 @@ import { deploymentTasksStore } from './deployment-tasks.ts';
 import { deploymentLogsStore } from './deployment-logs.ts';
 import { deploymentMachinesStore } from './deployment-machines.ts';
 import { packagesStore } from './packages.ts';
+import { idempotencyKeysStore } from './idempotency-keys.ts';
 
 function bind(db: Db) {
   return {
@@ -52,6 +53,7 @@ function bind(db: Db) {
     deploymentLogs: deploymentLogsStore(db),
     deploymentMachines: deploymentMachinesStore(db),
     packages: packagesStore(db),
+    idempotencyKeys: idempotencyKeysStore(db),
   };
 }
 

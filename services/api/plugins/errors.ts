@@ -5,6 +5,7 @@
 import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import {
+  ConflictError,
   ErrorCode,
   GantryError,
   InsufficientPermissionsError,
@@ -27,7 +28,7 @@ interface ErrorBody {
 function statusOf(error: GantryError): number {
   if (error instanceof InvalidCredentialsError || error instanceof InvalidAccessTokenError) return 401;
   if (error instanceof InsufficientPermissionsError) return 401;
-  if (error instanceof LimitExceededError) return 409;
+  if (error instanceof LimitExceededError || error instanceof ConflictError) return 409;
   if (error instanceof InvalidParameterError) return 400;
   return 500;
 }

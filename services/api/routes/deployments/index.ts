@@ -10,7 +10,7 @@ import {
   promoteRelease,
 } from '../../../domain/index.ts';
 import type { Deployment, LogEntry } from '../../../store/index.ts';
-import { errorResponses, Id } from '../../schemas.ts';
+import { errorResponses, Id, IdempotencyHeaders } from '../../schemas.ts';
 import type { Routes } from '../route-types.ts';
 import {
   DeployBody,
@@ -71,11 +71,13 @@ export const deploymentRoutes: Routes = async (app) => {
         tags,
         summary: 'Deploys an existing release to environments or a lifecycle phase',
         body: DeployBody,
+        headers: IdempotencyHeaders,
         response: { 200: DeployResponse, ...errorResponses, 409: Type.Ref('ErrorBody') },
       },
       config: { capability: Capability.Deploy },
     },
-    async (request) => deployRelease(deps, request.principal, request.body),
+    async (request) =>
+      deployRelease(deps, request.principal, request.body, { idempotencyKey: request.headers['idempotency-key'] }),
   );
 
   app.post(
@@ -85,11 +87,13 @@ export const deploymentRoutes: Routes = async (app) => {
         tags,
         summary: 'Deploys a release identified by project and version',
         body: PromoteBody,
+        headers: IdempotencyHeaders,
         response: { 200: PromoteResponse, ...errorResponses, 409: Type.Ref('ErrorBody') },
       },
       config: { capability: Capability.Deploy },
     },
-    async (request) => promoteRelease(deps, request.principal, request.body),
+    async (request) =>
+      promoteRelease(deps, request.principal, request.body, { idempotencyKey: request.headers['idempotency-key'] }),
   );
 
   app.get(

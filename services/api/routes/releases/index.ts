@@ -4,7 +4,7 @@ import type { ReleaseSnapshot } from '../../../core/index.ts';
 import { createRelease, getReleaseDetails, listReleases } from '../../../domain/index.ts';
 import type { Progression } from '../../../domain/index.ts';
 import type { Release } from '../../../store/releases.ts';
-import { errorResponses } from '../../schemas.ts';
+import { errorResponses, IdempotencyHeaders } from '../../schemas.ts';
 import type { Routes } from '../route-types.ts';
 import {
   CreateReleaseBody,
@@ -76,11 +76,13 @@ export const releaseRoutes: Routes = async (app) => {
         tags,
         summary: 'Creates a release: freezes package versions, steps, variables and lifecycle',
         body: CreateReleaseBody,
+        headers: IdempotencyHeaders,
         response: { 200: CreatedRelease, ...errorResponses },
       },
       config: { capability: Capability.CreateRelease },
     },
-    async (request) => createRelease(deps, request.principal, request.body),
+    async (request) =>
+      createRelease(deps, request.principal, request.body, { idempotencyKey: request.headers['idempotency-key'] }),
   );
 
   app.get(
