@@ -2,7 +2,9 @@
  * Channel version rules (contract §3): a node-semver range plus a regex on the pre-release part.
  * Pure functions: channels validate rules with them, releases filter versions with them.
  */
+import { RE2JS } from 're2js';
 import semver from 'semver';
+import { BoundedCache } from '../core/index.ts';
 import { isValidSemVer } from '../core/semver.ts';
 
 /** A rule as stored on a channel or on one of its package rules; null means "no constraint". */
@@ -28,13 +30,42 @@ export function isValidVersionRange(range: string): boolean {
   }
 }
 
-/** The compiled pre-release pattern, or null when it does not compile as a JavaScript RegExp. */
-export function compilePreReleaseTag(tag: string): RegExp | null {
-  if (tag.length > MAX_PRE_RELEASE_TAG_LENGTH) return null;
+/** A pre-release pattern ready to run, or why it was refused. */
+export type PreReleasePattern = { ok: true; test(preRelease: string): boolean } | { ok: false; reason: string };
+
+const compiled = new BoundedCache<PreReleasePattern>(1_000);
+
+/**
+ * Compiles a channel's pre-release pattern for a linear-time engine (RE2, pure JavaScript): a
+ * pattern such as `^(a+)+$` runs in microseconds whatever the version, where JavaScript's
+ * backtracking RegExp took seconds to hours and stalled the control plane's event loop. The
+ * pattern must also be valid JavaScript syntax (what the API has always accepted); features RE2
+ * cannot run in linear time (backreferences, lookaround) are refused with the reason.
+ */
+export function compilePreReleaseTag(tag: string): PreReleasePattern {
+  const cached = compiled.get(tag);
+  if (cached) return cached;
+  const pattern = compile(tag);
+  compiled.remember(tag, pattern);
+  return pattern;
+}
+
+function compile(tag: string): PreReleasePattern {
+  if (tag.length > MAX_PRE_RELEASE_TAG_LENGTH)
+    return { ok: false, reason: `is longer than ${MAX_PRE_RELEASE_TAG_LENGTH} characters` };
   try {
-    return new RegExp(tag);
+    new RegExp(tag);
   } catch {
-    return null;
+    return { ok: false, reason: 'is not a valid regular expression' };
+  }
+  try {
+    const re2 = RE2JS.compile(tag);
+    return { ok: true, test: (preRelease) => re2.matcher(preRelease).find() };
+  } catch {
+    return {
+      ok: false,
+      reason: 'uses a feature without a linear-time match (backreferences or lookaround are not supported)',
+    };
   }
 }
 
@@ -50,7 +81,7 @@ export function versionSatisfiesChannel(version: string, rule: VersionRule): boo
   if (!parsed) return false;
   if (rule.preReleaseTag !== null && rule.preReleaseTag !== '') {
     const pattern = compilePreReleaseTag(rule.preReleaseTag);
-    if (!pattern || !pattern.test(parsed.prerelease.join('.'))) return false;
+    if (!pattern.ok || !pattern.test(parsed.prerelease.join('.'))) return false;
   }
   if (rule.versionRange !== null && rule.versionRange.trim() !== '') {
     if (!isValidVersionRange(rule.versionRange)) return false;

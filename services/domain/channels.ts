@@ -49,8 +49,8 @@ function checkRule(
   if (range && !isValidVersionRange(range))
     errors.push({ property: `${prefix}versionRange`, messages: [`'${range}' is not a valid SemVer range`] });
   const tag = orNull(rule.preReleaseTag);
-  if (tag && !compilePreReleaseTag(tag))
-    errors.push({ property: `${prefix}preReleaseTag`, messages: ['is not a valid regular expression'] });
+  const pattern = tag ? compilePreReleaseTag(tag) : null;
+  if (pattern && !pattern.ok) errors.push({ property: `${prefix}preReleaseTag`, messages: [pattern.reason] });
 }
 
 /** Validates the version rules sent and returns them normalized (undefined = not sent). */

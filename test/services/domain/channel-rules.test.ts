@@ -65,8 +65,25 @@ describe('rule validation', () => {
   });
 
   it('compiles JavaScript regular expressions and refuses invalid or oversized ones', () => {
-    expect(compilePreReleaseTag('^(beta|rc)')).toBeInstanceOf(RegExp);
-    expect(compilePreReleaseTag('[')).toBeNull();
-    expect(compilePreReleaseTag('a'.repeat(201))).toBeNull();
+    const beta = compilePreReleaseTag('^(beta|rc)');
+    expect(beta.ok && beta.test('beta.1') && !beta.test('alpha')).toBe(true);
+    expect(compilePreReleaseTag('[')).toEqual({ ok: false, reason: 'is not a valid regular expression' });
+    expect(compilePreReleaseTag('a'.repeat(201))).toMatchObject({ ok: false });
+  });
+
+  it('refuses patterns without a linear-time match, saying why', () => {
+    for (const tag of ['(a)\\1', '^(?=beta)', '(?<!x)y']) {
+      expect(compilePreReleaseTag(tag), tag).toEqual({ ok: false, reason: expect.stringContaining('linear-time') });
+    }
+  });
+
+  it('runs a catastrophic-backtracking pattern against a 256-character version in under a millisecond', () => {
+    // A valid pre-release on which a backtracking engine needs ~2^248 steps (24 characters took 218 ms).
+    const version = `1.0.0-${'a'.repeat(248)}-`;
+    expect(versionSatisfiesChannel(version, rule(null, '^(a+)+$'))).toBe(false);
+    const started = performance.now();
+    for (let i = 0; i < 100; i++) versionSatisfiesChannel(version, rule(null, '^(a+)+$'));
+    expect((performance.now() - started) / 100).toBeLessThan(1);
+    expect(versionSatisfiesChannel(`1.0.0-${'a'.repeat(24)}`, rule(null, '^(a+)+$'))).toBe(true);
   });
 });
