@@ -17,6 +17,11 @@ export interface AgentConfig {
   readonly shutdownGraceMs: number;
   /** GANTRY_AGENT_RETENTION_DAYS: a finished task's work folder and tombstone, and an unused cached package, are kept this long (default 7). */
   readonly retentionMs: number;
+  /**
+   * GANTRY_AGENT_MAX_UNPACKED_BYTES: most bytes one package may unpack to; unset → 4 GiB, or 10 ×
+   * the package when that is more. Never more than the disk has free.
+   */
+  readonly maxUnpackedBytes: number | undefined;
 }
 
 export class AgentConfigError extends Error {
@@ -55,6 +60,13 @@ export function parseAgentConfig(env: NodeJS.ProcessEnv): AgentConfig {
       `GANTRY_AGENT_RETENTION_DAYS must be a number of days above 0 (e.g. 7 or 0.5), got "${retentionText}"`,
     );
   }
+  const unpackedText = nonEmpty(env.GANTRY_AGENT_MAX_UNPACKED_BYTES);
+  const maxUnpackedBytes = unpackedText === undefined ? undefined : Number(unpackedText);
+  if (maxUnpackedBytes !== undefined && !(Number.isSafeInteger(maxUnpackedBytes) && maxUnpackedBytes > 0)) {
+    throw new AgentConfigError(
+      `GANTRY_AGENT_MAX_UNPACKED_BYTES must be a whole number of bytes above 0 (e.g. 8589934592), got "${unpackedText}"`,
+    );
+  }
   return {
     servers,
     registrationToken: nonEmpty(env.GANTRY_AGENT_TOKEN),
@@ -63,6 +75,7 @@ export function parseAgentConfig(env: NodeJS.ProcessEnv): AgentConfig {
     logLevel: nonEmpty(env.GANTRY_AGENT_LOG_LEVEL) ?? 'info',
     shutdownGraceMs,
     retentionMs: retentionDays * 24 * 3600 * 1000,
+    maxUnpackedBytes,
   };
 }
 

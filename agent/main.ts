@@ -37,6 +37,7 @@ async function main(): Promise<void> {
     baseEnv: scriptBaseEnv(process.env),
     logger,
     retentionMs: config.retentionMs,
+    maxUnpackedBytes: config.maxUnpackedBytes,
   });
   manager.recover();
 

@@ -44,6 +44,26 @@ export async function extractZip(archiveFile: string, targetDir: string, options
   }
 }
 
+/** The uncompressed size the central directory declares for all entries together. */
+export async function declaredZipBytes(archiveFile: string): Promise<number> {
+  const zip = await openZip(archiveFile);
+  let total = 0;
+  try {
+    await new Promise<void>((resolve, reject) => {
+      zip.on('error', reject);
+      zip.on('end', () => resolve());
+      zip.on('entry', (entry: Entry) => {
+        total += entry.uncompressedSize;
+        zip.readEntry();
+      });
+      zip.readEntry();
+    });
+  } finally {
+    if (zip.isOpen) zip.close();
+  }
+  return total;
+}
+
 /** Lists entry names (decoded, unchecked): used to tell a nupkg from a plain zip. */
 export async function listZipNames(archiveFile: string): Promise<string[]> {
   const zip = await openZip(archiveFile);
@@ -104,24 +124,24 @@ async function extractEntry(
   const destination = resolveInside(targetDir, relative);
   const isDirectory = /[/\\]$/.test(name) || fileType === S_IFDIR;
   if (isDirectory) {
-    await mkdir(destination, { recursive: true });
+    await mkdir(destination, { recursive: true, mode: 0o700 });
     return;
   }
 
   budget.bytes += entry.uncompressedSize;
   if (budget.bytes > options.limits.maxTotalBytes) {
-    throw new ArchiveRefusedError(`Archive refused: content exceeds ${options.limits.maxTotalBytes} bytes`);
+    throw new ArchiveRefusedError(`Archive refused: its content exceeds ${options.limits.maxTotalBytes} bytes`);
   }
   const ratio = entry.uncompressedSize / Math.max(1, entry.compressedSize);
   if (entry.uncompressedSize >= RATIO_CHECK_MIN_BYTES && ratio > options.limits.maxCompressionRatio) {
     throw new ArchiveRefusedError(`Archive refused: entry ${shown} has a compression ratio of ${Math.round(ratio)}:1`);
   }
 
-  await mkdir(path.dirname(destination), { recursive: true });
+  await mkdir(path.dirname(destination), { recursive: true, mode: 0o700 });
   const input = await zip.openReadStreamPromise(entry);
   const isExecutable = ((entry.externalFileAttributes >>> 16) & 0o111) !== 0;
   // 'wx': never follow or overwrite anything already there (a duplicate entry fails here).
-  const output = createWriteStream(destination, { flags: 'wx', mode: isExecutable ? 0o755 : 0o644 });
+  const output = createWriteStream(destination, { flags: 'wx', mode: isExecutable ? 0o700 : 0o600 });
   await pipeline(input, capBytes(entry.uncompressedSize, shown), output).catch((error: unknown) => {
     if (isErrnoCode(error, 'EEXIST')) throw new ArchiveRefusedError(`Archive refused: entry ${shown} appears twice`);
     throw error;

@@ -22,6 +22,8 @@ export interface StepExecutionDeps {
   readonly packages: PackageCache;
   /** Inherited environment (the agent's own GANTRY_* settings already removed). */
   readonly baseEnv: Readonly<Record<string, string>>;
+  /** Most bytes one package may unpack to; undefined: the archive module's default. */
+  readonly maxUnpackedBytes?: number | undefined;
   readonly write: (stream: LogStream, text: string) => void;
   /** Called once the script's process group exists, so it can be found after a crash. */
   readonly onScriptStarted: (pid: number, startTicks: string | undefined) => void;

@@ -34,6 +34,8 @@ export interface TaskManagerOptions {
   readonly retentionMs?: number;
   /** How often a running agent looks for tasks past retention (default hourly; also at start). */
   readonly pruneEveryMs?: number;
+  /** Most bytes one package may unpack to (GANTRY_AGENT_MAX_UNPACKED_BYTES); undefined: the default. */
+  readonly maxUnpackedBytes?: number | undefined;
 }
 
 interface ActiveTask {
@@ -213,6 +215,7 @@ export class TaskManager implements SessionHandler {
       workRoot: this.#options.workRoot,
       packages: this.#options.packages,
       baseEnv: this.#options.baseEnv,
+      maxUnpackedBytes: this.#options.maxUnpackedBytes,
       write: (stream, text) => this.#write(task, stream, text),
       // One journal write per start: 'running' and the pid that identifies the script's group
       // after a crash are recorded together (each write is a file replace, ~1–2 ms on a VM disk).

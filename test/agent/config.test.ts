@@ -37,6 +37,16 @@ describe('parseAgentConfig', () => {
     }
   });
 
+  it('takes the unpacked-size cap from GANTRY_AGENT_MAX_UNPACKED_BYTES, and refuses one that is not a positive byte count', () => {
+    expect(parseAgentConfig({}).maxUnpackedBytes).toBeUndefined();
+    expect(parseAgentConfig({ GANTRY_AGENT_MAX_UNPACKED_BYTES: '8589934592' }).maxUnpackedBytes).toBe(8 * 1024 ** 3);
+    for (const bad of ['0', '-5', '1.5', '8G']) {
+      expect(() => parseAgentConfig({ GANTRY_AGENT_MAX_UNPACKED_BYTES: bad })).toThrow(
+        /GANTRY_AGENT_MAX_UNPACKED_BYTES must be a whole number of bytes above 0/,
+      );
+    }
+  });
+
   it('refuses a server that is not host:port', () => {
     expect(() => parseAgentConfig({ GANTRY_SERVER: 'http://cp:8081' })).toThrow(AgentConfigError);
     expect(() => parseAgentConfig({ GANTRY_SERVER: 'cp:99999' })).toThrow(/is not host:port/);

@@ -91,7 +91,7 @@ describe('extractArchive (zip)', () => {
   it('refuses a zip bomb by total size and by compression ratio', async () => {
     const zeros = Buffer.alloc(4 * 1024 * 1024);
     const file = await writeArchive('bomb.zip', buildZip([{ name: 'zeros.bin', data: zeros, deflate: true }]));
-    await expect(extractArchive(file, target, { limits: { maxTotalBytes: 1024 * 1024 } })).rejects.toThrow(
+    await expect(extractArchive(file, target, { maxUnpackedBytes: 1024 * 1024 })).rejects.toThrow(
       /exceeds 1048576 bytes/,
     );
     await expect(extractArchive(file, target, { limits: { maxCompressionRatio: 100 } })).rejects.toThrow(
