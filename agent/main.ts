@@ -1,7 +1,7 @@
 // Agent composition root (`npm run agent`): config → identity → task manager → connection.
 // SIGTERM/SIGINT: stop the scripts (TERM, then KILL after the grace period), store their results,
 // flush them to the control plane if connected, close the session, exit 0.
-import { mkdirSync } from 'node:fs';
+import { chmodSync, mkdirSync } from 'node:fs';
 import { arch, hostname, platform } from 'node:os';
 import path from 'node:path';
 import pino from 'pino';
@@ -23,6 +23,9 @@ async function main(): Promise<void> {
     redact: { paths: ['registrationToken', 'credential', '*.credential'], censor: '[redacted]' },
   });
   mkdirSync(config.homeDir, { recursive: true, mode: 0o700 });
+  // Also for a home an earlier agent created 0755: nothing in it (identity, journal, packages,
+  // work folders) is for other users of the machine.
+  chmodSync(config.homeDir, 0o700);
 
   let connection: AgentConnection | undefined;
   const manager = new TaskManager({
@@ -34,6 +37,7 @@ async function main(): Promise<void> {
       },
     }),
     workRoot: path.join(config.homeDir, 'work'),
+    scriptsRoot: path.join(config.homeDir, 'scripts'),
     baseEnv: scriptBaseEnv(process.env),
     logger,
     retentionMs: config.retentionMs,

@@ -54,7 +54,7 @@ export class PackageCache {
       return file;
     }
 
-    await mkdir(dir, { recursive: true });
+    await mkdir(dir, { recursive: true, mode: 0o700 });
     const partial = `${file}.download-${randomBytes(6).toString('hex')}`;
     const hash = createHash('sha256');
     let bytes = 0;
@@ -69,7 +69,7 @@ export class PackageCache {
       await pipeline(
         this.#source.download(ref.packageId, ref.version, options.signal),
         hasher,
-        createWriteStream(partial, { flags: 'wx' }),
+        createWriteStream(partial, { flags: 'wx', mode: 0o600 }),
         {
           signal: options.signal,
         },
@@ -88,7 +88,7 @@ export class PackageCache {
       }
       await rm(marker, { force: true });
       await rename(partial, file);
-      await writeFile(marker, actual);
+      await writeFile(marker, actual, { mode: 0o600 });
       return file;
     } catch (error) {
       await rm(partial, { force: true });

@@ -2,8 +2,7 @@
 // SIGTERM to the whole group, SIGKILL after the grace period, so `sleep` children die too.
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { writeFileSync } from 'node:fs';
-import path from 'node:path';
+import { rmSync, writeFileSync } from 'node:fs';
 import type { Readable } from 'node:stream';
 import { setTimeout as delay } from 'node:timers/promises';
 import { findExecutable, interpreterFor } from './interpreters.ts';
@@ -16,6 +15,12 @@ export interface ScriptSpec {
   readonly language: string;
   readonly script: string;
   readonly workDir: string;
+  /**
+   * Where the script file is written, mode 0600, and removed as soon as the process ends: the
+   * script holds the step's substituted variables, Sensitive ones included, which must not stay
+   * at rest on the machine. A folder of the agent's own (0700), emptied at every agent start.
+   */
+  readonly scriptFile: string;
   /** The complete environment of the script (PATH decides which interpreter is found). */
   readonly env: Readonly<Record<string, string>>;
   readonly onLine: (stream: OutputStream, text: string) => void;
@@ -57,9 +62,10 @@ export async function startScript(spec: ScriptSpec): Promise<RunningScript> {
       `${interpreter.command} is not installed on this machine (needed for ${spec.language} scripts)`,
     );
   }
-  const scriptFile = path.join(spec.workDir, `.gantry-script${interpreter.fileExtension}`);
+  const scriptFile = spec.scriptFile + interpreter.fileExtension;
   // Synchronous: open, write and close would each be a hand-off to libuv's thread pool.
-  writeFileSync(scriptFile, spec.script, { mode: 0o700 });
+  writeFileSync(scriptFile, spec.script, { mode: 0o600 });
+  const removeScript = () => rmSync(scriptFile, { force: true });
 
   const child = spawn(executable, interpreter.args(scriptFile), {
     cwd: spec.workDir,
@@ -73,12 +79,16 @@ export async function startScript(spec: ScriptSpec): Promise<RunningScript> {
       once(child, 'error').then(([error]) => Promise.reject(error instanceof Error ? error : new Error(String(error)))),
     ]);
   } catch (error) {
+    removeScript();
     throw new ScriptStartError(`${interpreter.command} could not be started: ${(error as Error).message}`, {
       cause: error,
     });
   }
   const pid = child.pid;
-  if (pid === undefined) throw new ScriptStartError(`${interpreter.command} could not be started`);
+  if (pid === undefined) {
+    removeScript();
+    throw new ScriptStartError(`${interpreter.command} could not be started`);
+  }
 
   const drained = Promise.all([
     pumpLines(child.stdout, (text) => spec.onLine('STDOUT', text)),
@@ -86,6 +96,9 @@ export async function startScript(spec: ScriptSpec): Promise<RunningScript> {
   ]);
   let killTimer: NodeJS.Timeout | undefined;
   const exited = once(child, 'exit').then(async ([exitCode, signal]) => {
+    // The interpreter is gone (it read the file while it ran); whatever happens next, the
+    // substituted script does not stay on disk.
+    removeScript();
     await Promise.race([drained, delay(OUTPUT_DRAIN_MS)]);
     child.stdout.destroy();
     child.stderr.destroy();

@@ -19,6 +19,8 @@ export interface TaskOutcome {
 export interface StepExecutionDeps {
   /** GANTRY_AGENT_HOME/work */
   readonly workRoot: string;
+  /** GANTRY_AGENT_HOME/scripts: substituted scripts while they run (see ScriptSpec.scriptFile). */
+  readonly scriptsRoot: string;
   readonly packages: PackageCache;
   /** Inherited environment (the agent's own GANTRY_* settings already removed). */
   readonly baseEnv: Readonly<Record<string, string>>;
@@ -66,15 +68,16 @@ export class StepExecution {
       const workDir = path.join(this.#deps.workRoot, task.deploymentId, task.taskId);
       // A task runs once, so its folder is new; one left by a crash mid-preparation is emptied.
       // Synchronous: two small calls cost less than four hand-offs to libuv's thread pool.
-      if (mkdirSync(workDir, { recursive: true }) === undefined) {
+      if (mkdirSync(workDir, { recursive: true, mode: 0o700 }) === undefined) {
         rmSync(workDir, { recursive: true, force: true });
-        mkdirSync(workDir, { recursive: true });
+        mkdirSync(workDir, { recursive: true, mode: 0o700 });
       }
       const env: Record<string, string> = { ...this.#deps.baseEnv, ...task.env };
       await this.#preparePackages(workDir, env);
       if (this.#stopReason) return this.#stoppedOutcome(-1);
 
       const script = await startScript({
+        scriptFile: path.join(this.#deps.scriptsRoot, task.taskId),
         language: task.scriptLanguage,
         script: task.script,
         workDir,

@@ -17,6 +17,7 @@ import {
   ftruncateSync,
   mkdirSync,
   openSync,
+  fchmodSync,
   readdirSync,
   readFileSync,
   readSync,
@@ -97,8 +98,9 @@ export class TaskJournal {
     this.#file = path.join(root, FILE_NAME);
     this.#compactAtBytes = options.compactAtBytes ?? 8 * 1024 * 1024;
     this.#nextCheckAt = this.#compactAtBytes;
-    mkdirSync(root, { recursive: true });
-    this.#fd = openSync(this.#file, 'a+');
+    mkdirSync(root, { recursive: true, mode: 0o700 });
+    this.#fd = openSync(this.#file, 'a+', 0o600);
+    fchmodSync(this.#fd, 0o600); // a journal an earlier agent created 0644
     this.#load();
     this.#importTaskFolders();
   }
@@ -265,7 +267,7 @@ export class TaskJournal {
   /** Rewrites the file with each task's latest state and the lines not yet forgotten. */
   #compact(): void {
     const next = `${this.#file}.next`;
-    const fd = openSync(next, 'w');
+    const fd = openSync(next, 'w', 0o600);
     let size = 0;
     const write = (bytes: Buffer) => {
       let written = 0;
@@ -288,7 +290,7 @@ export class TaskJournal {
     closeSync(fd);
     renameSync(next, this.#file);
     closeSync(this.#fd);
-    this.#fd = openSync(this.#file, 'a+');
+    this.#fd = openSync(this.#file, 'a+', 0o600);
     this.#size = size;
     for (const [taskId, spans] of moved) this.#tasks.get(taskId)!.spans = spans;
   }

@@ -1,6 +1,7 @@
 // Gives ServerMessages their meaning on the agent: task_id idempotency, per-task log sequencing
 // and batching, acknowledgements, re-sending after reconnect, and recovery after a restart.
 // Rule everywhere here: persist to the journal FIRST, then send.
+import { mkdirSync, rmSync } from 'node:fs';
 import { rm, rmdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from 'pino';
@@ -20,6 +21,8 @@ export interface TaskManagerOptions {
   readonly journal: TaskJournal;
   readonly packages: PackageCache;
   readonly workRoot: string;
+  /** Substituted scripts live here only while they run; emptied at start (a crash may leave some). */
+  readonly scriptsRoot: string;
   readonly baseEnv: Readonly<Record<string, string>>;
   readonly logger: Logger;
   /** Log lines are sent at least this often while a script writes (default 100 ms)… */
@@ -74,6 +77,7 @@ export class TaskManager implements SessionHandler {
     this.#options = options;
     this.#flushIntervalMs = options.flushIntervalMs ?? 100;
     this.#maxBatchBytes = options.maxBatchBytes ?? 64 * 1024;
+    mkdirSync(options.scriptsRoot, { recursive: true, mode: 0o700 });
   }
 
   attach(link: AgentLink): void {
@@ -87,6 +91,10 @@ export class TaskManager implements SessionHandler {
    */
   recover(): void {
     const journal = this.#options.journal;
+    // Scripts of the previous agent process: their processes are killed below, and none may stay
+    // on disk (they hold substituted Sensitive values).
+    rmSync(this.#options.scriptsRoot, { recursive: true, force: true });
+    mkdirSync(this.#options.scriptsRoot, { recursive: true, mode: 0o700 });
     this.#prune();
     for (const record of journal.all()) {
       if (record.forgotten) continue;
@@ -213,6 +221,7 @@ export class TaskManager implements SessionHandler {
     const { record } = task;
     const execution = new StepExecution(run, {
       workRoot: this.#options.workRoot,
+      scriptsRoot: this.#options.scriptsRoot,
       packages: this.#options.packages,
       baseEnv: this.#options.baseEnv,
       maxUnpackedBytes: this.#options.maxUnpackedBytes,

@@ -65,6 +65,7 @@ async function startAgent(
       download: (id, version, signal) => connection!.downloadPackage(id, version, signal),
     }),
     workRoot: path.join(agentHome, 'work'),
+    scriptsRoot: path.join(agentHome, 'scripts'),
     baseEnv: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
     logger,
     flushIntervalMs: 20,

@@ -65,6 +65,7 @@ export function createHarness(
       journal,
       packages: new PackageCache(path.join(home, 'packages'), source),
       workRoot: path.join(home, 'work'),
+      scriptsRoot: path.join(home, 'scripts'),
       baseEnv: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
       logger: pino({ level: 'silent' }),
       flushIntervalMs: 20,

@@ -1,4 +1,4 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createHarness, runTask, waitFor, type Harness } from './task-harness.ts';
@@ -122,6 +122,35 @@ describe('TaskManager running scripts', () => {
     const task = runTask({ script: 'sleep 30', timeoutSeconds: 1 });
     h.manager.onMessage({ runTask: task });
     expect(await result(task.taskId)).toMatchObject({ outcome: 'FAILED', message: 'The step timed out after 1 s' });
+  });
+});
+
+describe('TaskManager substituted scripts (they hold Sensitive values)', () => {
+  const scriptsIn = (home: string) => readdirSync(path.join(home, 'scripts'));
+
+  it('writes the script 0600 outside the work folder and removes it as soon as the process ends', async () => {
+    const task = runTask({ script: 'echo "secret=#{x}"\nsleep 0.3', sensitiveValues: ['#{x}'] });
+    h.manager.onMessage({ runTask: task });
+    const [file] = await waitFor(() => (scriptsIn(h.home).length > 0 ? scriptsIn(h.home) : undefined));
+    expect(statSync(path.join(h.home, 'scripts', file!)).mode & 0o777).toBe(0o600);
+    expect(await result(task.taskId)).toMatchObject({ outcome: 'SUCCEEDED' });
+    expect(scriptsIn(h.home)).toEqual([]);
+    expect(readdirSync(path.join(h.home, 'work', task.deploymentId, task.taskId))).toEqual([]);
+  });
+
+  it('removes the script of a cancelled step and of a step that could not start', async () => {
+    const task = runTask({ script: 'sleep 30' });
+    h.manager.onMessage({ runTask: task });
+    await waitFor(() => scriptsIn(h.home).length === 1);
+    h.manager.onMessage({ cancelTask: { taskId: task.taskId, graceMs: 200 } });
+    expect(await result(task.taskId)).toMatchObject({ outcome: 'CANCELLED' });
+    expect(scriptsIn(h.home)).toEqual([]);
+  });
+
+  it('empties the scripts folder when an agent starts (a crash may have left one)', () => {
+    writeFileSync(path.join(h.home, 'scripts', 'left-by-a-crash.sh'), 'echo secret', { mode: 0o600 });
+    h.restart().recover();
+    expect(scriptsIn(h.home)).toEqual([]);
   });
 });
 
