@@ -17,9 +17,9 @@ import { throwUnlessCompleted, waitForDeployments, type DeploymentResult, type W
 export interface TargetOptions {
   project: string;
   version?: string;
-  env: string[];
+  env?: string[];
   phase?: string;
-  excludeStep: string[];
+  excludeStep?: string[];
   at?: string;
   redownloadPackages?: boolean;
 }
@@ -31,7 +31,7 @@ export interface WaitFlags {
   cancelOnTimeout?: boolean;
 }
 
-const collect = (value: string, previous: string[]) => [...previous, value];
+const collect = (value: string, previous: string[] | undefined) => [...(previous ?? []), value];
 
 /** --wait, --timeout, --cancel-on-timeout, --progress (also used by `deployment wait`). */
 export function addWaitOptions(command: Command, withWait: boolean): Command {
@@ -45,9 +45,9 @@ export function addWaitOptions(command: Command, withWait: boolean): Command {
 export function addTargetOptions(command: Command): Command {
   return command
     .requiredOption('--project <name|id>', 'project')
-    .option('--env <name|id>', 'environment (repeatable)', collect, [])
+    .option('--env <name|id>', 'environment (repeatable)', collect)
     .addOption(new Option('--phase <name|id>', 'every environment of this lifecycle phase').conflicts('env'))
-    .option('--exclude-step <name>', 'skip this step (repeatable)', collect, [])
+    .option('--exclude-step <name>', 'skip this step (repeatable)', collect)
     .option('--at <iso-8601>', 'schedule the deployments for this time (e.g. 2026-12-01T22:00:00Z)')
     .option('--redownload-packages', 'have agents download packages again even when cached');
 }
@@ -62,8 +62,9 @@ function scheduleOf(at: string | undefined): number | undefined {
 
 export async function startDeployments(ctx: CommandContext, options: TargetOptions & WaitFlags): Promise<void> {
   const { api, out, resolver, connection } = ctx;
-  if (options.env.length === 0 && options.phase === undefined)
-    throw new UsageError('Name the target: --env or --phase');
+  const env = options.env ?? [];
+  const excludeStep = options.excludeStep ?? [];
+  if (env.length === 0 && options.phase === undefined) throw new UsageError('Name the target: --env or --phase');
   const waitOptions = {
     progress: options.progress === true,
     timeoutMs: options.timeout === undefined ? null : parseDuration(options.timeout, '--timeout'),
@@ -80,7 +81,7 @@ export async function startDeployments(ctx: CommandContext, options: TargetOptio
         ...(options.version === undefined ? {} : { version: options.version }),
         ...(environments.length > 0 ? { environments } : {}),
         ...(phaseName === undefined ? {} : { phaseName }),
-        ...(options.excludeStep.length > 0 ? { excludeStepNames: options.excludeStep } : {}),
+        ...(excludeStep.length > 0 ? { excludeStepNames: excludeStep } : {}),
         ...(deploymentDateUnixMillis === undefined ? {} : { deploymentDateUnixMillis }),
         ...(options.redownloadPackages ? { redownloadPackages: true } : {}),
       },
@@ -89,13 +90,13 @@ export async function startDeployments(ctx: CommandContext, options: TargetOptio
 
   let started;
   try {
-    started = unwrap(await promote(options.env, options.phase));
+    started = unwrap(await promote(env, options.phase));
   } catch (error) {
     let retry: Parameters<typeof promote> | null = null;
-    if (options.env.length > 0 && refusedAsUnknown(error, 'environments')) {
+    if (env.length > 0 && refusedAsUnknown(error, 'environments')) {
       const environments = await resolver.environments(await workspaceId());
       const names = idsToNames(
-        options.env,
+        env,
         environments,
         (e) => e.environmentId,
         (e) => e.name,

@@ -77,11 +77,7 @@ export async function waitForDeployments(
       onStatus: (status) => {
         const changed = w.status?.Status !== status.Status;
         w.status = status;
-        if (changed)
-          out.note(
-            `${several || !options.progress ? `Deployment ${label(w)}: ` : ''}${status.Status}`,
-            styleOf(status.Status),
-          );
+        if (changed) out.note(`Deployment ${label(w)}: ${status.Status}`, styleOf(status.Status));
       },
     });
 

@@ -7,7 +7,7 @@ import { unwrap } from '../../client/index.ts';
 import { contextOf, type Io } from '../context.ts';
 import { UsageError } from '../exit-codes.ts';
 
-const collect = (value: string, previous: string[]) => [...previous, value];
+const collect = (value: string, previous: string[] | undefined) => [...(previous ?? []), value];
 /** The agent gateway's default port (GANTRY_GRPC_PORT). */
 const DEFAULT_GRPC_PORT = 8081;
 
@@ -16,36 +16,39 @@ export function registerMachineAdd(machine: Command, io: Io): void {
     .command('add')
     .description('Add a target machine and print the command that starts its agent')
     .argument('<name>', 'machine name')
-    .option('--env <name|id>', 'environment (repeatable)', collect, [])
-    .option('--tag <name|id>', 'tag (repeatable)', collect, [])
+    .option('--env <name|id>', 'environment (repeatable)', collect)
+    .option('--tag <name|id>', 'tag (repeatable)', collect)
     .option(
       '--agent-server <host:port>',
       `the agent gateway agents connect to (default: the --url host, port ${DEFAULT_GRPC_PORT})`,
     )
-    .action(async (name: string, options: { env: string[]; tag: string[]; agentServer?: string }, command: Command) => {
-      const { api, out, resolver } = contextOf(command, io);
-      if (options.env.length === 0) throw new UsageError('Give at least one --env');
-      const { workspaceId } = await resolver.workspace();
-      const [environmentIds, tagIds] = await Promise.all([
-        resolver.environmentIds(workspaceId, options.env),
-        resolver.tagIds(workspaceId, options.tag),
-      ]);
-      const created = unwrap(
-        await api.client.POST('/api/machine', { body: { workspaceId, name, environmentIds, tagIds } }),
-      );
-      const server = options.agentServer ?? `${new URL(api.root).hostname}:${DEFAULT_GRPC_PORT}`;
-      const agentCommand = `GANTRY_SERVER=${server} GANTRY_AGENT_TOKEN=${created.registrationToken} node gantry-agent.mjs`;
-      out.result(
-        {
-          machineId: created.machineId,
-          name,
-          environmentIds,
-          tagIds,
-          registrationToken: created.registrationToken,
-          agentCommand,
-        },
-        (v) =>
-          `Added machine ${v.name} (${v.machineId}). Start its agent on the machine (the token works once, for 24 h):\n\n  ${v.agentCommand}\n`,
-      );
-    });
+    .action(
+      async (name: string, options: { env?: string[]; tag?: string[]; agentServer?: string }, command: Command) => {
+        const { api, out, resolver } = contextOf(command, io);
+        const envs = options.env ?? [];
+        if (envs.length === 0) throw new UsageError('Give at least one --env');
+        const { workspaceId } = await resolver.workspace();
+        const [environmentIds, tagIds] = await Promise.all([
+          resolver.environmentIds(workspaceId, envs),
+          resolver.tagIds(workspaceId, options.tag ?? []),
+        ]);
+        const created = unwrap(
+          await api.client.POST('/api/machine', { body: { workspaceId, name, environmentIds, tagIds } }),
+        );
+        const server = options.agentServer ?? `${new URL(api.root).hostname}:${DEFAULT_GRPC_PORT}`;
+        const agentCommand = `GANTRY_SERVER=${server} GANTRY_AGENT_TOKEN=${created.registrationToken} node gantry-agent.mjs`;
+        out.result(
+          {
+            machineId: created.machineId,
+            name,
+            environmentIds,
+            tagIds,
+            registrationToken: created.registrationToken,
+            agentCommand,
+          },
+          (v) =>
+            `Added machine ${v.name} (${v.machineId}). Start its agent on the machine (the token works once, for 24 h):\n\n  ${v.agentCommand}\n`,
+        );
+      },
+    );
 }

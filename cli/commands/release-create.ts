@@ -10,13 +10,13 @@ interface CreateOptions {
   project: string;
   version: string;
   channel?: string;
-  package: string[];
+  package?: string[];
   notes?: string;
   notesFile?: string;
   ignoreDefaultChannel?: boolean;
 }
 
-const collect = (value: string, previous: string[]) => [...previous, value];
+const collect = (value: string, previous: string[] | undefined) => [...(previous ?? []), value];
 
 /** `Id:1.2.3` pairs → the packageVersions map (the version is what follows the last colon). */
 export function parsePackageVersions(pairs: string[]): Record<string, string> | undefined {
@@ -39,12 +39,12 @@ export function registerReleaseCreate(release: Command, io: Io): void {
     .requiredOption('--version <version>', 'release version (SemVer 2.0.0)')
     .option('--channel <name|id>', 'channel (default: the project’s default channel, if any)')
     .option('--ignore-default-channel', 'create without a channel even when the project has a default one')
-    .option('--package <id:version>', 'package version to use (repeatable; default: the latest)', collect, [])
+    .option('--package <id:version>', 'package version to use (repeatable; default: the latest)', collect)
     .addOption(new Option('--notes <text>', 'release notes').conflicts('notesFile'))
     .option('--notes-file <file>', 'read the release notes from a file')
     .action(async (options: CreateOptions, command: Command) => {
       const { out, api, resolver } = contextOf(command, io);
-      const packageVersions = parsePackageVersions(options.package);
+      const packageVersions = parsePackageVersions(options.package ?? []);
       const notes =
         options.notesFile === undefined
           ? options.notes
