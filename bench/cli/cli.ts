@@ -81,7 +81,7 @@ function countingProxy(port: number, target: string) {
 function run(
   command: string,
   args: string[],
-  env: Record<string, string>,
+  env: Record<string, string> | null,
 ): Promise<{ code: number | null; ms: number; output: string }> {
   const started = performance.now();
   return new Promise((resolve, reject) => {
