@@ -42,6 +42,9 @@ interface Counted {
   method: string;
   path: string;
   status: number;
+  /** performance.now() when the request reached the proxy and when its answer ended. */
+  arrived: number;
+  answered: number;
 }
 
 /** Forwards everything to `target`, recording each request (method, path, status). */
@@ -49,7 +52,14 @@ function countingProxy(port: number, target: string) {
   const seen: Counted[] = [];
   const upstream = new URL(target);
   const server = http.createServer((request, response) => {
-    const record: Counted = { method: request.method!, path: new URL(request.url!, 'http://x').pathname, status: 0 };
+    const record: Counted = {
+      method: request.method!,
+      path: new URL(request.url!, 'http://x').pathname,
+      status: 0,
+      arrived: performance.now(),
+      answered: 0,
+    };
+    response.on('finish', () => (record.answered = performance.now()));
     seen.push(record);
     const forwarded = http.request(
       {
@@ -82,7 +92,7 @@ function run(
   command: string,
   args: string[],
   env: Record<string, string> | null,
-): Promise<{ code: number | null; ms: number; output: string }> {
+): Promise<{ code: number | null; ms: number; output: string; started: number; ended: number }> {
   const started = performance.now();
   return new Promise((resolve, reject) => {
     // env null: this process's environment (bash with PATH alone took ~200 ms to start here).
@@ -93,7 +103,10 @@ function run(
     child.stdout.on('data', (c: Buffer) => (output += c.toString()));
     child.stderr.on('data', (c: Buffer) => (output += c.toString()));
     child.on('error', reject);
-    child.on('close', (code) => resolve({ code, ms: performance.now() - started, output }));
+    child.on('close', (code) => {
+      const ended = performance.now();
+      resolve({ code, ms: ended - started, output, started, ended });
+    });
   });
 }
 
@@ -121,7 +134,14 @@ try {
   const project = (await admin.get('/api/project/details', { projectId })).body.name as string;
   const env = { GANTRY_URL: proxyUrl, GANTRY_ACCOUNT_ID: ADMIN.id, GANTRY_API_KEY: ADMIN.key, NO_COLOR: '1' };
 
-  const rows: Array<{ requests: number[]; walls: number[]; total: number; paths: string[] }> = [];
+  const rows: Array<{
+    requests: number[];
+    walls: number[];
+    total: number;
+    paths: string[];
+    /** Per process: start → first request, first request → last answer, last answer → exit. */
+    phases: Array<[number, number, number]>;
+  }> = [];
   const scriptMs: number[] = [];
   const nodeMs: number[] = [];
   // One warm-up round (not reported): the first deployment of a project plans and caches more.
@@ -137,6 +157,7 @@ try {
     const requests: number[] = [];
     const walls: number[] = [];
     const paths: string[] = [];
+    const phases: Array<[number, number, number]> = [];
     for (const args of steps) {
       const before = proxy.seen.length;
       const result = await run(process.execPath, [cli, ...args], env);
@@ -147,11 +168,16 @@ try {
       const mine = proxy.seen.slice(before);
       requests.push(mine.length);
       walls.push(result.ms);
-      paths.push(...mine.map((r) => `${r.method} ${r.path} ${r.status}`));
+      paths.push(...mine.map((r) => `${r.method} ${r.path} ${r.status} (${Math.round(r.answered - r.arrived)} ms)`));
+      phases.push([
+        mine[0]!.arrived - result.started,
+        mine.at(-1)!.answered - mine[0]!.arrived,
+        result.ended - mine.at(-1)!.answered,
+      ]);
     }
     scriptMs.push((await run('bash', ['-c', SCRIPT], null)).ms);
     nodeMs.push((await run(process.execPath, ['-e', '0'], null)).ms);
-    if (i > 0) rows.push({ requests, walls, total: walls.reduce((a, b) => a + b, 0), paths });
+    if (i > 0) rows.push({ requests, walls, total: walls.reduce((a, b) => a + b, 0), paths, phases });
   }
 
   const total = (r: (typeof rows)[number]) => r.requests.reduce((a, b) => a + b, 0);
@@ -176,6 +202,12 @@ try {
   );
   console.log(
     `| of which starting Node ×3 (\`node -e 0\`: ${ms(median(nodeMs))}) | | | | ${ms(3 * median(nodeMs))} | |`,
+  );
+  const phase = (step: number, part: number) => ms(median(rows.map((r) => r.phases[step]![part]!)));
+  console.log(
+    `| start → first request | ${phase(0, 0)} | ${phase(1, 0)} | ${phase(2, 0)} | | |\n` +
+      `| first request → last answer | ${phase(0, 1)} | ${phase(1, 1)} | ${phase(2, 1)} | | |\n` +
+      `| last answer → exit | ${phase(0, 2)} | ${phase(1, 2)} | ${phase(2, 2)} | | |`,
   );
   console.log(`\nWaiting used: ${mode}. Requests of the last iteration:\n`);
   for (const p of rows.at(-1)!.paths) console.log(`- ${p}`);
