@@ -62,6 +62,13 @@ export function buildProgram(io: Io): Command {
   return program;
 }
 
+function wantsJson(args: string[]): boolean {
+  return args.some(
+    (arg, i) =>
+      arg === '--output=json' || arg === '-ojson' || ((arg === '--output' || arg === '-o') && args[i + 1] === 'json'),
+  );
+}
+
 /** Runs the CLI on `args` (without node and script) and returns the exit code. */
 export async function run(args: string[], io: Io): Promise<number> {
   if (args.length === 1 && args[0] === '--version') {
@@ -73,14 +80,16 @@ export async function run(args: string[], io: Io): Promise<number> {
     await program.parseAsync(args, { from: 'user' });
     return ExitCode.Success;
   } catch (error) {
+    // Commander may fail before it has read --output: look for it in the arguments.
+    const out = outputFor({ output: wantsJson(args) ? 'json' : 'text' }, io);
     if (error instanceof CommanderError) {
       // Help and version end with 0; every other parse error was already printed by commander.
-      return error.exitCode === 0 ? ExitCode.Success : ExitCode.Usage;
+      if (error.exitCode === 0) return ExitCode.Success;
+      if (out.json) out.result({ error: { message: error.message, exitCode: ExitCode.Usage } }, () => '');
+      return ExitCode.Usage;
     }
     const code = exitCodeOf(error);
     if (error instanceof ExitWith) return code;
-    const options = program.opts<{ output?: 'text' | 'json' }>();
-    const out = outputFor({ output: options.output ?? (args.includes('json') ? 'json' : 'text') }, io);
     const message = error instanceof Error ? error.message : String(error);
     const detail =
       error instanceof GantryApiError

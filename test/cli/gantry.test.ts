@@ -277,6 +277,12 @@ describe('exit codes', () => {
     const badDuration = await runCli(['deployment', 'wait', 'x', '--timeout', 'soon'], env);
     expect(badDuration.code).toBe(2);
     expect(badDuration.stderr).toContain("'soon' is not a duration");
+    // With --output json even a usage error leaves one JSON document on stdout.
+    const json = await runCli(['release', 'create', '--version', '1.0.0', '-o', 'json'], env);
+    expect(json.code, printed(json)).toBe(2);
+    expect(json.json()).toEqual({
+      error: { message: "error: required option '--project <name|id>' not specified", exitCode: 2 },
+    });
   });
 
   it('exits 5 for a wrong key (without printing it) and for a missing role', async () => {
@@ -345,12 +351,16 @@ describe('names or IDs, JSON output, JAWS_* variables', () => {
 
   it('prints only JSON on stdout with --output json, in the documented shapes', async () => {
     const project = await projectNamed([{ name: 'Json', script: 'echo "json line"\necho "json warning" >&2' }]);
+    const notesFile = path.join(files, 'notes.md');
+    writeFileSync(notesFile, '# 2.0.0\n\n- JSON everywhere\n');
     const create = await runCli(
-      ['release', 'create', '--project', project.name, '--version', '2.0.0', '-o', 'json'],
+      ['release', 'create', '--project', project.name, '--version', '2.0.0', '--notes-file', notesFile, '-o', 'json'],
       env,
     );
     expect(create.code, printed(create)).toBe(0);
     expect(create.json()).toEqual({ releaseId: expect.any(String), projectId: project.projectId, version: '2.0.0' });
+    const release = await admin.get('/api/release/details', { releaseId: create.json().releaseId });
+    expect(release.body.notes).toBe('# 2.0.0\n\n- JSON everywhere\n');
 
     const deploy = await runCli(
       [
