@@ -82,7 +82,8 @@ async function followEvents(
 ): Promise<DeploymentStatus | null> {
   let brokenSince: number | null = null;
   for (let attempt = 0; ; attempt++) {
-    const url = new URL('/api/deployment/events', api.root);
+    // Appended, not resolved: a server behind a path prefix (https://host/gantry) keeps it.
+    const url = new URL(`${api.root}/api/deployment/events`);
     url.searchParams.set('deploymentId', deploymentId);
     const headers: Record<string, string> = { accept: 'text/event-stream' };
     if (state.afterTick !== null) headers['last-event-id'] = state.afterTick;

@@ -72,7 +72,7 @@ describe('waiting on the deployment event stream', () => {
         lastEventId: request.headers['last-event-id'] as string | undefined,
         authorization: request.headers.authorization,
       });
-      if (target.pathname !== '/api/deployment/events') {
+      if (target.pathname !== '/gantry/api/deployment/events') {
         response.writeHead(500).end();
         return;
       }
@@ -92,7 +92,11 @@ describe('waiting on the deployment event stream', () => {
       response.end(`event: end\ndata: ${wire(status('Completed', TICKS[2]!))}\n\n`);
     });
 
-    const run = await runCli(['deployment', 'wait', DEPLOYMENT, '--progress', '-o', 'json'], credentials(url));
+    // Behind a path prefix, given as the Jaws SDK's base URL (ending in /api).
+    const run = await runCli(
+      ['deployment', 'wait', DEPLOYMENT, '--progress', '-o', 'json'],
+      credentials(`${url}/gantry/api`),
+    );
     expect(run.code, printed(run)).toBe(0);
     expect(run.json()).toEqual({
       outcome: 'Completed',
@@ -108,8 +112,8 @@ describe('waiting on the deployment event stream', () => {
       ],
     });
     expect(requests.map((r) => [r.path, r.lastEventId])).toEqual([
-      [`/api/deployment/events?deploymentId=${DEPLOYMENT}`, undefined],
-      [`/api/deployment/events?deploymentId=${DEPLOYMENT}`, TICKS[1]],
+      [`/gantry/api/deployment/events?deploymentId=${DEPLOYMENT}`, undefined],
+      [`/gantry/api/deployment/events?deploymentId=${DEPLOYMENT}`, TICKS[1]],
     ]);
     expect(requests[0]!.authorization).toBe(`Basic ${Buffer.from('ci:secret-key').toString('base64')}`);
     const lines = run.stderr.split('\n').filter((l) => l.startsWith('['));
