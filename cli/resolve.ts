@@ -24,13 +24,16 @@ const PAGE = 500;
 /** Lists longer than this are not scanned for a name (20 pages): give the ID instead. */
 const MAX_PAGES = 20;
 
-/** All items of a paged list (`take` 500, at most 20 pages). */
-export async function listAll<T>(page: (skip: number, take: number) => Promise<{ items: T[]; totalCount: number }>) {
+/** All items of a paged list (`take` 500, at most 20 pages), or those read until `enough` says so. */
+export async function listAll<T>(
+  page: (skip: number, take: number) => Promise<{ items: T[]; totalCount: number }>,
+  enough: () => boolean = () => false,
+) {
   const items: T[] = [];
   for (let i = 0; i < MAX_PAGES; i++) {
     const { items: batch, totalCount } = await page(items.length, PAGE);
     items.push(...batch);
-    if (batch.length === 0 || items.length >= totalCount) break;
+    if (batch.length === 0 || items.length >= totalCount || enough()) break;
   }
   return items;
 }

@@ -49,14 +49,20 @@ export function registerStatus(program: Command, io: Io): void {
       const query = project ? { projectId: project.projectId } : { workspaceId };
       // Newest first, so the first deployment seen of a pair is its latest.
       const latest = new Map<string, ListedDeployment>();
-      await listAll(async (skip, take) => {
-        const page = unwrap(await client.GET('/api/deployment/list', { params: { query: { ...query, skip, take } } }));
-        for (const d of page.deployments) {
-          const key = `${d.projectId}\u0000${d.environmentId}`;
-          if (!latest.has(key)) latest.set(key, d);
-        }
-        return { items: page.deployments, totalCount: page.totalCount };
-      });
+      await listAll(
+        async (skip, take) => {
+          const page = unwrap(
+            await client.GET('/api/deployment/list', { params: { query: { ...query, skip, take } } }),
+          );
+          for (const d of page.deployments) {
+            const key = `${d.projectId}\u0000${d.environmentId}`;
+            if (!latest.has(key)) latest.set(key, d);
+          }
+          return { items: page.deployments, totalCount: page.totalCount };
+        },
+        // Once every project × environment has its latest, older pages cannot change the answer.
+        () => latest.size >= (project ? 1 : projects.length) * environments.length,
+      );
       const projectName = new Map(projects.map((p) => [p.projectId, p.name]));
       const order = new Map(environments.map((e, i) => [e.environmentId, i]));
       const rows: StatusRow[] = [...latest.values()]
