@@ -443,6 +443,39 @@ describe('names or IDs, JSON output, JAWS_* variables', () => {
     );
   }, 60_000);
 
+  it('waits for several deployments at once, each line prefixed by its environment', async () => {
+    // No lifecycle: every environment is available at once.
+    const { projectId } = await bashProject(admin, workspaceId, null as unknown as string, [
+      { name: 'Both', script: 'echo "in #{CONTEXT.EnvironmentName}"' },
+    ]);
+    await runCli(['release', 'create', '--project', projectId, '--version', '1.0.0'], env);
+    const run = await runCli(
+      [
+        'release',
+        'promote',
+        '--project',
+        projectId,
+        '--env',
+        'Staging',
+        '--env',
+        'Production',
+        '--progress',
+        '-o',
+        'json',
+      ],
+      env,
+    );
+    expect(run.code, printed(run)).toBe(0);
+    const result = run.json();
+    expect(result.outcome).toBe('Completed');
+    expect(result.deployments.map((d: { environmentName: string }) => d.environmentName).sort()).toEqual([
+      'Production',
+      'Staging',
+    ]);
+    expect(run.stderr).toContain('Staging [Both @ cli-agent] in Staging');
+    expect(run.stderr).toContain('Production [Both @ cli-agent] in Production');
+  }, 60_000);
+
   it('shows logs as text, and follows a running deployment to its end', async () => {
     const project = await projectNamed([{ name: 'Follow', script: 'echo one; sleep 1; echo two' }]);
     await runCli(['release', 'create', '--project', project.name, '--version', '1.0.0'], env);
