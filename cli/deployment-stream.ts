@@ -23,8 +23,12 @@ export interface FollowOptions extends FollowHandlers {
   reconnectBudgetMs: number;
 }
 
-/** Poll intervals: quick at first (a no-op deployment ends in ~50 ms), then every 250 ms. */
-const POLL_RAMP_MS = [50, 100, 150, 200, 250];
+/**
+ * Waits before each read: quick at first (a no-op deployment ends ~50 ms after it was created),
+ * then every 250 ms. The first read waits too: right after a deploy there is nothing to show yet,
+ * and a read then would only cost a request.
+ */
+const POLL_RAMP_MS = [50, 50, 100, 150, 200, 250];
 /** The server returns at most this many lines per read (MAX_LOGS_PER_READ); a full page means "read again now". */
 const MAX_LINES_PER_READ = 5000;
 
@@ -134,7 +138,9 @@ async function poll(
   options: FollowOptions,
 ): Promise<DeploymentStatus> {
   let lastStatus: string | null = null;
+  let more = false;
   for (let round = 0; ; round++) {
+    if (!more) await abortableSleep(POLL_RAMP_MS[Math.min(round, POLL_RAMP_MS.length - 1)]!, options.signal);
     const query: { deploymentId: string; getLogsAfter?: string } = { deploymentId };
     if (state.afterTick !== null) query.getLogsAfter = state.afterTick;
     const read = unwrap(await api.client.GET('/api/deployment', { params: { query }, signal: options.signal ?? null }));
@@ -147,8 +153,7 @@ async function poll(
       lastStatus = key;
       options.onStatus(read.status);
     }
-    const more = read.logs.length >= MAX_LINES_PER_READ;
+    more = read.logs.length >= MAX_LINES_PER_READ;
     if (isFinal(read.status) && !more) return read.status;
-    if (!more) await abortableSleep(POLL_RAMP_MS[Math.min(round, POLL_RAMP_MS.length - 1)]!, options.signal);
   }
 }
