@@ -6,7 +6,15 @@
  * did not process them (connection refused, 503). Credentials go in the Authorization header
  * only and are never printed.
  */
-import { basicAuthorization, createGantryClient, serverRoot, type GantryClient } from '../client/index.ts';
+import {
+  basicAuthorization,
+  createGantryClient,
+  GantryApiError,
+  parseJson,
+  serverRoot,
+  type ErrorBody,
+  type GantryClient,
+} from '../client/index.ts';
 import type { Connection } from './config.ts';
 import { formatDuration } from './duration.ts';
 import { UnreachableError } from './exit-codes.ts';
@@ -31,6 +39,25 @@ export interface ApiHooks {
   /** --verbose: one line per request. */
   trace?: (line: string) => void;
   sleep?: (ms: number) => Promise<void>;
+}
+
+/**
+ * The GantryApiError a non-2xx answer read outside the generated client stands for; its body is
+ * the API's error JSON, else `fallback` makes one from the text (a blob store's XML).
+ */
+export async function errorOfResponse(
+  response: Response,
+  fallback: (text: string) => ErrorBody | null = () => null,
+): Promise<GantryApiError> {
+  const text = await response.text().catch(() => '');
+  let body: ErrorBody | null;
+  try {
+    const parsed = parseJson<unknown>(text);
+    body = parsed !== null && typeof parsed === 'object' && 'errorcode' in parsed ? (parsed as ErrorBody) : null;
+  } catch {
+    body = fallback(text);
+  }
+  return new GantryApiError(response.status, body);
 }
 
 const RETRY_STATUSES = new Set([500, 502, 503, 504]);

@@ -10,9 +10,16 @@ import { unwrap } from '../client/index.ts';
 import type { CommandContext } from './context.ts';
 import { parseDuration } from './duration.ts';
 import { UsageError } from './exit-codes.ts';
-import { renderTable } from './output.ts';
 import { idsToNames, refusedAsUnknown } from './resolve.ts';
-import { throwUnlessCompleted, waitForDeployments, type DeploymentResult, type WaitOutcome } from './wait.ts';
+import { repeatable } from './repeatable.ts';
+import {
+  renderDeployments,
+  throwUnlessCompleted,
+  waitForDeployments,
+  type DeploymentResult,
+  type WaitOptions,
+  type WaitOutcome,
+} from './wait.ts';
 
 export interface TargetOptions {
   project: string;
@@ -31,7 +38,15 @@ export interface WaitFlags {
   cancelOnTimeout?: boolean;
 }
 
-const collect = (value: string, previous: string[] | undefined) => [...(previous ?? []), value];
+/** The waiting the flags ask for; a broken event stream is retried as long as reads are. */
+export function waitOptionsOf(flags: WaitFlags, reconnectBudgetMs: number): WaitOptions {
+  return {
+    progress: flags.progress === true,
+    timeoutMs: flags.timeout === undefined ? null : parseDuration(flags.timeout, '--timeout'),
+    cancelOnTimeout: flags.cancelOnTimeout === true,
+    reconnectBudgetMs,
+  };
+}
 
 /** --wait, --timeout, --cancel-on-timeout, --progress (also used by `deployment wait`). */
 export function addWaitOptions(command: Command, withWait: boolean): Command {
@@ -45,9 +60,9 @@ export function addWaitOptions(command: Command, withWait: boolean): Command {
 export function addTargetOptions(command: Command): Command {
   return command
     .requiredOption('--project <name|id>', 'project')
-    .option('--env <name|id>', 'environment (repeatable)', collect)
+    .option('--env <name|id>', 'environment (repeatable)', repeatable)
     .addOption(new Option('--phase <name|id>', 'every environment of this lifecycle phase').conflicts('env'))
-    .option('--exclude-step <name>', 'skip this step (repeatable)', collect)
+    .option('--exclude-step <name>', 'skip this step (repeatable)', repeatable)
     .option('--at <iso-8601>', 'schedule the deployments for this time (e.g. 2026-12-01T22:00:00Z)')
     .option('--redownload-packages', 'have agents download packages again even when cached');
 }
@@ -65,12 +80,7 @@ export async function startDeployments(ctx: CommandContext, options: TargetOptio
   const env = options.env ?? [];
   const excludeStep = options.excludeStep ?? [];
   if (env.length === 0 && options.phase === undefined) throw new UsageError('Name the target: --env or --phase');
-  const waitOptions = {
-    progress: options.progress === true,
-    timeoutMs: options.timeout === undefined ? null : parseDuration(options.timeout, '--timeout'),
-    cancelOnTimeout: options.cancelOnTimeout === true,
-    reconnectBudgetMs: connection.retryBudgetMs,
-  };
+  const waitOptions = waitOptionsOf(options, connection.retryBudgetMs);
   const deploymentDateUnixMillis = scheduleOf(options.at);
   const project = await resolver.project(options.project);
 
@@ -139,16 +149,7 @@ export async function startDeployments(ctx: CommandContext, options: TargetOptio
   out.result(value, (v) =>
     v.outcome === 'Started'
       ? v.deployments.map((d) => `Started deployment ${d.deploymentId}\n`).join('')
-      : renderTable(
-          ['DEPLOYMENT', 'ENVIRONMENT', 'STATUS', 'ERRORS', 'WARNINGS'],
-          v.deployments.map((d) => [
-            d.deploymentId,
-            d.environmentName ?? '-',
-            d.status ?? '-',
-            String(d.errorCount ?? '-'),
-            String(d.warningCount ?? '-'),
-          ]),
-        ),
+      : renderDeployments(v.deployments),
   );
   if (outcome !== 'Started') throwUnlessCompleted({ outcome, deployments });
 }

@@ -5,9 +5,9 @@
  * on a short ramp up to every 250 ms (the vendor SDK polls every 3 s). The final status comes
  * only after every line is readable, so "read until final" has every line.
  */
-import { GantryApiError, parseJson, readServerSentEvents, unwrap, type ErrorBody } from '../client/index.ts';
-import type { Api } from './api.ts';
-import { isFinal, type DeploymentStatus, type LogItem } from './deployment-types.ts';
+import { parseJson, readServerSentEvents, unwrap } from '../client/index.ts';
+import { errorOfResponse, type Api } from './api.ts';
+import { isFinal, MAX_LINES_PER_READ, type DeploymentStatus, type LogItem } from './deployment-types.ts';
 import { UnreachableError } from './exit-codes.ts';
 
 export interface FollowHandlers {
@@ -29,8 +29,6 @@ export interface FollowOptions extends FollowHandlers {
  * and a read then would only cost a request.
  */
 const POLL_RAMP_MS = [50, 50, 100, 150, 200, 250];
-/** The server returns at most this many lines per read (MAX_LOGS_PER_READ); a full page means "read again now". */
-const MAX_LINES_PER_READ = 5000;
 
 /** Servers without the event stream, remembered for the rest of this process. */
 const noEventStream = new Set<string>();
@@ -65,18 +63,6 @@ export async function followDeployment(
   return poll(api, deploymentId, state, options);
 }
 
-async function apiError(response: Response): Promise<GantryApiError> {
-  const text = await response.text().catch(() => '');
-  let body: ErrorBody | null = null;
-  try {
-    const parsed = parseJson<unknown>(text);
-    if (parsed !== null && typeof parsed === 'object' && 'errorcode' in parsed) body = parsed as ErrorBody;
-  } catch {
-    body = null;
-  }
-  return new GantryApiError(response.status, body);
-}
-
 /** Reads the event stream, reconnecting with Last-Event-ID; null when the server has no such endpoint. */
 async function followEvents(
   api: Api,
@@ -102,7 +88,7 @@ async function followEvents(
       await response.body?.cancel();
       return null;
     }
-    if (!response.ok || !response.body) throw await apiError(response);
+    if (!response.ok || !response.body) throw await errorOfResponse(response);
     try {
       for await (const event of readServerSentEvents(response.body)) {
         brokenSince = null;

@@ -10,3 +10,6 @@ export type LogItem = DeploymentRead['logs'][number];
 
 export const FINAL_STATUSES: ReadonlySet<string> = new Set(['Completed', 'Failed', 'Cancelled']);
 export const isFinal = (status: DeploymentStatus | null) => status !== null && FINAL_STATUSES.has(status.Status);
+
+/** GET /api/deployment returns at most this many lines per read: a full page means "read on at once". */
+export const MAX_LINES_PER_READ = 5000;

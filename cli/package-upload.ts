@@ -8,8 +8,8 @@ import { randomBytes } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import path from 'node:path';
-import { GantryApiError, parseJson, unwrap, type ErrorBody } from '../client/index.ts';
-import type { Api } from './api.ts';
+import { GantryApiError, unwrap } from '../client/index.ts';
+import { errorOfResponse, type Api } from './api.ts';
 import { formatDuration } from './duration.ts';
 import { UsageError } from './exit-codes.ts';
 import { formatBytes, type Output } from './output.ts';
@@ -73,23 +73,12 @@ function fileStream(file: string, onBytes: (n: number) => void, before = '', aft
   });
 }
 
-/** The error a non-2xx answer of the signed URL stands for (Gantry's JSON, or Azure's XML). */
-async function uploadUrlError(response: Response): Promise<GantryApiError> {
-  const text = await response.text().catch(() => '');
-  let body: ErrorBody | null = null;
-  try {
-    const parsed = parseJson<unknown>(text);
-    if (parsed !== null && typeof parsed === 'object' && 'errorcode' in parsed) body = parsed as ErrorBody;
-  } catch {
-    const code = /<Code>([^<]+)<\/Code>/.exec(text)?.[1];
-    body = {
-      error: `The upload URL refused the file: ${code ?? `HTTP ${response.status}`}`,
-      errorcode: 3001,
-      requestid: null,
-    };
-  }
-  return new GantryApiError(response.status, body);
-}
+/** An Azure Blob Storage refusal (XML with a <Code>) as the API's error shape. */
+const blobStoreError = (status: number) => (text: string) => ({
+  error: `The upload URL refused the file: ${/<Code>([^<]+)<\/Code>/.exec(text)?.[1] ?? `HTTP ${status}`}`,
+  errorcode: 3001,
+  requestid: null,
+});
 
 export async function pushPackage(
   api: Api,
@@ -138,7 +127,7 @@ export async function pushPackage(
         body: fileStream(file, count),
         duplex: 'half',
       } as RequestInit);
-      if (!response.ok) throw await uploadUrlError(response);
+      if (!response.ok) throw await errorOfResponse(response, blobStoreError(response.status));
       await response.body?.cancel();
       unwrap(
         await api.client.POST('/api/packagestore/package/confirm', {

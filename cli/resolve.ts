@@ -79,6 +79,24 @@ export function idsToNames<T>(
   return mapped.some((v, i) => v !== values[i]) ? mapped : null;
 }
 
+/** The IDs of the items named (or identified) by `values`; an unknown one is bad usage, naming the choices. */
+function idsOf<T>(
+  option: string,
+  values: string[],
+  items: T[],
+  idOf: (item: T) => string,
+  nameOf: (item: T) => string,
+): string[] {
+  return values.map((value) => {
+    const { found } = findByNameOrId(items, value, idOf, nameOf);
+    if (!found)
+      throw new UsageError(
+        `${option} '${value}': none has that name or ID (there are: ${items.map(nameOf).join(', ')})`,
+      );
+    return idOf(found);
+  });
+}
+
 export class Resolver {
   readonly #api: Api;
   readonly #workspaceOption: string | undefined;
@@ -154,19 +172,13 @@ export class Resolver {
   /** Environment names or IDs → IDs (machine add needs IDs). */
   async environmentIds(workspaceId: string, values: string[]): Promise<string[]> {
     const environments = await this.environments(workspaceId);
-    return values.map((value) => {
-      const { found } = findByNameOrId(
-        environments,
-        value,
-        (e) => e.environmentId,
-        (e) => e.name,
-      );
-      if (!found)
-        throw new UsageError(
-          `--env '${value}': no environment has that name or ID (there are: ${environments.map((e) => e.name).join(', ')})`,
-        );
-      return found.environmentId;
-    });
+    return idsOf(
+      '--env',
+      values,
+      environments,
+      (e) => e.environmentId,
+      (e) => e.name,
+    );
   }
 
   /** Tag names or IDs → IDs. */
@@ -177,15 +189,12 @@ export class Resolver {
       const page = unwrap(await client.GET('/api/tag', { params: { query: { workspaceId, skip, take } } }));
       return { items: page.tags, totalCount: page.totalCount };
     });
-    return values.map((value) => {
-      const { found } = findByNameOrId(
-        tags,
-        value,
-        (t) => t.tagId,
-        (t) => t.name,
-      );
-      if (!found) throw new UsageError(`--tag '${value}': no tag has that name or ID`);
-      return found.tagId;
-    });
+    return idsOf(
+      '--tag',
+      values,
+      tags,
+      (t) => t.tagId,
+      (t) => t.name,
+    );
   }
 }

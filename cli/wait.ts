@@ -12,7 +12,7 @@ import { isFinal, type DeploymentStatus } from './deployment-types.ts';
 import { formatDuration } from './duration.ts';
 import { ExitCode, ExitWith } from './exit-codes.ts';
 import { LogLines } from './log-lines.ts';
-import type { Output } from './output.ts';
+import { renderTable, type Output } from './output.ts';
 
 export interface WaitOptions {
   /** Print every log line as it arrives (--progress). */
@@ -184,4 +184,18 @@ export function exitCodeOfOutcome(outcome: WaitOutcome): ExitCode {
 export function throwUnlessCompleted(result: WaitResult): void {
   const code = exitCodeOfOutcome(result.outcome);
   if (code !== ExitCode.Success) throw new ExitWith(code, result.outcome);
+}
+
+/** The deployments as the text result shows them. */
+export function renderDeployments(deployments: DeploymentResult[]): string {
+  return renderTable(
+    ['DEPLOYMENT', 'ENVIRONMENT', 'STATUS', 'ERRORS', 'WARNINGS'],
+    deployments.map((d) => [
+      d.deploymentId,
+      d.environmentName ?? '-',
+      d.status ?? '-',
+      String(d.errorCount ?? '-'),
+      String(d.warningCount ?? '-'),
+    ]),
+  );
 }

@@ -9,7 +9,7 @@
 import { chmodSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { buildSync } from 'esbuild';
+import { bundleForNode } from './bundle-node.ts';
 
 const repoRoot = fileURLToPath(new URL('../', import.meta.url));
 
@@ -18,19 +18,7 @@ export const CLI_BUNDLE_NAME = 'gantry.mjs';
 /** Builds into outDir and returns the bundle's path. */
 export function buildCli(outDir: string): string {
   const outfile = path.join(outDir, CLI_BUNDLE_NAME);
-  buildSync({
-    entryPoints: [path.join(repoRoot, 'cli/gantry.ts')],
-    outfile,
-    bundle: true,
-    platform: 'node',
-    format: 'esm',
-    target: 'node20',
-    logLevel: 'warning',
-    banner: {
-      // Bundled CommonJS dependencies (commander) call require(); an ES module has none of its own.
-      js: "#!/usr/bin/env node\nimport { createRequire as __gantryRequire } from 'node:module'; const require = __gantryRequire(import.meta.url);",
-    },
-  });
+  bundleForNode(path.join(repoRoot, 'cli/gantry.ts'), outfile, { shebang: true });
   chmodSync(outfile, 0o755);
   return outfile;
 }

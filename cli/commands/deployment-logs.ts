@@ -3,10 +3,8 @@ import type { Command } from 'commander';
 import { unwrap } from '../../client/index.ts';
 import { contextOf, type Io } from '../context.ts';
 import { followDeployment } from '../deployment-stream.ts';
-import type { DeploymentStatus, LogItem } from '../deployment-types.ts';
+import { MAX_LINES_PER_READ, type DeploymentStatus, type LogItem } from '../deployment-types.ts';
 import { LogLines } from '../log-lines.ts';
-
-const MAX_LINES_PER_READ = 5000;
 
 export function registerDeploymentLogs(deployment: Command, io: Io): void {
   deployment

@@ -1,10 +1,8 @@
 /** gantry deployment wait ID... [--timeout D] [--cancel-on-timeout] [--progress] */
 import type { Command } from 'commander';
 import { contextOf, type Io } from '../context.ts';
-import { addWaitOptions, type WaitFlags } from '../deployment-start.ts';
-import { parseDuration } from '../duration.ts';
-import { renderTable } from '../output.ts';
-import { throwUnlessCompleted, waitForDeployments } from '../wait.ts';
+import { addWaitOptions, waitOptionsOf, type WaitFlags } from '../deployment-start.ts';
+import { renderDeployments, throwUnlessCompleted, waitForDeployments } from '../wait.ts';
 
 export function registerDeploymentWait(deployment: Command, io: Io): void {
   const command = deployment
@@ -13,24 +11,8 @@ export function registerDeploymentWait(deployment: Command, io: Io): void {
     .argument('<deploymentIds...>', 'deployment IDs');
   addWaitOptions(command, false).action(async (ids: string[], options: WaitFlags, cmd: Command) => {
     const { api, out, connection } = contextOf(cmd, io);
-    const result = await waitForDeployments(api, out, ids, {
-      progress: options.progress === true,
-      timeoutMs: options.timeout === undefined ? null : parseDuration(options.timeout, '--timeout'),
-      cancelOnTimeout: options.cancelOnTimeout === true,
-      reconnectBudgetMs: connection.retryBudgetMs,
-    });
-    out.result(result, (v) =>
-      renderTable(
-        ['DEPLOYMENT', 'ENVIRONMENT', 'STATUS', 'ERRORS', 'WARNINGS'],
-        v.deployments.map((d) => [
-          d.deploymentId,
-          d.environmentName ?? '-',
-          d.status ?? '-',
-          String(d.errorCount ?? '-'),
-          String(d.warningCount ?? '-'),
-        ]),
-      ),
-    );
+    const result = await waitForDeployments(api, out, ids, waitOptionsOf(options, connection.retryBudgetMs));
+    out.result(result, (v) => renderDeployments(v.deployments));
     throwUnlessCompleted(result);
   });
 }

@@ -6,8 +6,8 @@ import type { Command } from 'commander';
 import { unwrap } from '../../client/index.ts';
 import { contextOf, type Io } from '../context.ts';
 import { UsageError } from '../exit-codes.ts';
+import { repeatable } from '../repeatable.ts';
 
-const collect = (value: string, previous: string[] | undefined) => [...(previous ?? []), value];
 /** The agent gateway's default port (GANTRY_GRPC_PORT). */
 const DEFAULT_GRPC_PORT = 8081;
 
@@ -16,8 +16,8 @@ export function registerMachineAdd(machine: Command, io: Io): void {
     .command('add')
     .description('Add a target machine and print the command that starts its agent')
     .argument('<name>', 'machine name')
-    .option('--env <name|id>', 'environment (repeatable)', collect)
-    .option('--tag <name|id>', 'tag (repeatable)', collect)
+    .option('--env <name|id>', 'environment (repeatable)', repeatable)
+    .option('--tag <name|id>', 'tag (repeatable)', repeatable)
     .option(
       '--agent-server <host:port>',
       `the agent gateway agents connect to (default: the --url host, port ${DEFAULT_GRPC_PORT})`,

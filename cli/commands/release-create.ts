@@ -5,6 +5,7 @@ import { unwrap } from '../../client/index.ts';
 import { contextOf, type Io } from '../context.ts';
 import { UsageError } from '../exit-codes.ts';
 import { idsToNames, refusedAsUnknown } from '../resolve.ts';
+import { repeatable } from '../repeatable.ts';
 
 interface CreateOptions {
   project: string;
@@ -15,8 +16,6 @@ interface CreateOptions {
   notesFile?: string;
   ignoreDefaultChannel?: boolean;
 }
-
-const collect = (value: string, previous: string[] | undefined) => [...(previous ?? []), value];
 
 /** `Id:1.2.3` pairs → the packageVersions map (the version is what follows the last colon). */
 export function parsePackageVersions(pairs: string[]): Record<string, string> | undefined {
@@ -39,7 +38,7 @@ export function registerReleaseCreate(release: Command, io: Io): void {
     .requiredOption('--version <version>', 'release version (SemVer 2.0.0)')
     .option('--channel <name|id>', 'channel (default: the project’s default channel, if any)')
     .option('--ignore-default-channel', 'create without a channel even when the project has a default one')
-    .option('--package <id:version>', 'package version to use (repeatable; default: the latest)', collect)
+    .option('--package <id:version>', 'package version to use (repeatable; default: the latest)', repeatable)
     .addOption(new Option('--notes <text>', 'release notes').conflicts('notesFile'))
     .option('--notes-file <file>', 'read the release notes from a file')
     .action(async (options: CreateOptions, command: Command) => {
