@@ -114,7 +114,8 @@ export async function waitForDeployments(
       if (!(await followAll(running, CANCEL_GRACE_MS)))
         out.error(`The cancelled deployments did not end within ${formatDuration(CANCEL_GRACE_MS)}`);
     } else {
-      out.note('They go on running; cancel them with: gantry deployment cancel ' + running.map((w) => w.id).join(' '));
+      out.note('They go on running; to cancel:');
+      for (const w of running) out.note(`  gantry deployment cancel ${w.id}`);
     }
   }
 
