@@ -908,11 +908,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Lists projects visible to the service account in a workspace */
+        /** Lists projects visible to the service account in a workspace (without workspaceId: in every workspace it sees) */
         get: {
             parameters: {
-                query: {
-                    workspaceId: string;
+                query?: {
+                    workspaceId?: string;
                     skip?: number;
                     take?: number;
                 };

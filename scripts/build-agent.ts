@@ -11,8 +11,8 @@
 import { copyFileSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { buildSync } from 'esbuild';
 import { AGENT_PROTO_FILE } from '../proto/load.ts';
+import { bundleForNode } from './bundle-node.ts';
 
 const repoRoot = fileURLToPath(new URL('../', import.meta.url));
 
@@ -21,19 +21,7 @@ export const AGENT_BUNDLE_NAME = 'gantry-agent.mjs';
 /** Builds into outDir and returns the bundle's path. */
 export function buildAgent(outDir: string): string {
   const outfile = path.join(outDir, AGENT_BUNDLE_NAME);
-  buildSync({
-    entryPoints: [path.join(repoRoot, 'agent/main.ts')],
-    outfile,
-    bundle: true,
-    platform: 'node',
-    format: 'esm',
-    target: 'node20',
-    logLevel: 'warning',
-    // Bundled CommonJS dependencies call require(); an ES module has none of its own.
-    banner: {
-      js: "import { createRequire as __gantryRequire } from 'node:module'; const require = __gantryRequire(import.meta.url);",
-    },
-  });
+  bundleForNode(path.join(repoRoot, 'agent/main.ts'), outfile);
   // proto/load.ts reads the contract from the folder of the module that loads it: the bundle's.
   const proto = path.join(outDir, AGENT_PROTO_FILE);
   mkdirSync(path.dirname(proto), { recursive: true });

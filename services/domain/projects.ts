@@ -40,14 +40,21 @@ function viewableProjectIds(principal: Principal): string[] | null {
   return roles.flatMap((r) => r.projectIds ?? []);
 }
 
+/**
+ * The projects of one workspace, or without `workspaceId` of every workspace the account sees:
+ * a client that knows a project only by name (the CLI) finds it in one request.
+ */
 export async function listProjects(
   deps: DomainDeps,
   principal: Principal,
-  query: { workspaceId: string } & PageRequest,
+  query: { workspaceId?: string | undefined } & PageRequest,
 ): Promise<Paged<Project>> {
-  const workspace = await visibleWorkspace(deps, principal, query.workspaceId);
+  const workspaceIds =
+    query.workspaceId === undefined
+      ? (await deps.store.workspaces.list(principal.organizationId, principal.workspaceId)).map((w) => w.id)
+      : [(await visibleWorkspace(deps, principal, query.workspaceId)).id];
   authorize(principal, Capability.View);
-  return deps.store.projects.list(workspace.id, toPage(query), viewableProjectIds(principal));
+  return deps.store.projects.list(workspaceIds, toPage(query), viewableProjectIds(principal));
 }
 
 export async function getProject(deps: DomainDeps, principal: Principal, projectId: string): Promise<Project> {

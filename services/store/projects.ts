@@ -44,11 +44,15 @@ export function projectsStore(db: Db) {
       const row = await live().where({ workspace_id: workspaceId }).whereRaw('lower(name) = lower(?)', [name]).first();
       return row ? toProject(row) : null;
     },
-    /** Lists a workspace's projects; `onlyIds` narrows to the projects an account's roles name. */
-    async list(workspaceId: string, page: Page, onlyIds: readonly string[] | null): Promise<Paged<Project>> {
-      const query = live().where({ workspace_id: workspaceId });
+    /** Lists the projects of these workspaces; `onlyIds` narrows to the projects an account's roles name. */
+    async list(
+      workspaceIds: readonly string[],
+      page: Page,
+      onlyIds: readonly string[] | null,
+    ): Promise<Paged<Project>> {
+      const query = live().whereIn('workspace_id', workspaceIds);
       if (onlyIds) query.whereIn('id', onlyIds);
-      return pageOf(query, page, [{ column: 'name' }], toProject);
+      return pageOf(query, page, [{ column: 'name' }, { column: 'id' }], toProject);
     },
     async insert(project: Omit<Project, 'createdUtc'>): Promise<void> {
       await db('projects').insert({

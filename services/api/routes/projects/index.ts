@@ -43,8 +43,9 @@ export const projectRoutes: Routes = async (app) => {
     {
       schema: {
         tags,
-        summary: 'Lists projects visible to the service account in a workspace',
-        querystring: Type.Object({ workspaceId: Id, ...PageQuery }),
+        summary:
+          'Lists projects visible to the service account in a workspace (without workspaceId: in every workspace it sees)',
+        querystring: Type.Object({ workspaceId: Type.Optional(Id), ...PageQuery }),
         response: {
           200: Type.Object({ projects: Type.Array(ProjectSchema), totalCount: Type.Integer() }),
           ...errorResponses,

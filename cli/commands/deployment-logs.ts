@@ -1,0 +1,50 @@
+/** gantry deployment logs ID [--follow]: every line so far (and with --follow, until the deployment ends). */
+import type { Command } from 'commander';
+import { unwrap } from '../../client/index.ts';
+import { contextOf, type Io } from '../context.ts';
+import { followDeployment } from '../deployment-stream.ts';
+import { MAX_LINES_PER_READ, type DeploymentStatus, type LogItem } from '../deployment-types.ts';
+import { LogLines } from '../log-lines.ts';
+
+export function registerDeploymentLogs(deployment: Command, io: Io): void {
+  deployment
+    .command('logs')
+    .description("Print a deployment's log lines, prefixed by step and machine")
+    .argument('<deploymentId>', 'deployment ID')
+    .option('-f, --follow', 'keep printing new lines until the deployment ends')
+    .action(async (deploymentId: string, options: { follow?: boolean }, command: Command) => {
+      const { api, out, connection } = contextOf(command, io);
+      const lines = new LogLines();
+      const logs: LogItem[] = [];
+      // Without --output json the lines are the result; with it they go to stderr only while following.
+      const print = (items: LogItem[]) => {
+        for (const item of items) {
+          logs.push(item);
+          const line = lines.add(item);
+          if (!out.json || options.follow) out.logLine(line.prefix, line.text, line.level);
+        }
+      };
+      let status: DeploymentStatus;
+      if (options.follow) {
+        status = await followDeployment(api, deploymentId, {
+          reconnectBudgetMs: connection.retryBudgetMs,
+          onLogs: print,
+          onStatus: (s) => {
+            status = s;
+          },
+        });
+      } else {
+        let after: string | undefined;
+        for (;;) {
+          const query = after === undefined ? { deploymentId } : { deploymentId, getLogsAfter: after };
+          const read = unwrap(await api.client.GET('/api/deployment', { params: { query } }));
+          print(read.logs);
+          status = read.status;
+          if (read.logs.length < MAX_LINES_PER_READ) break;
+          after = read.logs.at(-1)!.CreatedUtcTick;
+        }
+      }
+      if (out.json) out.result({ deploymentId, status, logs }, () => '');
+      else out.note(`Deployment ${lines.environmentName ?? deploymentId}: ${status.Status}`);
+    });
+}
