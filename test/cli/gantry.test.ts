@@ -262,7 +262,7 @@ describe('exit codes', () => {
       env,
     );
     expect(run.code, printed(run)).toBe(2);
-    expect(run.stderr).toContain('Invalid projectId: not found');
+    expect(run.stderr).toContain("Invalid body property 'projectId': is not a valid identifier");
     expect(run.stderr).toContain('errorcode 3001');
     expect(run.stdout).toBe('');
   });

@@ -7,6 +7,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import {
   ConflictError,
   ErrorCode,
+  ID_PATTERN,
   GantryError,
   InsufficientPermissionsError,
   InvalidAccessTokenError,
@@ -45,7 +46,9 @@ function fromSchemaErrors(errors: AjvError[], context: string | undefined): Vali
     const path = e.instancePath.replace(/^\//, '').replaceAll('/', '.');
     const missing = typeof e.params.missingProperty === 'string' ? e.params.missingProperty : '';
     const property = [path, missing].filter(Boolean).join('.') || (context ?? 'body');
-    return { property, messages: [e.message ?? 'is invalid'] };
+    // Ajv would print the ID pattern itself; a person needs to know it is not an ID.
+    const message = e.params.pattern === ID_PATTERN ? 'is not a valid identifier' : (e.message ?? 'is invalid');
+    return { property, messages: [message] };
   });
 }
 
