@@ -39,6 +39,12 @@ export interface Config {
   azureStorageConnectionString: string | null;
   /** Azure container for package blobs (GANTRY_AZURE_STORAGE_CONTAINER). */
   azureStorageContainer: string;
+  /**
+   * How long a running step waits for its machine's agent to come back before it fails
+   * (GANTRY_AGENT_LOST_TIMEOUT_SECONDS, default 120). The deployment's log says at once when a
+   * machine goes offline; a late result after the timeout is logged, not applied.
+   */
+  agentLostTimeoutSeconds: number;
 }
 
 type Env = Record<string, string | undefined>;
@@ -49,6 +55,16 @@ function intVar(env: Env, name: string, fallback: number): number {
   const value = Number(raw);
   if (!Number.isInteger(value) || value < 0 || value > 65535) {
     throw new Error(`${name} must be a port number (0-65535), got '${raw}'`);
+  }
+  return value;
+}
+
+function secondsVar(env: Env, name: string, fallback: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < 1 || value > 86_400) {
+    throw new Error(`${name} must be a whole number of seconds from 1 to 86400, got '${raw}'`);
   }
   return value;
 }
@@ -87,5 +103,6 @@ export function loadConfig(env: Env = process.env): Config {
     logLevel: env.GANTRY_LOG_LEVEL ?? 'info',
     azureStorageConnectionString: optional(env, 'GANTRY_AZURE_STORAGE_CONNECTION_STRING'),
     azureStorageContainer: env.GANTRY_AZURE_STORAGE_CONTAINER ?? 'gantry-packages',
+    agentLostTimeoutSeconds: secondsVar(env, 'GANTRY_AGENT_LOST_TIMEOUT_SECONDS', 120),
   };
 }

@@ -106,7 +106,14 @@ export async function startServer(
     });
 
     const bus = await createBus({ natsUrl: config.natsUrl, prefix: config.natsPrefix, logger });
-    const engine = createEngine({ store: deps.store, clock: deps.clock, bus, secrets: deps.secrets, logger });
+    const engine = createEngine({
+      store: deps.store,
+      clock: deps.clock,
+      bus,
+      secrets: deps.secrets,
+      logger,
+      timing: { agentLostMs: config.agentLostTimeoutSeconds * 1000 },
+    });
     deps.wakeDeployments = (ids) => engine.wake(ids);
     deps.onReleaseCreated = async (releaseId) => {
       await engine.triggerAutomaticDeployments(releaseId).catch((error: unknown) => {

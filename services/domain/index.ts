@@ -39,6 +39,7 @@ export { listTags, createTag, updateTag, deleteTag, requireTags } from './tags.t
 export {
   MachineStatus,
   machineStatus,
+  isAgentOnline,
   REGISTRATION_TOKEN_TTL_MS,
   HEARTBEAT_WINDOW_MS,
   listMachines,

@@ -23,17 +23,32 @@ import { requireTags } from './tags.ts';
 /** How long a registration token may wait for its agent. */
 export const REGISTRATION_TOKEN_TTL_MS = 24 * 60 * 60 * 1000;
 
-/** A machine is Online while its agent's last heartbeat is younger than this (agents beat every ~30 s). */
+/** A machine is Online while its agent's last heartbeat is younger than this (agents beat every 15 s). */
 export const HEARTBEAT_WINDOW_MS = 90_000;
 
 export const MachineStatus = { Pending: 'Pending', Online: 'Online', Offline: 'Offline' } as const;
 export type MachineStatus = (typeof MachineStatus)[keyof typeof MachineStatus];
 
+/**
+ * The one rule for "its agent is there": registered, in a session (a session that ended marks the
+ * machine offline at once), and heard from recently (a session whose link died silently is only
+ * noticed by keepalive, so the last heartbeat still counts).
+ */
+export function isAgentOnline(
+  machine: Pick<Machine, 'isRegistered' | 'lastSeenUtc' | 'disconnectedUtc'>,
+  now: Date,
+): boolean {
+  return (
+    machine.isRegistered &&
+    machine.disconnectedUtc === null &&
+    machine.lastSeenUtc !== null &&
+    now.getTime() - machine.lastSeenUtc.getTime() < HEARTBEAT_WINDOW_MS
+  );
+}
+
 export function machineStatus(machine: Machine, now: Date): MachineStatus {
   if (!machine.isRegistered) return MachineStatus.Pending;
-  if (machine.lastSeenUtc && now.getTime() - machine.lastSeenUtc.getTime() < HEARTBEAT_WINDOW_MS)
-    return MachineStatus.Online;
-  return MachineStatus.Offline;
+  return isAgentOnline(machine, now) ? MachineStatus.Online : MachineStatus.Offline;
 }
 
 export interface MachineView extends Machine {

@@ -44,8 +44,20 @@ export interface AgentInfo {
 }
 
 export interface AgentPort {
-  /** The agent is alive (hello or heartbeat): refreshes its last-seen time and reported info. */
-  heartbeat(machineId: string, info: AgentInfo): Promise<void>;
+  /**
+   * A session of the machine's agent began (Hello) and is now its current one: refreshes its
+   * last-seen time and reported info; if the machine had been marked disconnected, the
+   * deployments with steps running on it are told it is back.
+   */
+  connected(machineId: string, sessionId: string, info: AgentInfo): Promise<void>;
+  /**
+   * That session ended. Unless a newer session already replaced it (on any replica), the machine
+   * is offline from now, and every deployment with a step running on it says so at once and what
+   * it waits for (the step fails if the agent is not back within the lost-agent timeout).
+   */
+  disconnected(machineId: string, sessionId: string): Promise<void>;
+  /** The agent is alive (Heartbeat): refreshes its last-seen time. */
+  heartbeat(machineId: string): Promise<void>;
   /**
    * The machine's dispatched tasks that are not finished: those to run, and those whose
    * deployment asked to cancel them (one read; on Hello and at every heartbeat, so a lost

@@ -8,7 +8,7 @@ import { BoundedCache, newId, toError } from '../core/index.ts';
 import { WorkQueue, type Bus, type Subscription } from '../bus/index.ts';
 import { automaticEnvironmentsDue, computeProgression } from '../domain/index.ts';
 import type { Deployment, DeploymentTask, DispatchedTask, NewLogEntry, Release, Store } from '../store/index.ts';
-import type { AgentInfo, AgentLogLine, AgentPort, AgentTaskResult, RunTaskPayload } from './agent-port.ts';
+import type { AgentLogLine, AgentPort, AgentTaskResult, RunTaskPayload } from './agent-port.ts';
 import { DEFAULT_TIMING, Orchestrator, type AdvanceResult, type OrchestratorTiming } from './orchestrator.ts';
 import { ProgressWriter } from './progress-writer.ts';
 import { buildRunTask } from './task-payload.ts';
@@ -175,9 +175,46 @@ export function createEngine(options: EngineOptions): Engine {
     }
   };
 
+  /** One line per running task of the machine, in each task's deployment, under the task's entry. */
+  const tellRunningTasks = async (machineId: string, say: (task: DeploymentTask) => string): Promise<void> => {
+    const byDeployment = new Map<string, NewLogEntry[]>();
+    for (const { task } of await store.deploymentTasks.listDispatchedTo(machineId)) {
+      const lines = byDeployment.get(task.deploymentId) ?? [];
+      lines.push({
+        level: 'Information',
+        data: say(task),
+        stepId: task.stepId,
+        parentLogId: task.parentLogId,
+        taskId: task.id,
+      });
+      byDeployment.set(task.deploymentId, lines);
+    }
+    await Promise.all([...byDeployment].map(([deploymentId, lines]) => progress.write(deploymentId, lines)));
+  };
+  const lostAfterSeconds = Math.round((options.timing?.agentLostMs ?? DEFAULT_TIMING.agentLostMs) / 1000);
+
   const agentPort: AgentPort = {
-    async heartbeat(machineId: string, info: AgentInfo) {
-      await store.machines.recordHeartbeat(machineId, clock.now(), info);
+    async connected(machineId, sessionId, info) {
+      const offlineSince = await store.machines.recordConnected(machineId, sessionId, clock.now(), info);
+      if (!offlineSince) return;
+      const seconds = Math.round((clock.now().getTime() - offlineSince.getTime()) / 1000);
+      await tellRunningTasks(
+        machineId,
+        (task) => `Machine '${task.machineName}' is back online after ${seconds} s; '${task.stepName}' goes on there`,
+      );
+    },
+
+    async disconnected(machineId, sessionId) {
+      if (!(await store.machines.recordDisconnected(machineId, sessionId, clock.now()))) return;
+      await tellRunningTasks(
+        machineId,
+        (task) =>
+          `Machine '${task.machineName}' went offline (its agent disconnected): waiting up to ${lostAfterSeconds} s for it to reconnect; '${task.stepName}' fails there if it does not`,
+      );
+    },
+
+    async heartbeat(machineId: string) {
+      await store.machines.recordHeartbeat(machineId, clock.now());
     },
 
     async assignmentsFor(machineId: string) {
@@ -223,8 +260,22 @@ export function createEngine(options: EngineOptions): Engine {
           : status === 'Cancelled'
             ? 'cancelled'
             : `failed${result.exitCode >= 0 ? ` with exit code ${result.exitCode}` : ''}${result.message ? `: ${result.message}` : ''}`;
-      await orchestrator.finishTask(taskId, { status, exitCode: result.exitCode, message }, task);
+      const applied = await orchestrator.finishTask(taskId, { status, exitCode: result.exitCode, message }, task);
       dispatched.forget(taskId);
+      if (!applied && task.status !== 'Running' && task.status !== status) {
+        // The step had already ended here (its machine was lost, or it was cancelled): the
+        // agent's own outcome arrives late. It is recorded in the log, never applied.
+        await progress.write(task.deploymentId, [
+          {
+            level: 'Information',
+            data: `A late result from '${task.machineName}' was not applied: '${task.stepName}' ${message} there, but had already ended as ${task.status}`,
+            stepId: task.stepId,
+            parentLogId: task.parentLogId,
+            taskId: task.id,
+          },
+        ]);
+        return;
+      }
       await wake([task.deploymentId]);
     },
   };

@@ -12,7 +12,8 @@ import { BoundedCache, newId } from '../core/index.ts';
 import type { Bus } from '../bus/index.ts';
 import { EventSubject } from '../bus/index.ts';
 import type { Deployment, DeploymentTask, LogLevel, NewLogEntry, Store, TargetMachine } from '../store/index.ts';
-import { isOnline, toPlanInput } from './plan-input.ts';
+import { isAgentOnline } from '../domain/index.ts';
+import { toPlanInput } from './plan-input.ts';
 import { planDeployment, planTargets } from './planner.ts';
 import type { ProgressWriter } from './progress-writer.ts';
 import { nextActions } from './scheduler.ts';
@@ -360,7 +361,7 @@ export class Orchestrator {
     const dispatched: Array<{ taskId: string; machineId: string }> = [];
     for (const task of written.started) {
       const machine = machines.get(task.machineId!);
-      if (machine && machine.enabled && isOnline(machine, now)) {
+      if (machine && machine.enabled && isAgentOnline(machine, now)) {
         dispatched.push({ taskId: task.id, machineId: machine.machineId });
         continue;
       }
@@ -405,7 +406,11 @@ export class Orchestrator {
         failed =
           (await this.finishTask(
             task.id,
-            { status: 'Failed', exitCode: null, message: `Lost contact with the agent on '${task.machineName}'` },
+            {
+              status: 'Failed',
+              exitCode: null,
+              message: `Lost contact with the agent on '${task.machineName}': offline for more than ${Math.round(lostMs / 1000)} s`,
+            },
             task,
           )) || failed;
       }

@@ -1,18 +1,8 @@
 /** Fills the pure planner's input from a release snapshot, a deployment request and the machines. */
 import type { ReleaseSnapshot } from '../core/index.ts';
 import type { Deployment, TargetMachine } from '../store/index.ts';
+import { isAgentOnline } from '../domain/index.ts';
 import type { PlanInput } from './plan-types.ts';
-
-/** An agent counts as online while its last heartbeat is this recent. */
-export const ONLINE_WINDOW_MS = 90_000;
-
-export function isOnline(machine: Pick<TargetMachine, 'isRegistered' | 'lastSeenUtc'>, now: Date): boolean {
-  return (
-    machine.isRegistered &&
-    machine.lastSeenUtc !== null &&
-    now.getTime() - machine.lastSeenUtc.getTime() <= ONLINE_WINDOW_MS
-  );
-}
 
 export function toPlanInput(
   snapshot: ReleaseSnapshot,
@@ -51,7 +41,7 @@ export function toPlanInput(
       name: m.name,
       tagIds: m.tagIds,
       enabled: m.enabled,
-      online: isOnline(m, now),
+      online: isAgentOnline(m, now),
     })),
     request: {
       environmentId: deployment.environmentId,

@@ -2,7 +2,7 @@
 // agent.proto. Inbound messages are handled one at a time, in order, so acks follow the order the
 // agent sent; outbound messages go through a queue that respects write() backpressure.
 import * as grpc from '@grpc/grpc-js';
-import { toError, type Logger } from '../core/index.ts';
+import { newId, toError, type Logger } from '../core/index.ts';
 import type { AgentInfo, AgentPort, RunTaskPayload } from '../engine/agent-port.ts';
 import { grpcStatus, toGrpcStatus, type GrpcStatus } from './grpc-errors.ts';
 import type { AgentMessage, Hello, ServerMessage, TaskResult } from './proto.ts';
@@ -34,6 +34,8 @@ function nonEmpty(value: string): string | undefined {
 
 export class AgentSession {
   readonly machineId: string;
+  /** Identifies this session in the machine's row: only the current session marks it offline. */
+  readonly sessionId = newId();
   readonly #call: AgentCall;
   readonly #port: AgentPort;
   readonly #logger: Logger;
@@ -139,6 +141,12 @@ export class AgentSession {
     this.#outbox = [];
     this.#logger.info({ reason, ...(error === undefined ? {} : { err: toError(error) }) }, 'agent session ended');
     this.#options.onClosed(this);
+    // After the messages already taken (a result the agent sent just before leaving is stored first).
+    if (this.#welcomedHello) {
+      void this.#inbound
+        .then(() => this.#port.disconnected(this.machineId, this.sessionId))
+        .catch((failure: unknown) => this.#logger.error({ err: toError(failure) }, 'recording the disconnect failed'));
+    }
   }
 
   #fail(error: unknown, message: string): void {
@@ -201,7 +209,7 @@ export class AgentSession {
         if (message.hello) await this.#onHello(message.hello);
         return;
       case 'heartbeat':
-        await this.#port.heartbeat(this.machineId, {});
+        await this.#port.heartbeat(this.machineId);
         // Wake-ups are best-effort (core NATS), and a replica can die between starting a task and
         // publishing its wake-up: re-checking here bounds a lost one to one heartbeat interval.
         this.requestTaskSync();
@@ -232,7 +240,7 @@ export class AgentSession {
       os: nonEmpty(hello.os),
       hostname: nonEmpty(hello.hostname),
     };
-    await this.#port.heartbeat(this.machineId, info);
+    await this.#port.connected(this.machineId, this.sessionId, info);
     // The agent is already running these: a RunTask would only be answered with TaskAccepted.
     for (const taskId of hello.runningTaskIds) this.#sentTaskIds.add(taskId);
     for (const result of hello.unacknowledgedResults) await this.#recordResult(result);

@@ -9,6 +9,8 @@ export interface TargetMachine {
   enabled: boolean;
   isRegistered: boolean;
   lastSeenUtc: Date | null;
+  /** Since when the agent has had no session; null while connected (or never connected). */
+  disconnectedUtc: Date | null;
 }
 
 export interface MachineRow {
@@ -19,6 +21,7 @@ export interface MachineRow {
   enabled: boolean;
   agent_credential_hash: string | null;
   last_seen_at: Date | null;
+  disconnected_at: Date | null;
 }
 
 export function toTargetMachine(row: MachineRow): TargetMachine {
@@ -30,6 +33,7 @@ export function toTargetMachine(row: MachineRow): TargetMachine {
     enabled: row.enabled,
     isRegistered: row.agent_credential_hash !== null,
     lastSeenUtc: row.last_seen_at,
+    disconnectedUtc: row.disconnected_at,
   };
 }
 
@@ -41,6 +45,7 @@ export const MACHINE_COLUMNS = [
   'enabled',
   'agent_credential_hash',
   'last_seen_at',
+  'disconnected_at',
 ] as const satisfies ReadonlyArray<keyof MachineRow>;
 
 export function deploymentMachinesStore(db: Db) {

@@ -26,6 +26,8 @@ export interface Machine {
   /** True once an agent traded a registration token for its credential. */
   isRegistered: boolean;
   lastSeenUtc: Date | null;
+  /** Since when the machine's agent has had no session (its last one ended); null while connected. */
+  disconnectedUtc: Date | null;
   agentVersion: string | null;
   os: string | null;
   hostname: string | null;
@@ -43,6 +45,8 @@ interface MachineRow {
   registration_expires_at: Date | null;
   agent_credential_hash: string | null;
   last_seen_at: Date | null;
+  session_id: string | null;
+  disconnected_at: Date | null;
   agent_version: string | null;
   os: string | null;
   hostname: string | null;
@@ -57,6 +61,7 @@ function toMachine(row: MachineRow, environments: MachineEnvironment[]): Machine
     enabled: row.enabled,
     isRegistered: row.agent_credential_hash !== null,
     lastSeenUtc: row.last_seen_at,
+    disconnectedUtc: row.disconnected_at,
     agentVersion: row.agent_version,
     os: row.os,
     hostname: row.hostname,
@@ -214,6 +219,33 @@ export function machinesStore(db: Db) {
       await machines()
         .where({ id })
         .update({ ...infoColumns(info), last_seen_at: at });
+    },
+
+    /**
+     * A session of the machine's agent started (Hello): it becomes the current one. Returns since
+     * when the machine had been without a session, or null when it was not marked disconnected.
+     */
+    async recordConnected(id: string, sessionId: string, at: Date, info: AgentInfo): Promise<Date | null> {
+      const result = await db.raw<{ rows: Array<{ was: Date | null }> }>(
+        `UPDATE machines AS m SET session_id = ?, disconnected_at = NULL, last_seen_at = ?,
+           agent_version = coalesce(?, m.agent_version), os = coalesce(?, m.os), hostname = coalesce(?, m.hostname)
+         FROM (SELECT disconnected_at FROM machines WHERE id = ? FOR UPDATE) AS before
+         WHERE m.id = ? RETURNING before.disconnected_at AS was`,
+        [sessionId, at, info.agentVersion ?? null, info.os ?? null, info.hostname ?? null, id, id],
+      );
+      return result.rows[0]?.was ?? null;
+    },
+
+    /**
+     * The session ended: the machine is disconnected from `at`, unless another session already
+     * replaced this one (then nothing changes). True when the machine was marked disconnected.
+     */
+    async recordDisconnected(id: string, sessionId: string, at: Date): Promise<boolean> {
+      const updated = await machines()
+        .where({ id, session_id: sessionId })
+        .whereNull('disconnected_at')
+        .update({ disconnected_at: at });
+      return updated > 0;
     },
   };
 }

@@ -20,4 +20,14 @@ describe('loadConfig', () => {
     );
     expect(() => loadConfig({ GANTRY_GRPC_TLS_KEY_FILE: 'server.key' })).toThrow(/Set both/);
   });
+
+  it('waits 120 s for a lost agent unless GANTRY_AGENT_LOST_TIMEOUT_SECONDS says otherwise, and refuses nonsense', () => {
+    expect(loadConfig({}).agentLostTimeoutSeconds).toBe(120);
+    expect(loadConfig({ GANTRY_AGENT_LOST_TIMEOUT_SECONDS: '300' }).agentLostTimeoutSeconds).toBe(300);
+    for (const bad of ['0', '-5', '2.5', 'soon', '86401']) {
+      expect(() => loadConfig({ GANTRY_AGENT_LOST_TIMEOUT_SECONDS: bad })).toThrow(
+        /GANTRY_AGENT_LOST_TIMEOUT_SECONDS must be a whole number of seconds from 1 to 86400/,
+      );
+    }
+  });
 });

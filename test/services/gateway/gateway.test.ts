@@ -136,7 +136,7 @@ describe('Connect', () => {
       expect(status.code).toBe(grpc.status.UNAUTHENTICATED);
       expect(stream.received).toEqual([]);
     }
-    expect(port.callsOf('heartbeat', machine.machineId)).toEqual([]);
+    expect(port.callsOf('connected', machine.machineId)).toEqual([]);
   });
 
   it('sends Welcome, then acks unacknowledged results, cancels and runs the canned tasks when the agent says Hello', async () => {
@@ -173,10 +173,11 @@ describe('Connect', () => {
     });
     await waitFor(() => stream.of('runTask').length === 2, { description: 'two RunTask' });
 
-    expect(port.callsOf('heartbeat', machine.machineId)).toEqual([
+    expect(port.callsOf('connected', machine.machineId)).toEqual([
       {
-        method: 'heartbeat',
+        method: 'connected',
         machineId: machine.machineId,
+        sessionId: expect.any(String),
         info: { agentVersion: '2.0.0', os: 'linux x64', hostname: 'web-02' },
       },
     ]);
@@ -226,14 +227,26 @@ describe('Connect', () => {
     stream.send({ heartbeat: { sentUnixMs: 1 } });
     const status = await waitFor(() => stream.status, { description: 'call status' });
     expect(status.code).toBe(grpc.status.INVALID_ARGUMENT);
-    expect(port.callsOf('heartbeat', machine.machineId)).toEqual([]);
+    expect(port.callsOf('connected', machine.machineId)).toEqual([]);
+    expect(port.callsOf('disconnected', machine.machineId)).toEqual([]);
   });
 
   it('records a Heartbeat with the engine', async () => {
     const { machineId, stream } = await helloedAgent();
     stream.send({ heartbeat: { sentUnixMs: Date.now() } });
-    await waitFor(() => port.callsOf('heartbeat', machineId).length === 2, { description: 'second heartbeat' });
-    expect(port.callsOf('heartbeat', machineId)[1]?.info).toEqual({});
+    await waitFor(() => port.callsOf('heartbeat', machineId).length === 1, { description: 'a heartbeat' });
+    expect(port.callsOf('connected', machineId)).toHaveLength(1);
+  });
+
+  it('tells the engine when a session ends, naming the session that began', async () => {
+    const { machineId, stream } = await helloedAgent();
+    const [began] = port.callsOf('connected', machineId);
+    stream.close();
+    const [ended] = await waitFor(() => {
+      const calls = port.callsOf('disconnected', machineId);
+      return calls.length > 0 ? calls : null;
+    });
+    expect(ended).toEqual({ method: 'disconnected', machineId, sessionId: began!.sessionId });
   });
 
   it('sends only the new tasks when work becomes available for a connected machine', async () => {
@@ -353,7 +366,7 @@ describe('Connect', () => {
     stream.send({ heartbeat: { sentUnixMs: Date.now() } });
     await waitFor(() => stream.of('runTask').length === 1, { description: 'the task after a heartbeat' });
     stream.send({ heartbeat: { sentUnixMs: Date.now() } });
-    await waitFor(() => port.callsOf('heartbeat', machineId).length === 3, { description: 'third heartbeat' });
+    await waitFor(() => port.callsOf('heartbeat', machineId).length === 2, { description: 'second heartbeat' });
     await new Promise((resolve) => setTimeout(resolve, 50));
     expect(stream.of('runTask').map((r) => r.taskId)).toEqual(['lost-1']);
   });

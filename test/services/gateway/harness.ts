@@ -18,7 +18,9 @@ import type { RegisterRequest } from '../../../proto/gen/gantry/agent/v1/Registe
 import type { RegisterResponse__Output } from '../../../proto/gen/gantry/agent/v1/RegisterResponse.ts';
 
 export type PortCall =
-  | { method: 'heartbeat'; machineId: string; info: AgentInfo }
+  | { method: 'connected'; machineId: string; sessionId: string; info: AgentInfo }
+  | { method: 'disconnected'; machineId: string; sessionId: string }
+  | { method: 'heartbeat'; machineId: string }
   | { method: 'assignmentsFor'; machineId: string }
   | { method: 'dispatchedTasks'; machineId: ''; taskIds: string[] }
   | { method: 'recordLogs'; machineId: string; taskId: string; lines: AgentLogLine[] }
@@ -41,8 +43,17 @@ export class FakeAgentPort implements AgentPort {
     if (this.failNext.delete(`${method}:${machineId}`)) throw new Error(`fake ${method} failure`);
   }
 
-  async heartbeat(machineId: string, info: AgentInfo): Promise<void> {
-    this.calls.push({ method: 'heartbeat', machineId, info });
+  async connected(machineId: string, sessionId: string, info: AgentInfo): Promise<void> {
+    this.calls.push({ method: 'connected', machineId, sessionId, info });
+    this.#maybeFail('connected', machineId);
+  }
+
+  async disconnected(machineId: string, sessionId: string): Promise<void> {
+    this.calls.push({ method: 'disconnected', machineId, sessionId });
+  }
+
+  async heartbeat(machineId: string): Promise<void> {
+    this.calls.push({ method: 'heartbeat', machineId });
     this.#maybeFail('heartbeat', machineId);
   }
 

@@ -20,6 +20,7 @@ const machine: Machine = {
   enabled: true,
   isRegistered: false,
   lastSeenUtc: null,
+  disconnectedUtc: null,
   agentVersion: null,
   os: null,
   hostname: null,
