@@ -6,10 +6,10 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../services/config.ts';
-import { parseComposeYaml, type YamlValue } from './compose-yaml.ts';
+import { parse } from 'yaml';
 
 const root = path.resolve(import.meta.dirname, '../..');
-const compose = parseComposeYaml(readFileSync(path.join(root, 'docker-compose.yml'), 'utf8'));
+const compose: unknown = parse(readFileSync(path.join(root, 'docker-compose.yml'), 'utf8'));
 
 type Service = {
   image?: string;
@@ -22,7 +22,7 @@ type Service = {
   healthcheck?: { test: string[] };
 };
 
-function isMap(value: YamlValue | undefined): value is { [key: string]: YamlValue } {
+function isMap(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
