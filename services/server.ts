@@ -5,6 +5,7 @@
  */
 import fs from 'node:fs/promises';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import type { FastifyInstance } from 'fastify';
 import type { Knex } from 'knex';
 import { buildApp } from './api/app.ts';
@@ -23,6 +24,9 @@ import {
   stagingDirOf,
   type BlobStore,
 } from './packages/index.ts';
+
+/** Where `npm run build:dashboard` (run by `npm start` when needed) puts the dashboard. */
+const DASHBOARD_DIR = fileURLToPath(new URL('../dist/dashboard/', import.meta.url));
 
 export interface RunningServer {
   app: FastifyInstance;
@@ -108,6 +112,7 @@ export async function startServer(
     const bus = await createBus({ natsUrl: config.natsUrl, prefix: config.natsPrefix, logger });
     const engine = createEngine({ store: deps.store, clock: deps.clock, bus, secrets: deps.secrets, logger });
     deps.wakeDeployments = (ids) => engine.wake(ids);
+    deps.deploymentChanges = engine.changes;
     deps.onReleaseCreated = async (releaseId) => {
       await engine.triggerAutomaticDeployments(releaseId);
     };
@@ -130,7 +135,8 @@ export async function startServer(
     });
     await engine.start();
     const grpcPort = await gateway.start(config.grpcPort, config.httpHost);
-    const app = await buildApp({ ...deps, packages }, { logger });
+    const agentServer = `${new URL(config.publicUrl).hostname}:${grpcPort}`;
+    const app = await buildApp({ ...deps, packages, agentServer }, { logger, dashboardDir: DASHBOARD_DIR });
     const address = await app.listen({ port: config.httpPort, host: config.httpHost });
     logger.info(
       { address, grpcPort, embedded: embedded !== null, nats: config.natsUrl !== null },

@@ -188,6 +188,7 @@ async function createDeployments(
     machineIds: t.machineIds,
     redownloadPackages: request.redownloadPackages ?? false,
     scheduledFor,
+    requestedBy: { id: principal.serviceAccountId, name: principal.name },
   }));
   await deps.store.deployments.insert(rows);
   const ids = rows.map((r) => r.id);

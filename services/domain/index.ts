@@ -2,8 +2,16 @@
  * Use cases: business rules per resource. Every function takes (deps, principal, input), checks
  * scope and capability itself, and throws the core errors. Never sees request or reply.
  */
-export type { DomainDeps } from './deps.ts';
+export type { DomainDeps, DeploymentChanges } from './deps.ts';
+export { followDeployment } from './deployment-events.ts';
+export { getOverview, getProjectPage, permission } from './dashboard.ts';
+export type { OverviewView, ProjectPageView, Permission, Cell } from './dashboard.ts';
+export { getDeploymentPage, getMachinesPage, getTopology } from './dashboard-details.ts';
+export type { DeploymentPageView, MachinesPageView, TopologyView } from './dashboard-details.ts';
+export type { DeploymentEvent, FollowOptions } from './deployment-events.ts';
 export { authenticate } from './authentication.ts';
+export { SESSION_TTL_MS, csrfTokenOf, isCsrfTokenOf, signIn, authenticateSession, signOut } from './sessions.ts';
+export type { SessionContext, OpenedSession } from './sessions.ts';
 export { bootstrap } from './bootstrap.ts';
 export type { BootstrapOptions, BootstrapResult } from './bootstrap.ts';
 export { visibleWorkspace, visibleResource, withUniqueName } from './scope.ts';

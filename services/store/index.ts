@@ -27,6 +27,8 @@ import { deploymentTasksStore } from './deployment-tasks.ts';
 import { deploymentLogsStore } from './deployment-logs.ts';
 import { deploymentMachinesStore } from './deployment-machines.ts';
 import { packagesStore } from './packages.ts';
+import { dashboardSessionsStore } from './dashboard-sessions.ts';
+import { dashboardReadsStore } from './dashboard-reads.ts';
 
 function bind(db: Db) {
   return {
@@ -52,6 +54,8 @@ function bind(db: Db) {
     deploymentLogs: deploymentLogsStore(db),
     deploymentMachines: deploymentMachinesStore(db),
     packages: packagesStore(db),
+    dashboardSessions: dashboardSessionsStore(db),
+    dashboardReads: dashboardReadsStore(db),
   };
 }
 
@@ -104,3 +108,5 @@ export type { Feed } from './feeds.ts';
 export type { CloudAccount } from './cloud-accounts.ts';
 export { packagesStore, versionPrecedence } from './packages.ts';
 export type { PackagesStore, StoredPackage, PendingUpload } from './packages.ts';
+export type { DashboardSession } from './dashboard-sessions.ts';
+export type { CellDeployment, ReleaseRow as DashboardRelease } from './dashboard-reads.ts';

@@ -45,9 +45,16 @@ export function projectsStore(db: Db) {
       return row ? toProject(row) : null;
     },
     /** Lists a workspace's projects; `onlyIds` narrows to the projects an account's roles name. */
-    async list(workspaceId: string, page: Page, onlyIds: readonly string[] | null): Promise<Paged<Project>> {
+    async list(
+      workspaceId: string,
+      page: Page,
+      onlyIds: readonly string[] | null,
+      /** A case-insensitive substring of the name. */
+      search?: string,
+    ): Promise<Paged<Project>> {
       const query = live().where({ workspace_id: workspaceId });
       if (onlyIds) query.whereIn('id', onlyIds);
+      if (search) query.whereRaw('strpos(lower(name), lower(?)) > 0', [search]);
       return pageOf(query, page, [{ column: 'name' }], toProject);
     },
     async insert(project: Omit<Project, 'createdUtc'>): Promise<void> {

@@ -9,6 +9,7 @@ import * as alterSteps from './202611221220_alter_steps.ts';
 import * as alterMachines from './202611221230_alter_machines.ts';
 import * as createPackages from './202611221250_create_packages.ts';
 import * as createReleasesDeployments from './202611221300_create_releases_deployments.ts';
+import * as dashboardSessions from './202611232000_dashboard_sessions.ts';
 
 export interface Migration {
   up(knex: Knex): Promise<void>;
@@ -22,4 +23,5 @@ export const migrations: ReadonlyArray<readonly [string, Migration]> = [
   ['202611221230_alter_machines', alterMachines],
   ['202611221250_create_packages', createPackages],
   ['202611221300_create_releases_deployments', createReleasesDeployments],
+  ['202611232000_dashboard_sessions', dashboardSessions],
 ];

@@ -421,6 +421,10 @@ async function call(
     const sent = buildQuery(route, pick, slots);
     return { response: await client.get(route.url, sent), slots, sent };
   }
+  if (!route.bodySchema && route.url !== '/api/packagestore/package') {
+    // No input at all (DELETE /api/session): nothing of Main can be sent.
+    return { response: await client.raw({ method: route.method, path: route.url }), slots, sent: null };
+  }
   if (!route.bodySchema) {
     // The multipart package upload: its only reference is the workspace form field.
     slots.push('workspaceId');
@@ -528,7 +532,9 @@ describe('cross-workspace isolation', () => {
       .map(([, id]) => id);
     const failures: string[] = [];
     let served = 0;
-    for (const route of routes().filter((r) => r.method === 'GET')) {
+    // The live event stream of a running deployment does not end: its refusal of Main's IDs is
+    // in the sweep above, what it shows in deployment-events.test.ts.
+    for (const route of routes().filter((r) => r.method === 'GET' && r.url !== '/api/deployment/events')) {
       const { response, sent } = await call(intruder, route, (_, key) => bee[key]);
       const label = `GET ${route.url} ${JSON.stringify(sent)} → ${response.status} ${response.text.slice(0, 150)}`;
       if (response.status === 200) served++;

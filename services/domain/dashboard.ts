@@ -1,0 +1,164 @@
+/**
+ * The dashboard's page reads (issue #11): each page's first paint is one call, scoped and
+ * authorized exactly as the API's own reads (workspace visibility, View, project-limited roles),
+ * with what the account may do on the page said per action (allowed, or why not).
+ */
+import { authorize, can, Capability, toPage, type PageRequest, type Principal } from '../core/index.ts';
+import type { CellDeployment, DashboardRelease, Environment, Project, Workspace } from '../store/index.ts';
+import { awaitingCells, waitReason } from './dashboard-cells.ts';
+import type { DomainDeps } from './deps.ts';
+import { computeProgression, type EnvironmentAvailability } from './lifecycle-progression.ts';
+import { viewableProjectIds, visibleProject } from './projects.ts';
+import { visibleWorkspace } from './scope.ts';
+
+/** Allowed, or the reason the account may not (shown beside the disabled control). */
+export interface Permission {
+  allowed: boolean;
+  reason: string | null;
+}
+
+export function permission(principal: Principal, capability: Capability, target: Parameters<typeof can>[2] = {}) {
+  return can(principal, capability, target)
+    ? { allowed: true, reason: null }
+    : { allowed: false, reason: `Your account lacks the ${capability} role here` };
+}
+
+export interface Cell {
+  environmentId: string;
+  deployment: (CellDeployment & { waitReason: string | null }) | null;
+}
+
+async function withWaitReasons(
+  deps: DomainDeps,
+  workspaceId: string,
+  cells: CellDeployment[],
+  projectIdOf: (cell: CellDeployment) => string,
+  environments: readonly Environment[],
+): Promise<Map<string, Cell['deployment']>> {
+  const waiting = awaitingCells(cells, projectIdOf);
+  const [running, organization] = await Promise.all([
+    deps.store.dashboardReads.runningIn(waiting),
+    waiting.length > 0 ? deps.store.dashboardReads.organizationLoad(workspaceId) : { running: 0, maxConcurrent: 0 },
+  ]);
+  const now = deps.clock.now();
+  const names = new Map(environments.map((e) => [e.id, e.name]));
+  return new Map(
+    cells.map((cell) => {
+      const runningInCell =
+        running.find((r) => r.projectId === projectIdOf(cell) && r.environmentId === cell.environmentId) ?? null;
+      const reason = waitReason(cell, {
+        now,
+        runningInCell,
+        organization,
+        environmentName: names.get(cell.environmentId) ?? '',
+      });
+      return [`${cell.rowId}/${cell.environmentId}`, { ...cell, waitReason: reason }];
+    }),
+  );
+}
+
+export interface OverviewView {
+  workspace: Workspace;
+  workspaces: Workspace[];
+  environments: Environment[];
+  projects: Array<{ project: Project; cells: Cell[] }>;
+  totalCount: number;
+}
+
+export async function getOverview(
+  deps: DomainDeps,
+  principal: Principal,
+  query: { workspaceId: string; search?: string | undefined } & PageRequest,
+): Promise<OverviewView> {
+  const workspace = await visibleWorkspace(deps, principal, query.workspaceId);
+  authorize(principal, Capability.View);
+  const [workspaces, environments, page] = await Promise.all([
+    deps.store.workspaces.list(principal.organizationId, principal.workspaceId),
+    deps.store.environments.listAll(workspace.id),
+    deps.store.projects.list(workspace.id, toPage(query), viewableProjectIds(principal), query.search),
+  ]);
+  const cells = await deps.store.dashboardReads.latestByProject(
+    page.items.map((p) => p.id),
+    environments.map((e) => e.id),
+  );
+  const byCell = await withWaitReasons(deps, workspace.id, cells, (c) => c.rowId, environments);
+  return {
+    workspace,
+    workspaces,
+    environments,
+    projects: page.items.map((project) => ({
+      project,
+      cells: environments.map((e) => ({
+        environmentId: e.id,
+        deployment: byCell.get(`${project.id}/${e.id}`) ?? null,
+      })),
+    })),
+    totalCount: page.totalCount,
+  };
+}
+
+export interface ProjectPageView {
+  project: Project;
+  lifecycleName: string | null;
+  environments: Environment[];
+  channels: Array<{ channelId: string; name: string; isDefault: boolean }>;
+  releases: Array<{
+    release: DashboardRelease;
+    environments: Array<Cell & Pick<EnvironmentAvailability, 'available' | 'reason'> & { deploy: Permission }>;
+  }>;
+  totalCount: number;
+  createRelease: Permission;
+}
+
+export async function getProjectPage(
+  deps: DomainDeps,
+  principal: Principal,
+  query: { projectId: string; search?: string | undefined } & PageRequest,
+): Promise<ProjectPageView> {
+  const project = await visibleProject(deps, principal, query.projectId);
+  authorize(principal, Capability.View, { projectId: project.id });
+  const [environments, channels, lifecycle, page] = await Promise.all([
+    deps.store.environments.listAll(project.workspaceId),
+    deps.store.channels.listByProject(project.id),
+    project.lifecycleId ? deps.store.lifecycles.get(project.lifecycleId) : null,
+    deps.store.dashboardReads.releasesPage(project.id, toPage(query), query.search),
+  ]);
+  const releaseIds = page.items.map((r) => r.id);
+  const [cells, progress] = await Promise.all([
+    deps.store.dashboardReads.latestByRelease(
+      releaseIds,
+      environments.map((e) => e.id),
+    ),
+    deps.store.dashboardReads.progressOf(releaseIds),
+  ]);
+  const byCell = await withWaitReasons(deps, project.workspaceId, cells, () => project.id, environments);
+  const progressionEnvironments = environments.map((e) => ({ environmentId: e.id, name: e.name, enabled: e.enabled }));
+  return {
+    project,
+    lifecycleName: lifecycle?.name ?? null,
+    environments,
+    channels: channels.map((c) => ({ channelId: c.id, name: c.name, isDefault: c.isDefault })),
+    releases: page.items.map((release) => {
+      const progression = computeProgression(
+        release.lifecycle,
+        progressionEnvironments,
+        progress.filter((p) => p.releaseId === release.id),
+      );
+      return {
+        release,
+        environments: environments.map((e) => {
+          const availability = progression.environments.find((a) => a.environmentId === e.id);
+          return {
+            environmentId: e.id,
+            deployment: byCell.get(`${release.id}/${e.id}`) ?? null,
+            available: availability?.available ?? false,
+            reason: availability?.reason ?? null,
+            deploy: permission(principal, Capability.Deploy, { projectId: project.id, environmentIds: [e.id] }),
+          };
+        }),
+      };
+    }),
+    totalCount: page.totalCount,
+    createRelease: permission(principal, Capability.CreateRelease, { projectId: project.id }),
+  };
+}

@@ -1,0 +1,152 @@
+/**
+ * Following a deployment (GET /api/deployment/events, issue #11): its status, then its log lines
+ * in tick order, then a new status whenever it changes, and the end once it is final — each read
+ * from the store, so a follower reconnecting to another replica misses nothing. Wake-ups from the
+ * bus (deps.deploymentChanges) make it prompt; a slow timer makes a lost wake-up cheap.
+ *
+ * Bounded: lines are read a page at a time, and the generator only reads the next page when its
+ * consumer (the HTTP response, under socket backpressure) asks for the next event.
+ */
+import { authorize, Capability, InvalidParameterError, unknownId, type Principal } from '../core/index.ts';
+import { FINAL_STATUSES, type Deployment, type LogEntry } from '../store/index.ts';
+import type { DomainDeps } from './deps.ts';
+import { canSeeWorkspace } from './scope.ts';
+
+export type DeploymentEvent =
+  | { type: 'status'; deployment: Deployment }
+  | { type: 'logs'; lines: LogEntry[] }
+  | { type: 'end'; deployment: Deployment }
+  | { type: 'keepalive' };
+
+export interface FollowOptions {
+  /** Re-read this often without a wake-up (default 2 s). */
+  pollMs?: number;
+  /** A keepalive after this long without output (default 15 s). */
+  keepaliveMs?: number;
+  /** Lines per read, and so per `logs` event (default 1 000). */
+  pageSize?: number;
+}
+
+const FINAL: ReadonlySet<string> = new Set(FINAL_STATUSES);
+
+/** What a follower is shown as "the status": fields that move with every line do not count as a change. */
+function statusKey(d: Deployment): string {
+  return [
+    d.status,
+    d.errorCount,
+    d.warningCount,
+    d.cancellationRequestedUtc?.toISOString(),
+    d.lastAttemptUtc?.toISOString(),
+    d.completedUtc?.toISOString(),
+  ].join('|');
+}
+
+function parseAfter(raw: string | undefined): bigint {
+  if (raw === undefined || raw === '') return 0n;
+  if (!/^\d{1,20}$/.test(raw))
+    throw new InvalidParameterError('after / Last-Event-ID must be a .NET ticks value (a non-negative integer)', [
+      { property: 'after', messages: ['not an integer'] },
+    ]);
+  return BigInt(raw);
+}
+
+async function readDeployment(deps: DomainDeps, deploymentId: string): Promise<Deployment> {
+  const found = await deps.store.deployments.getWithOrganization(deploymentId);
+  // Deleted between two reads (its project was deleted): the follower is told it is unknown.
+  if (!found) throw unknownId('deploymentId');
+  return found.deployment;
+}
+
+/**
+ * Checks visibility and capability (throws before anything is streamed) and returns the events.
+ * `signal` ends the stream early (the client went away).
+ */
+export async function followDeployment(
+  deps: DomainDeps,
+  principal: Principal,
+  query: { deploymentId: string; after?: string | undefined },
+  signal: AbortSignal,
+  options: FollowOptions = {},
+): Promise<AsyncGenerator<DeploymentEvent>> {
+  const after = parseAfter(query.after);
+  const found = await deps.store.deployments.getWithOrganization(query.deploymentId);
+  if (!found || !canSeeWorkspace(principal, { id: found.deployment.workspaceId, organizationId: found.organizationId }))
+    throw unknownId('deploymentId');
+  authorize(principal, [Capability.View, Capability.Deploy], {
+    projectId: found.deployment.projectId,
+    environmentIds: [found.deployment.environmentId],
+  });
+  return events(deps, found.deployment, after, signal, {
+    pollMs: options.pollMs ?? 2_000,
+    keepaliveMs: options.keepaliveMs ?? 15_000,
+    pageSize: options.pageSize ?? 1_000,
+  });
+}
+
+async function* events(
+  deps: DomainDeps,
+  first: Deployment,
+  after: bigint,
+  signal: AbortSignal,
+  options: Required<FollowOptions>,
+): AsyncGenerator<DeploymentEvent> {
+  let woken = false;
+  let wake: (() => void) | null = null;
+  const onChange = () => {
+    woken = true;
+    wake?.();
+  };
+  // Subscribed before the first read: a change committed after that read still wakes us.
+  const unsubscribe = deps.deploymentChanges?.subscribe(first.id, onChange) ?? (() => undefined);
+  signal.addEventListener('abort', onChange);
+  try {
+    let lastTick = after;
+    let shownStatus = '';
+    let deployment = first;
+    let lastOutput = performance.now();
+    for (;;) {
+      woken = false;
+      if (statusKey(deployment) !== shownStatus) {
+        shownStatus = statusKey(deployment);
+        yield { type: 'status', deployment };
+        lastOutput = performance.now();
+      }
+      // Lines after the status read: the final status commits with the last line, so a final
+      // status read first means every line is stored by now.
+      for (;;) {
+        if (signal.aborted) return;
+        const lines = await deps.store.deploymentLogs.read(deployment.id, lastTick, options.pageSize);
+        if (lines.length === 0) break;
+        lastTick = lines.at(-1)!.tick;
+        yield { type: 'logs', lines };
+        lastOutput = performance.now();
+        if (lines.length < options.pageSize) break;
+      }
+      if (FINAL.has(deployment.status)) {
+        yield { type: 'end', deployment };
+        return;
+      }
+      if (!woken) {
+        const waitMs = Math.min(options.pollMs, Math.max(0, options.keepaliveMs - (performance.now() - lastOutput)));
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, waitMs);
+          wake = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+          if (signal.aborted) wake();
+        });
+        wake = null;
+      }
+      if (signal.aborted) return;
+      if (performance.now() - lastOutput >= options.keepaliveMs) {
+        yield { type: 'keepalive' };
+        lastOutput = performance.now();
+      }
+      deployment = await readDeployment(deps, deployment.id);
+    }
+  } finally {
+    unsubscribe();
+    signal.removeEventListener('abort', onChange);
+  }
+}
