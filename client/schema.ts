@@ -6989,6 +6989,79 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/dashboard/release-form": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** What the create-release form offers: channels, package versions from the feed (latest first), a version */
+        get: {
+            parameters: {
+                query: {
+                    projectId: string;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            projectId: string;
+                            nextVersion: string;
+                            channels: {
+                                channelId: string;
+                                name: string;
+                                isDefault: boolean;
+                            }[];
+                            packages: {
+                                packageId: string;
+                                /** @description Highest SemVer first: the first is the latest */
+                                versions: string[];
+                            }[];
+                            createRelease: {
+                                allowed: boolean;
+                                reason: string | null;
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/dashboard/deployment": {
         parameters: {
             query?: never;

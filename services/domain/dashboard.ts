@@ -9,6 +9,8 @@ import { awaitingCells, waitReason } from './dashboard-cells.ts';
 import type { DomainDeps } from './deps.ts';
 import { computeProgression, type EnvironmentAvailability } from './lifecycle-progression.ts';
 import { viewableProjectIds, visibleProject } from './projects.ts';
+import { packageReferences, stepProperties, templateSnapshot } from './release-snapshot-builder.ts';
+import { maxSemVer, sortSemVerDescending } from '../core/semver.ts';
 import { visibleWorkspace } from './scope.ts';
 
 /** Allowed, or the reason the account may not (shown beside the disabled control). */
@@ -159,6 +161,60 @@ export async function getProjectPage(
       };
     }),
     totalCount: page.totalCount,
+    createRelease: permission(principal, Capability.CreateRelease, { projectId: project.id }),
+  };
+}
+
+export interface ReleaseFormView {
+  project: Project;
+  /** The newest release's version with its patch number raised, or 1.0.0. */
+  nextVersion: string;
+  channels: Array<{ channelId: string; name: string; isDefault: boolean }>;
+  /** Each package the project's steps use, its versions in the feed highest first (at most 20). */
+  packages: Array<{ packageId: string; versions: string[] }>;
+  createRelease: Permission;
+}
+
+function nextPatch(version: string | null): string {
+  const match = version ? /^(\d+)\.(\d+)\.(\d+)/.exec(version) : null;
+  return match ? `${match[1]}.${match[2]}.${Number(match[3]) + 1}` : '1.0.0';
+}
+
+/** What the "create release" form offers: channels, the packages with their feed versions, a version. */
+export async function getReleaseForm(
+  deps: DomainDeps,
+  principal: Principal,
+  projectId: string,
+): Promise<ReleaseFormView> {
+  const project = await visibleProject(deps, principal, projectId);
+  authorize(principal, Capability.View, { projectId: project.id });
+  const [steps, channels, versions] = await Promise.all([
+    deps.store.projectSteps.listByProject(project.id),
+    deps.store.channels.listByProject(project.id),
+    deps.store.releases.listVersions(project.id),
+  ]);
+  const packageIds = new Map<string, string>();
+  for (const templateId of new Set(steps.map((s) => s.stepTemplateId))) {
+    const template = await deps.store.stepTemplates.get(templateId);
+    if (!template) continue;
+    const snapshot = templateSnapshot(template);
+    for (const step of steps.filter((s) => s.stepTemplateId === templateId))
+      for (const id of packageReferences(snapshot, stepProperties(snapshot, step.propertiesJson)))
+        if (!packageIds.has(id.toLowerCase())) packageIds.set(id.toLowerCase(), id);
+  }
+  const packages = await Promise.all(
+    [...packageIds.values()].map(async (packageId) => ({
+      packageId,
+      versions: sortSemVerDescending(
+        (await deps.store.packages.list(project.workspaceId, packageId)).map((p) => p.version),
+      ).slice(0, 20),
+    })),
+  );
+  return {
+    project,
+    nextVersion: nextPatch(maxSemVer(versions.map((v) => v.version))),
+    channels: channels.map((c) => ({ channelId: c.id, name: c.name, isDefault: c.isDefault })),
+    packages,
     createRelease: permission(principal, Capability.CreateRelease, { projectId: project.id }),
   };
 }

@@ -9,6 +9,7 @@ import {
   getMachinesPage,
   getOverview,
   getProjectPage,
+  getReleaseForm,
   getTopology,
   type Cell,
 } from '../../../domain/index.ts';
@@ -24,6 +25,8 @@ import {
   OverviewResponse,
   ProjectPageQuery,
   ProjectPageResponse,
+  ReleaseFormQuery,
+  ReleaseFormResponse,
   TopologyQuery,
   TopologyResponse,
 } from './schemas.ts';
@@ -132,6 +135,30 @@ export const dashboardRoutes: Routes = async (app) => {
           })),
         })),
         totalCount: view.totalCount,
+        createRelease: view.createRelease,
+      };
+    },
+  );
+
+  app.get(
+    '/api/dashboard/release-form',
+    {
+      schema: {
+        tags,
+        summary:
+          'What the create-release form offers: channels, package versions from the feed (latest first), a version',
+        querystring: ReleaseFormQuery,
+        response: { 200: ReleaseFormResponse, ...errorResponses },
+      },
+      config: read,
+    },
+    async (request) => {
+      const view = await getReleaseForm(deps, request.principal, request.query.projectId);
+      return {
+        projectId: view.project.id,
+        nextVersion: view.nextVersion,
+        channels: view.channels,
+        packages: view.packages,
         createRelease: view.createRelease,
       };
     },

@@ -203,3 +203,17 @@ export const TopologyResponse = Type.Object({
     }),
   ),
 });
+
+export const ReleaseFormQuery = Type.Object({ projectId: Id });
+export const ReleaseFormResponse = Type.Object({
+  projectId: Id,
+  nextVersion: Type.String(),
+  channels: Type.Array(Type.Object({ channelId: Id, name: Type.String(), isDefault: Type.Boolean() })),
+  packages: Type.Array(
+    Type.Object({
+      packageId: Type.String(),
+      versions: Type.Array(Type.String(), { description: 'Highest SemVer first: the first is the latest' }),
+    }),
+  ),
+  createRelease: PermissionSchema,
+});
