@@ -67,13 +67,21 @@ export function sessionTokenOf(cookieHeader: string | undefined): string | null 
 export function setSessionCookie(
   request: FastifyRequest,
   reply: FastifyReply,
-  session: { token: string; expiresUtc: Date } | null,
+  cookie: { token: string; maxAgeSeconds: number } | null,
 ): void {
-  const maxAge = session ? Math.max(0, Math.floor((session.expiresUtc.getTime() - Date.now()) / 1000)) : 0;
-  const attributes = [`${SESSION_COOKIE}=${session?.token ?? ''}`, 'Path=/', 'HttpOnly', 'SameSite=Strict'];
-  attributes.push(`Max-Age=${maxAge}`);
+  const attributes = [`${SESSION_COOKIE}=${cookie?.token ?? ''}`, 'Path=/', 'HttpOnly', 'SameSite=Strict'];
+  attributes.push(`Max-Age=${Math.max(0, Math.floor(cookie?.maxAgeSeconds ?? 0))}`);
   if (request.protocol === 'https') attributes.push('Secure');
   reply.header('set-cookie', attributes.join('; '));
+}
+
+/** host[:port] as a URL spells it (a default port dropped), or null when it does not parse. */
+function normalHost(protocol: string, host: string): string | null {
+  try {
+    return new URL(`${protocol}://${host}`).host;
+  } catch {
+    return null;
+  }
 }
 
 /**
@@ -82,17 +90,17 @@ export function setSessionCookie(
  */
 export function assertSameOrigin(request: FastifyRequest): void {
   const origin = request.headers.origin;
-  if (origin !== undefined && origin !== 'null') {
-    let host: string | null = null;
+  if (origin !== undefined) {
+    let sent: URL | null = null;
     try {
-      host = new URL(origin).host;
+      sent = new URL(origin);
     } catch {
-      host = null;
+      sent = null;
     }
-    if (host === null || host !== request.headers.host)
+    // An opaque origin ('null': sandboxed frames, file: pages) is never this server.
+    const own = normalHost(sent?.protocol.replace(':', '') ?? 'http', request.headers.host ?? '');
+    if (sent === null || origin === 'null' || own === null || sent.host !== own)
       throw new InvalidAccessTokenError('Cross-origin request refused: Origin does not match this server');
-  } else if (origin === 'null') {
-    throw new InvalidAccessTokenError('Cross-origin request refused: opaque Origin');
   }
   if (request.headers['sec-fetch-site'] === 'cross-site')
     throw new InvalidAccessTokenError('Cross-origin request refused: Sec-Fetch-Site is cross-site');

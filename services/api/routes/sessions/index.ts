@@ -62,7 +62,8 @@ export const sessionRoutes: Routes = async (app) => {
       // Login CSRF: another site must not sign a visitor in to an account of its choosing.
       assertSameOrigin(request);
       const opened = await signIn(deps, request.body.serviceAccountId, request.body.apiKey);
-      setSessionCookie(request, reply, opened.session);
+      const maxAgeSeconds = (opened.session.expiresUtc.getTime() - deps.clock.now().getTime()) / 1000;
+      setSessionCookie(request, reply, { token: opened.session.token, maxAgeSeconds });
       return describeSession(deps, opened.principal, opened.session);
     },
   );

@@ -1,0 +1,183 @@
+/**
+ * GET /api/deployment/events (issue #11): the SSE wire format the dashboard and the CLI code
+ * against — status first, log batches with the last tick as id, status on change, end after the
+ * last line — resumable with Last-Event-ID / after, woken through the bus (here the in-process
+ * bus and the engine's change hub, as on a real replica), bounded pages, and the same scoping.
+ */
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { InProcessBus } from '../../../services/bus/index.ts';
+import { createLogger } from '../../../services/core/index.ts';
+import { createDeploymentChangeHub } from '../../../services/engine/deployment-changes.ts';
+import { readServerSentEvents, parseJson, type ServerSentEvent } from '../../../client/index.ts';
+import { testApp, type TestContext } from '../../helpers/app.ts';
+import { waitFor } from '../../helpers/wait-for.ts';
+
+const logger = createLogger('silent');
+const bus = new InProcessBus({ logger });
+const hub = createDeploymentChangeHub(bus, logger);
+let t: TestContext;
+let projectId: string;
+let version = 0;
+
+beforeAll(async () => {
+  await hub.start();
+  t = await testApp({ deploymentChanges: hub });
+  const lifecycleId = (await t.admin.get('/api/lifecycle', { workspaceId: t.mainWorkspaceId })).body.lifecycles[0]
+    .lifecycleId;
+  projectId = (await t.admin.post('/api/project', { workspaceId: t.mainWorkspaceId, name: 'Followed', lifecycleId }))
+    .body.projectId;
+});
+
+afterAll(async () => {
+  await hub.stop();
+  await bus.close();
+});
+
+/** A Queued deployment to Staging (no engine runs here: the test writes its lines and status). */
+async function deployment(): Promise<string> {
+  const release = await t.admin.post('/api/release', { projectId, version: `1.0.${++version}` });
+  const deployed = await t.admin.post('/api/release/deploy', {
+    releaseId: release.body.releaseId,
+    environments: ['Staging'],
+  });
+  return deployed.body.deploymentIds[0];
+}
+
+const append = (deploymentId: string, texts: string[]) =>
+  t.deps.store.deploymentLogs.append(
+    deploymentId,
+    texts.map((data) => ({ level: 'Information' as const, data })),
+    new Date(),
+  );
+
+const finish = (deploymentId: string) =>
+  t.deps.store.deployments.update(deploymentId, { status: 'Completed', completedUtc: new Date() }, new Date());
+
+function eventsOf(body: string): ServerSentEvent[] {
+  return body
+    .split('\n\n')
+    .filter((block) => block.trim() !== '' && !block.startsWith(':'))
+    .map((block) => {
+      const fields = Object.fromEntries(
+        block.split('\n').map((line) => [line.slice(0, line.indexOf(':')), line.slice(line.indexOf(':') + 2)]),
+      );
+      return { id: fields.id ?? null, event: fields.event ?? 'message', data: fields.data ?? '' };
+    });
+}
+
+describe('GET /api/deployment/events', () => {
+  it('sends the status, every line in tick order with the last tick as id, then the end, and closes', async () => {
+    const id = await deployment();
+    const stored = await append(id, ['one', '<b>two</b>', 'three']);
+    await finish(id);
+    const response = await t.admin.raw({ method: 'GET', path: `/api/deployment/events?deploymentId=${id}` });
+    expect(response.status).toBe(200);
+    expect(response.headers['content-type']).toBe('text/event-stream; charset=utf-8');
+    const events = eventsOf(response.text);
+    expect(events.map((e) => e.event)).toEqual(['status', 'logs', 'end']);
+    expect(parseJson<{ Status: string }>(events[0]!.data).Status).toBe('Completed');
+    const lines = parseJson<Array<{ Data: string; CreatedUtcTick: string }>>(events[1]!.data);
+    expect(lines.map((l) => l.Data)).toEqual(['one', '<b>two</b>', 'three']);
+    expect(lines.map((l) => l.CreatedUtcTick)).toEqual(stored.map((l) => l.tick.toString()));
+    expect(events[1]!.id).toBe(stored.at(-1)!.tick.toString());
+    // Ticks are JSON integers on the wire, exactly as GET /api/deployment writes them.
+    expect(events[1]!.data).toContain(`"CreatedUtcTick":${stored[0]!.tick}`);
+    // The same objects as GET /api/deployment.
+    const polled = await t.admin.get('/api/deployment', { deploymentId: id });
+    expect(JSON.parse(events[2]!.data)).toEqual(polled.body.status);
+  });
+
+  it('resumes strictly after Last-Event-ID (or after=) and still ends', async () => {
+    const id = await deployment();
+    const stored = await append(id, ['a', 'b', 'c', 'd']);
+    await finish(id);
+    const resumed = await t.admin.raw({
+      method: 'GET',
+      path: `/api/deployment/events?deploymentId=${id}`,
+      headers: { 'last-event-id': stored[1]!.tick.toString() },
+    });
+    const byHeader = eventsOf(resumed.text);
+    expect(byHeader.map((e) => e.event)).toEqual(['status', 'logs', 'end']);
+    expect(parseJson<Array<{ Data: string }>>(byHeader[1]!.data).map((l) => l.Data)).toEqual(['c', 'd']);
+    const byQuery = eventsOf(
+      (await t.admin.raw({ method: 'GET', path: `/api/deployment/events?deploymentId=${id}&after=${stored[3]!.tick}` }))
+        .text,
+    );
+    expect(byQuery.map((e) => e.event)).toEqual(['status', 'end']);
+    const bad = await t.admin.raw({ method: 'GET', path: `/api/deployment/events?deploymentId=${id}&after=12x` });
+    expect(bad.status).toBe(400);
+  });
+
+  it('pages long logs: no event carries more than 1 000 lines', async () => {
+    const id = await deployment();
+    await append(
+      id,
+      Array.from({ length: 2_500 }, (_, i) => `line ${i}`),
+    );
+    await finish(id);
+    const events = eventsOf(
+      (await t.admin.raw({ method: 'GET', path: `/api/deployment/events?deploymentId=${id}` })).text,
+    );
+    const batches = events.filter((e) => e.event === 'logs').map((e) => parseJson<unknown[]>(e.data).length);
+    expect(batches).toEqual([1_000, 1_000, 500]);
+  });
+
+  it('pushes a line committed later as soon as the bus wakes it, then a status change, then the end', async () => {
+    const id = await deployment();
+    const address = await t.app.listen({ port: 0, host: '127.0.0.1' });
+    const port = (t.app.server.address() as AddressInfo).port;
+    expect(address).toContain(String(port));
+    const response = await fetch(`http://127.0.0.1:${port}/api/deployment/events?deploymentId=${id}`, {
+      headers: { authorization: `Basic ${Buffer.from('test-admin:test-admin-key-0123456789').toString('base64')}` },
+    });
+    const received: ServerSentEvent[] = [];
+    const reading = (async () => {
+      for await (const event of readServerSentEvents(response.body!)) received.push(event);
+    })();
+    await waitFor(() => received.length === 1, { description: 'the first status' });
+    expect(parseJson<{ Status: string }>(received[0]!.data).Status).toBe('Queued');
+    const started = Date.now();
+    await append(id, ['live line']);
+    hub.notifyLogs(id);
+    await waitFor(() => received.some((e) => e.event === 'logs' && e.data.includes('live line')), {
+      timeoutMs: 1_500,
+      description: 'the live line',
+    });
+    // Well under the 2 s re-read: the bus woke the stream.
+    expect(Date.now() - started).toBeLessThan(1_000);
+    await t.deps.store.deployments.update(id, { status: 'Running', startedUtc: new Date() }, new Date());
+    await bus.publishEvent(`deployments.${id}.changed`, {
+      v: 1,
+      type: 'deployment.changed',
+      deploymentId: id,
+      status: 'Running',
+    });
+    await waitFor(() => received.some((e) => e.event === 'status' && e.data.includes('"Running"')), {
+      timeoutMs: 1_500,
+      description: 'the Running status',
+    });
+    await append(id, ['last line']);
+    await finish(id);
+    hub.notifyLogs(id);
+    await reading;
+    const kinds = received.map((e) => e.event);
+    expect(kinds.at(-1)).toBe('end');
+    expect(
+      received
+        .filter((e) => e.event === 'logs')
+        .flatMap((e) => parseJson<Array<{ Data: string }>>(e.data).map((l) => l.Data)),
+    ).toEqual(['live line', 'last line']);
+    await new Promise((resolve) => t.app.server.close(resolve));
+  });
+
+  it("refuses another workspace's deployment as unknown before streaming anything", async () => {
+    const id = await deployment();
+    const other = await t.workspace();
+    const stranger = await t.account([{ role: 'View' }], other);
+    const refused = await stranger.raw({ method: 'GET', path: `/api/deployment/events?deploymentId=${id}` });
+    expect(refused.status).toBe(400);
+    expect(refused.body).toMatchObject({ errorcode: 3001 });
+    expect(refused.headers['content-type']).toContain('application/json');
+  });
+});
