@@ -88,19 +88,18 @@ export function dashboardReadsStore(db: Db) {
     /** The latest deployment of each project × environment cell that has one. */
     async latestByProject(projectIds: readonly string[], environmentIds: readonly string[]): Promise<CellDeployment[]> {
       if (projectIds.length === 0 || environmentIds.length === 0) return [];
-      const result = await db.raw<{ rows: CellRow[] }>(latestPerCell('project_id'), [
-        [...projectIds],
-        [...environmentIds],
-      ]);
+      // Named (prepared): planning it cost about a quarter of running it for a page of 50 projects.
+      const result = await db
+        .raw<{ rows: CellRow[] }>(latestPerCell('project_id'), [[...projectIds], [...environmentIds]])
+        .options({ name: 'gantry_dashboard_latest_by_project' });
       return result.rows.map(toCell);
     },
     /** The latest deployment of each release × environment pair that has one. */
     async latestByRelease(releaseIds: readonly string[], environmentIds: readonly string[]): Promise<CellDeployment[]> {
       if (releaseIds.length === 0 || environmentIds.length === 0) return [];
-      const result = await db.raw<{ rows: CellRow[] }>(latestPerCell('release_id'), [
-        [...releaseIds],
-        [...environmentIds],
-      ]);
+      const result = await db
+        .raw<{ rows: CellRow[] }>(latestPerCell('release_id'), [[...releaseIds], [...environmentIds]])
+        .options({ name: 'gantry_dashboard_latest_by_release' });
       return result.rows.map(toCell);
     },
     /**

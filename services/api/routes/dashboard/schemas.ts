@@ -1,6 +1,14 @@
 /** Response shapes of the dashboard's page reads (issue #11). */
-import { Type } from '@sinclair/typebox';
-import { Id, Nullable, PageQuery } from '../../schemas.ts';
+import { Type, type Static, type TSchema } from '@sinclair/typebox';
+import { Id, PageQuery } from '../../schemas.ts';
+
+/**
+ * `T | null` as a JSON Schema type list rather than anyOf: the serializer then tells the two
+ * apart with a typeof check instead of running a validator per value, which made the overview's
+ * 600 cells cost more to serialize than to read.
+ */
+const Nullable = <T extends TSchema & { type: string }>(schema: T) =>
+  Type.Unsafe<Static<T> | null>({ ...schema, type: [schema.type, 'null'] });
 
 const Search = Type.Optional(Type.String({ maxLength: 200, description: 'A case-insensitive substring to filter by' }));
 const Time = Type.String({ format: 'date-time' });
