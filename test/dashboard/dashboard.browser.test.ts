@@ -12,6 +12,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
+import pg from 'pg';
 import { waitFor } from '../helpers/wait-for.ts';
 import {
   api,
@@ -40,6 +41,8 @@ let workspaceId: string;
 let projectId: string;
 let slowProjectId: string;
 let viewer: { id: string; key: string };
+let databaseUrl: string;
+let firstDeploymentId: string;
 let otherProjectName: string;
 
 async function signIn(context: BrowserContext, credentials: { id: string; key: string }): Promise<Page> {
@@ -80,7 +83,11 @@ beforeAll(async () => {
   fs.mkdirSync(SHOTS, { recursive: true });
   const [, started] = await Promise.all([
     ensureDashboardBuilt(),
-    (async () => startControlPlane(await E2E_MODES[1]!.options()))(),
+    (async () => {
+      const options = await E2E_MODES[1]!.options();
+      databaseUrl = options.databaseUrl!;
+      return startControlPlane(options);
+    })(),
   ]);
   plane = started;
   admin = api(plane.url);
@@ -160,6 +167,7 @@ describe('dashboard in Chromium', () => {
     await page.waitForURL(/\/deployments\//);
     const log = await logContains(page, 'hello from the script');
     await statusIs(page, 'Completed');
+    firstDeploymentId = new URL(page.url()).pathname.split('/').at(-1)!;
     expect(log).toContain(HOSTILE_LINE);
     expect(await page.evaluate(() => (window as unknown as { __pwned?: number }).__pwned)).toBeUndefined();
     await page.getByRole('log', { name: 'Log lines' }).locator('.ansi-green', { hasText: 'green text' }).waitFor();
@@ -204,6 +212,75 @@ describe('dashboard in Chromium', () => {
     const stored = await admin.get('/api/deployment', { deploymentId, skipLogs: 'True' });
     expect(stored.body.status.Status).toBe('Cancelled');
   });
+
+  it('scrolls a 100 000-line log as a window of rows, and a line permalink lands on its line', async () => {
+    // 100 000 more lines after the deployment's own, written straight into the store.
+    const db = new pg.Client({ connectionString: databaseUrl });
+    await db.connect();
+    try {
+      await db.query(
+        `insert into deployment_logs (id, deployment_id, tick, created_at, level, data)
+         select $1 || '-bulk-' || i, $1, d.last_log_tick + i, now(), case when i % 1000 = 0 then 'Error' else 'Information' end,
+                'bulk line ' || i
+         from deployments d, generate_series(1, 100000) i where d.id = $1`,
+        [firstDeploymentId],
+      );
+      await db.query('update deployments set last_log_tick = last_log_tick + 100000 where id = $1', [
+        firstDeploymentId,
+      ]);
+    } finally {
+      await db.end();
+    }
+    const page = adminPage;
+    await page.goto(`${plane.url}/deployments/${firstDeploymentId}`);
+    const counter = page.getByRole('status').filter({ hasText: 'lines' });
+    await waitFor(async () => /^100010 of 100010 lines/.test((await counter.textContent()) ?? ''), {
+      timeoutMs: 60_000,
+      intervalMs: 200,
+      description: 'all 100 010 lines over SSE',
+    });
+    const log = page.getByRole('log', { name: 'Log lines' });
+    expect(await log.locator('.log-line').count()).toBeLessThan(200);
+    // 60 scroll steps across the log, each awaited to the next painted frame.
+    const frameMs = await log.evaluate(async (element) => {
+      const frame = () => new Promise((resolve) => requestAnimationFrame(() => resolve(null)));
+      const start = performance.now();
+      for (let i = 1; i <= 60; i++) {
+        element.scrollTop = (element.scrollHeight * i) / 61;
+        await frame();
+      }
+      return (performance.now() - start) / 60;
+    });
+    expect(frameMs).toBeLessThan(100);
+    await log.evaluate((element) => {
+      element.scrollTop = element.scrollHeight / 2;
+    });
+    await log
+      .getByText(/^bulk line 499\d\d$/)
+      .first()
+      .waitFor();
+    expect(await log.locator('.log-line').count()).toBeLessThan(200);
+    // The level filter is applied to all of them: one Error line per thousand.
+    await page.getByLabel('Level').selectOption('Error');
+    await waitFor(async () => /^100 of 100010 lines/.test((await counter.textContent()) ?? ''), {
+      description: 'the Errors-only filter',
+    });
+    // A permalink: each line links to #L<its tick>; opened fresh, the page scrolls to that line and marks it.
+    await page.getByLabel('Level').selectOption('All');
+    expect(await log.getByRole('link').first().getAttribute('href')).toMatch(/^#L\d+$/);
+    const db2 = new pg.Client({ connectionString: databaseUrl });
+    await db2.connect();
+    const { rows } = await db2.query<{ tick: string }>(
+      "select tick from deployment_logs where deployment_id = $1 and data = 'bulk line 70000'",
+      [firstDeploymentId],
+    );
+    await db2.end();
+    await page.goto('about:blank');
+    await page.goto(`${plane.url}/deployments/${firstDeploymentId}#L${rows[0]!.tick}`);
+    await log.locator('.log-line.linked').waitFor({ timeout: 60_000 });
+    expect(await log.locator('.log-line.linked').textContent()).toMatch(/bulk line 70000$/);
+    process.stdout.write(`100k-line log: ${frameMs.toFixed(1)} ms per scroll frame\n`);
+  }, 120_000);
 
   it('shows machines and the read-only topology', async () => {
     const page = adminPage;
