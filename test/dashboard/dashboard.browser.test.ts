@@ -104,6 +104,16 @@ beforeAll(async () => {
   ]);
   projectId = project.projectId;
   expect((await admin.put('/api/project', { projectId, name: HOSTILE_NAME })).status).toBe(200);
+  for (const [name, variableType, value] of [
+    ['Greeting', 'Text', 'hello'],
+    ['ApiToken', 'Sensitive', 'never-shown-s3cret'],
+  ] as const) {
+    const variable = await admin.post('/api/project/variable', { projectId, name, variableType });
+    expect(
+      (await admin.post('/api/project/variable/value', { variableId: variable.body.variableId, theValue: value }))
+        .status,
+    ).toBe(200);
+  }
   slowProjectId = (
     await bashProject(admin, workspaceId, workspace.defaultLifecycleId, [
       { name: 'Slow', script: 'echo "slow step started"\nsleep 120\necho "never printed"' },
@@ -150,7 +160,7 @@ describe('dashboard in Chromium', () => {
     expect(await adminPage.evaluate(() => JSON.stringify(localStorage) + document.cookie)).not.toContain(
       'e2e-admin-key',
     );
-  });
+  }, 60_000);
 
   it('creates a release, deploys it, and shows the script’s lines live, as text', async () => {
     const page = adminPage;
@@ -176,10 +186,10 @@ describe('dashboard in Chromium', () => {
     await page.getByRole('link', { name: HOSTILE_NAME }).click();
     const staging = page.getByRole('table', { name: 'Releases by environment' }).getByRole('row').nth(1);
     await waitFor(async () => ((await staging.textContent()) ?? '').includes('Completed'), {
-      timeoutMs: 10_000,
+      timeoutMs: 20_000,
       description: 'release row to show Completed',
     });
-  });
+  }, 60_000);
 
   it('disables a promotion the lifecycle blocks and says why', async () => {
     const page = adminPage;
@@ -195,7 +205,7 @@ describe('dashboard in Chromium', () => {
     // 1.0.0 completed in Staging: its promotion to Production is offered.
     expect(await page.getByRole('button', { name: 'Promote 1.0.0 to Production' }).isEnabled()).toBe(true);
     await shot(page, 'project');
-  });
+  }, 60_000);
 
   it('cancels a running deployment from its page', async () => {
     const page = adminPage;
@@ -211,7 +221,7 @@ describe('dashboard in Chromium', () => {
     const deploymentId = new URL(page.url()).pathname.split('/').at(-1)!;
     const stored = await admin.get('/api/deployment', { deploymentId, skipLogs: 'True' });
     expect(stored.body.status.Status).toBe('Cancelled');
-  });
+  }, 60_000);
 
   it('scrolls a 100 000-line log as a window of rows, and a line permalink lands on its line', async () => {
     // 100 000 more lines after the deployment's own, written straight into the store.
@@ -263,6 +273,7 @@ describe('dashboard in Chromium', () => {
     // The level filter is applied to all of them: one Error line per thousand.
     await page.getByLabel('Level').selectOption('Error');
     await waitFor(async () => /^100 of 100010 lines/.test((await counter.textContent()) ?? ''), {
+      timeoutMs: 15_000,
       description: 'the Errors-only filter',
     });
     // A permalink: each line links to #L<its tick>; opened fresh, the page scrolls to that line and marks it.
@@ -297,12 +308,18 @@ describe('dashboard in Chromium', () => {
     await page.getByRole('link', { name: 'Topology' }).click();
     await page.getByLabel('Project').selectOption({ label: HOSTILE_NAME });
     await page.getByRole('table', { name: 'Steps' }).getByText('Deploy').waitFor();
+    const variables = page.getByRole('table', { name: 'Variables' });
+    await variables.getByText('ApiToken').waitFor();
+    const rows = await variables.getByRole('row').allTextContents();
+    expect(rows).toContain('ApiTokenSensitive********unscoped');
+    expect(rows).toContain('GreetingTexthellounscoped');
+    expect(await page.content()).not.toContain('never-shown-s3cret');
     await page.getByText('Default Lifecycle').waitFor();
     await shot(page, 'topology');
     await page.getByRole('link', { name: 'Overview' }).click();
     await page.getByRole('table', { name: 'Projects by environment' }).getByText('1.0.0').first().waitFor();
     await shot(page, 'overview');
-  });
+  }, 60_000);
 
   it('gives a View-only account no deploy button, and the API refuses it anyway', async () => {
     const context = await browser.newContext();
@@ -326,7 +343,7 @@ describe('dashboard in Chromium', () => {
     expect(refused.status).toBe(401);
     expect(refused.body.errorcode).toBe(2003);
     await context.close();
-  });
+  }, 60_000);
 
   it("keeps another workspace's project invisible", async () => {
     const context = await browser.newContext();
@@ -346,7 +363,7 @@ describe('dashboard in Chromium', () => {
     await page.getByRole('alert').getByText('Invalid projectId: not found').waitFor();
     expect(await page.getByText(otherProjectName).count()).toBe(0);
     await context.close();
-  });
+  }, 60_000);
 
   it('ends the session on sign-out', async () => {
     const context = adminPage.context();
@@ -360,5 +377,5 @@ describe('dashboard in Chromium', () => {
     await adminPage.goto(`${plane.url}/workspaces/${workspaceId}`);
     await adminPage.getByRole('heading', { name: 'Sign in to Gantry' }).waitFor();
     await context.close();
-  });
+  }, 60_000);
 });

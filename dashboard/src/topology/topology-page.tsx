@@ -101,7 +101,8 @@ export function TopologyPage({ workspaceId }: { workspaceId: string }) {
             </ul>
           )}
           <h3>Variables</h3>
-          <table aria-label="Variables">
+          {project.variables.length === 0 && <p className="muted">None.</p>}
+          <table aria-label="Variables" hidden={project.variables.length === 0}>
             <thead>
               <tr>
                 <th scope="col">Name</th>
