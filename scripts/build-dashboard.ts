@@ -40,12 +40,14 @@ export async function isStale(): Promise<boolean> {
   return built !== (await sourceHash());
 }
 
+/** Run it where NODE_ENV is unset or 'production' (vitest's 'test' yields React's development build). */
 export async function buildDashboard(options: { ifStale?: boolean; quiet?: boolean } = {}): Promise<boolean> {
   const hash = await sourceHash();
   if (options.ifStale && (await fs.readFile(STAMP, 'utf8').catch(() => null)) === hash) return false;
   await build({
     root: path.join(root, 'dashboard'),
     configFile: false,
+    mode: 'production',
     logLevel: options.quiet ? 'warn' : 'info',
     plugins: [react()],
     build: { outDir: DASHBOARD_OUT, emptyOutDir: true, sourcemap: false, chunkSizeWarningLimit: 1000 },

@@ -19,7 +19,8 @@ import { waitReason } from './dashboard-cells.ts';
 import type { DomainDeps } from './deps.ts';
 import { HEARTBEAT_WINDOW_MS, machineStatus, type MachineView } from './machines.ts';
 import { viewableProjectIds, visibleProject } from './projects.ts';
-import { canSeeWorkspace, visibleWorkspace } from './scope.ts';
+import { visibleWorkspace } from './scope.ts';
+import { readableDeployment } from './deployment-events.ts';
 import { toVariableView, type VariableView } from './variables.ts';
 
 export interface DeploymentTarget extends DeploymentTask {
@@ -59,12 +60,8 @@ export async function getDeploymentPage(
   principal: Principal,
   deploymentId: string,
 ): Promise<DeploymentPageView> {
-  const found = await deps.store.deployments.getWithOrganization(deploymentId);
-  if (!found || !canSeeWorkspace(principal, { id: found.deployment.workspaceId, organizationId: found.organizationId }))
-    throw unknownId('deploymentId');
-  const { deployment } = found;
+  const deployment = await readableDeployment(deps, principal, deploymentId, Capability.View);
   const target = { projectId: deployment.projectId, environmentIds: [deployment.environmentId] };
-  authorize(principal, Capability.View, target);
   const [release, project, tasks, running, organization] = await Promise.all([
     deps.store.releases.get(deployment.releaseId),
     deps.store.projects.get(deployment.projectId),

@@ -50,6 +50,26 @@ function parseAfter(raw: string | undefined): bigint {
   return BigInt(raw);
 }
 
+/**
+ * A deployment the principal may see (else 400, as if it did not exist) and read with one of
+ * `capabilities` for its project and environment (else 401/2003): one read with its organization.
+ */
+export async function readableDeployment(
+  deps: DomainDeps,
+  principal: Principal,
+  deploymentId: string,
+  capabilities: Capability | readonly Capability[],
+): Promise<Deployment> {
+  const found = await deps.store.deployments.getWithOrganization(deploymentId);
+  if (!found || !canSeeWorkspace(principal, { id: found.deployment.workspaceId, organizationId: found.organizationId }))
+    throw unknownId('deploymentId');
+  authorize(principal, capabilities, {
+    projectId: found.deployment.projectId,
+    environmentIds: [found.deployment.environmentId],
+  });
+  return found.deployment;
+}
+
 async function readDeployment(deps: DomainDeps, deploymentId: string): Promise<Deployment> {
   const found = await deps.store.deployments.getWithOrganization(deploymentId);
   // Deleted between two reads (its project was deleted): the follower is told it is unknown.
@@ -69,14 +89,11 @@ export async function followDeployment(
   options: FollowOptions = {},
 ): Promise<AsyncGenerator<DeploymentEvent>> {
   const after = parseAfter(query.after);
-  const found = await deps.store.deployments.getWithOrganization(query.deploymentId);
-  if (!found || !canSeeWorkspace(principal, { id: found.deployment.workspaceId, organizationId: found.organizationId }))
-    throw unknownId('deploymentId');
-  authorize(principal, [Capability.View, Capability.Deploy], {
-    projectId: found.deployment.projectId,
-    environmentIds: [found.deployment.environmentId],
-  });
-  return events(deps, found.deployment, after, signal, {
+  const deployment = await readableDeployment(deps, principal, query.deploymentId, [
+    Capability.View,
+    Capability.Deploy,
+  ]);
+  return events(deps, deployment, after, signal, {
     pollMs: options.pollMs ?? 2_000,
     keepaliveMs: options.keepaliveMs ?? 15_000,
     pageSize: options.pageSize ?? 1_000,
@@ -103,7 +120,10 @@ async function* events(
     let lastTick = after;
     let shownStatus = '';
     let deployment = first;
+    /** The first page of lines, when it was read together with the status (see below). */
+    let prefetched: Promise<LogEntry[]> | null = null;
     let lastOutput = performance.now();
+    const read = () => deps.store.deploymentLogs.read(deployment.id, lastTick, options.pageSize);
     for (;;) {
       woken = false;
       if (statusKey(deployment) !== shownStatus) {
@@ -111,16 +131,21 @@ async function* events(
         yield { type: 'status', deployment };
         lastOutput = performance.now();
       }
-      // Lines after the status read: the final status commits with the last line, so a final
-      // status read first means every line is stored by now.
-      for (;;) {
-        if (signal.aborted) return;
-        const lines = await deps.store.deploymentLogs.read(deployment.id, lastTick, options.pageSize);
-        if (lines.length === 0) break;
-        lastTick = lines.at(-1)!.tick;
-        yield { type: 'logs', lines };
-        lastOutput = performance.now();
-        if (lines.length < options.pageSize) break;
+      // The final status commits with the last line: lines read after a final status was read
+      // are all of them. A page read together with the status may predate it, so a final
+      // deployment gets one more pass of reads before its end.
+      const passes = prefetched && FINAL.has(deployment.status) ? 2 : 1;
+      for (let pass = 0; pass < passes; pass++) {
+        let lines = await (prefetched ?? read());
+        prefetched = null;
+        while (lines.length > 0) {
+          if (signal.aborted) return;
+          lastTick = lines.at(-1)!.tick;
+          yield { type: 'logs', lines };
+          lastOutput = performance.now();
+          if (lines.length < options.pageSize) break;
+          lines = await read();
+        }
       }
       if (FINAL.has(deployment.status)) {
         yield { type: 'end', deployment };
@@ -143,6 +168,10 @@ async function* events(
         yield { type: 'keepalive' };
         lastOutput = performance.now();
       }
+      // Status and the next lines in one round trip's time: a woken follower is on the path of
+      // every live line (script → SSE client).
+      prefetched = read();
+      prefetched.catch(() => undefined);
       deployment = await readDeployment(deps, deployment.id);
     }
   } finally {

@@ -3,9 +3,10 @@
  * scripts/ensure-services.sh installs `chromium` when it is missing), and the dashboard built once
  * per change of its sources (the same build `npm start` runs).
  */
-import { execFileSync } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { chromium, type Browser } from 'playwright-core';
-import { buildDashboard } from '../../scripts/build-dashboard.ts';
 
 /** The flags this workplace's closed network needs (no background traffic to blocked hosts). */
 const CHROMIUM_ARGS = [
@@ -30,7 +31,13 @@ export async function launchBrowser(): Promise<Browser> {
   return chromium.launch({ executablePath: chromiumPath(), args: CHROMIUM_ARGS, headless: true });
 }
 
-/** Builds dist/dashboard unless it is already built from these sources. */
+/**
+ * Builds dist/dashboard unless it is already built from these sources: the command `npm start`
+ * runs, in a process of its own so that vitest's NODE_ENV=test cannot turn it into a development build.
+ */
 export async function ensureDashboardBuilt(): Promise<void> {
-  await buildDashboard({ ifStale: true, quiet: true });
+  await promisify(execFile)(process.execPath, ['--import', 'tsx', 'scripts/build-dashboard.ts', '--if-stale'], {
+    cwd: fileURLToPath(new URL('../../', import.meta.url)),
+    env: { ...process.env, NODE_ENV: 'production' },
+  });
 }
