@@ -10,7 +10,8 @@ import { InProcessBus } from '../../../services/bus/index.ts';
 import { createLogger } from '../../../services/core/index.ts';
 import { createDeploymentChangeHub } from '../../../services/engine/deployment-changes.ts';
 import { readServerSentEvents, parseJson, type ServerSentEvent } from '../../../client/index.ts';
-import { testApp, type TestContext } from '../../helpers/app.ts';
+import { authenticate, followDeployment } from '../../../services/domain/index.ts';
+import { ADMIN, testApp, type TestContext } from '../../helpers/app.ts';
 import { waitFor } from '../../helpers/wait-for.ts';
 
 const logger = createLogger('silent');
@@ -179,5 +180,43 @@ describe('GET /api/deployment/events', () => {
     expect(refused.status).toBe(400);
     expect(refused.body).toMatchObject({ errorcode: 3001 });
     expect(refused.headers['content-type']).toContain('application/json');
+  });
+
+  it('reads a page of lines only when the previous one was taken, and keeps a quiet stream alive', async () => {
+    const id = await deployment();
+    await append(
+      id,
+      Array.from({ length: 3_000 }, (_, i) => `line ${i}`),
+    );
+    const principal = await authenticate(t.deps, ADMIN.id, ADMIN.key);
+    let reads = 0;
+    const store = {
+      ...t.deps.store,
+      deploymentLogs: {
+        ...t.deps.store.deploymentLogs,
+        read: (...args: Parameters<typeof t.deps.store.deploymentLogs.read>) => {
+          reads++;
+          return t.deps.store.deploymentLogs.read(...args);
+        },
+      },
+    };
+    const abort = new AbortController();
+    const events = await followDeployment({ ...t.deps, store }, principal, { deploymentId: id }, abort.signal, {
+      pollMs: 20,
+      keepaliveMs: 150,
+      pageSize: 1_000,
+    });
+    expect((await events.next()).value).toMatchObject({ type: 'status' });
+    expect((await events.next()).value).toMatchObject({ type: 'logs' });
+    // A consumer that stops taking (a socket that is not drained) stops the reads.
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(reads).toBe(1);
+    expect((await events.next()).value).toMatchObject({ type: 'logs' });
+    expect((await events.next()).value).toMatchObject({ type: 'logs' });
+    const started = Date.now();
+    expect((await events.next()).value).toEqual({ type: 'keepalive' });
+    expect(Date.now() - started).toBeLessThan(1_000);
+    abort.abort();
+    expect((await events.next()).done).toBe(true);
   });
 });
