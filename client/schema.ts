@@ -6836,10 +6836,13 @@ export interface paths {
                                         version: string;
                                         status: string;
                                         automatic: boolean;
+                                        /** @description The account that asked; null for automatic deployments */
                                         requestedBy: string | null;
                                         /** Format: date-time */
                                         createdUtc: string;
+                                        /** Format: date-time */
                                         completedUtc: string | null;
+                                        /** @description Why a deployment that has not started waits */
                                         waitReason: string | null;
                                     } | null;
                                 }[];
@@ -6939,13 +6942,17 @@ export interface paths {
                                         version: string;
                                         status: string;
                                         automatic: boolean;
+                                        /** @description The account that asked; null for automatic deployments */
                                         requestedBy: string | null;
                                         /** Format: date-time */
                                         createdUtc: string;
+                                        /** Format: date-time */
                                         completedUtc: string | null;
+                                        /** @description Why a deployment that has not started waits */
                                         waitReason: string | null;
                                     } | null;
                                     available: boolean;
+                                    /** @description Why the lifecycle does not allow it now */
                                     reason: string | null;
                                     deploy: {
                                         allowed: boolean;
@@ -7102,9 +7109,13 @@ export interface paths {
                                 requestedBy: string | null;
                                 /** Format: date-time */
                                 createdUtc: string;
+                                /** Format: date-time */
                                 startedUtc: string | null;
+                                /** Format: date-time */
                                 completedUtc: string | null;
+                                /** Format: date-time */
                                 cancellationRequestedUtc: string | null;
+                                /** Format: date-time */
                                 scheduledUtc: string | null;
                                 errorCount: number;
                                 warningCount: number;
@@ -7123,7 +7134,9 @@ export interface paths {
                                     machineId: string | null;
                                     machineName: string | null;
                                     status: string;
+                                    /** Format: date-time */
                                     startedUtc: string | null;
+                                    /** Format: date-time */
                                     finishedUtc: string | null;
                                     exitCode: number | null;
                                     message: string | null;
@@ -7201,6 +7214,7 @@ export interface paths {
                                 name: string;
                                 status: "Pending" | "Online" | "Offline";
                                 enabled: boolean;
+                                /** Format: date-time */
                                 lastSeenUtc: string | null;
                                 agentVersion: string | null;
                                 os: string | null;
