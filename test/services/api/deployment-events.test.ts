@@ -6,7 +6,8 @@
  */
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { InProcessBus } from '../../../services/bus/index.ts';
+import { InProcessBroker, InProcessBus } from '../../../services/bus/index.ts';
+import { buildApp } from '../../../services/api/app.ts';
 import { createLogger } from '../../../services/core/index.ts';
 import { createDeploymentChangeHub } from '../../../services/engine/deployment-changes.ts';
 import { readServerSentEvents, parseJson, type ServerSentEvent } from '../../../client/index.ts';
@@ -218,5 +219,56 @@ describe('GET /api/deployment/events', () => {
     expect(Date.now() - started).toBeLessThan(1_000);
     abort.abort();
     expect((await events.next()).done).toBe(true);
+  });
+
+  it('lets a follower reconnect to another replica with Last-Event-ID and miss nothing, woken by the first replica', async () => {
+    // Two replicas: one database, one broker, each with its own bus, change hub and HTTP app.
+    const broker = new InProcessBroker();
+    const [busA, busB] = [new InProcessBus({ logger, broker }), new InProcessBus({ logger, broker })];
+    const [hubA, hubB] = [createDeploymentChangeHub(busA, logger), createDeploymentChangeHub(busB, logger)];
+    await hubA.start();
+    await hubB.start();
+    const replicaB = await buildApp({ ...t.deps, packages: t.packages, deploymentChanges: hubB }, { logger: false });
+    try {
+      const id = await deployment();
+      const stored = await append(id, ['before the drop 1', 'before the drop 2']);
+      // On replica A (the test app) the client saw the first line only, then lost its connection.
+      await replicaB.listen({ port: 0, host: '127.0.0.1' });
+      const port = (replicaB.server.address() as AddressInfo).port;
+      const response = await fetch(`http://127.0.0.1:${port}/api/deployment/events?deploymentId=${id}`, {
+        headers: {
+          authorization: `Basic ${Buffer.from(`${ADMIN.id}:${ADMIN.key}`).toString('base64')}`,
+          'last-event-id': stored[0]!.tick.toString(),
+        },
+      });
+      const received: ServerSentEvent[] = [];
+      const reading = (async () => {
+        for await (const event of readServerSentEvents(response.body!)) received.push(event);
+      })();
+      await waitFor(() => received.some((e) => e.event === 'logs'), { description: 'the missed line' });
+      // A line written through replica A's engine wakes the follower on replica B over the bus.
+      const started = Date.now();
+      await append(id, ['after the reconnect']);
+      hubA.notifyLogs(id);
+      await waitFor(() => received.some((e) => e.data.includes('after the reconnect')), {
+        timeoutMs: 1_500,
+        description: 'the line written on replica A',
+      });
+      expect(Date.now() - started).toBeLessThan(1_000);
+      await finish(id);
+      hubA.notifyLogs(id);
+      await reading;
+      const lines = received
+        .filter((e) => e.event === 'logs')
+        .flatMap((e) => parseJson<Array<{ Data: string }>>(e.data).map((l) => l.Data));
+      expect(lines).toEqual(['before the drop 2', 'after the reconnect']);
+      expect(received.at(-1)!.event).toBe('end');
+    } finally {
+      await replicaB.close();
+      await hubA.stop();
+      await hubB.stop();
+      await busA.close();
+      await busB.close();
+    }
   });
 });
