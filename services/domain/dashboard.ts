@@ -218,3 +218,47 @@ export async function getReleaseForm(
     createRelease: permission(principal, Capability.CreateRelease, { projectId: project.id }),
   };
 }
+
+export type WorkspaceChange = { type: 'changed'; lastChangeTick: bigint } | { type: 'keepalive' };
+
+/**
+ * The overview's live feed: the workspace's deployment change tick (bumped by every change of any
+ * of its deployments) each time it moves, checked every `pollMs` on an index (no row is read).
+ * The first event is the current tick; a client re-reads its page when a later one arrives.
+ */
+export async function followWorkspace(
+  deps: DomainDeps,
+  principal: Principal,
+  workspaceId: string,
+  signal: AbortSignal,
+  options: { pollMs?: number; keepaliveMs?: number } = {},
+): Promise<AsyncGenerator<WorkspaceChange>> {
+  const workspace = await visibleWorkspace(deps, principal, workspaceId);
+  authorize(principal, Capability.View);
+  const pollMs = options.pollMs ?? 1_000;
+  const keepaliveMs = options.keepaliveMs ?? 15_000;
+  return (async function* () {
+    let shown: bigint | null = null;
+    let lastOutput = performance.now();
+    while (!signal.aborted) {
+      const tick = await deps.store.deployments.maxChangeTick({ workspaceId: workspace.id });
+      if (tick !== shown) {
+        shown = tick;
+        lastOutput = performance.now();
+        yield { type: 'changed', lastChangeTick: tick };
+      } else if (performance.now() - lastOutput >= keepaliveMs) {
+        lastOutput = performance.now();
+        yield { type: 'keepalive' };
+      }
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(done, pollMs);
+        function done() {
+          clearTimeout(timer);
+          signal.removeEventListener('abort', done);
+          resolve();
+        }
+        signal.addEventListener('abort', done);
+      });
+    }
+  })();
+}

@@ -4,8 +4,8 @@
  */
 export type { DomainDeps, DeploymentChanges } from './deps.ts';
 export { followDeployment } from './deployment-events.ts';
-export { getOverview, getProjectPage, getReleaseForm, permission } from './dashboard.ts';
-export type { OverviewView, ProjectPageView, ReleaseFormView, Permission, Cell } from './dashboard.ts';
+export { followWorkspace, getOverview, getProjectPage, getReleaseForm, permission } from './dashboard.ts';
+export type { OverviewView, ProjectPageView, ReleaseFormView, Permission, Cell, WorkspaceChange } from './dashboard.ts';
 export { getDeploymentPage, getMachinesPage, getTopology } from './dashboard-details.ts';
 export type { DeploymentPageView, MachinesPageView, TopologyView } from './dashboard-details.ts';
 export type { DeploymentEvent, FollowOptions } from './deployment-events.ts';

@@ -154,6 +154,14 @@ describe('dashboard in Chromium', () => {
     // The project name is text: its <script> is shown, never run.
     await expect(matrix.getByRole('link', { name: HOSTILE_NAME }).textContent()).resolves.toBe(HOSTILE_NAME);
     expect(await adminPage.evaluate(() => (window as unknown as { __pwned?: number }).__pwned)).toBeUndefined();
+    // Live: a deployment made elsewhere (a pipeline) shows up in its cell without a reload.
+    const release = await admin.post('/api/release', { projectId, version: '0.9.0' });
+    await admin.post('/api/release/deploy', { releaseId: release.body.releaseId, environments: ['Staging'] });
+    const row = matrix.getByRole('row').filter({ hasText: HOSTILE_NAME });
+    await waitFor(async () => ((await row.textContent()) ?? '').includes('0.9.0'), {
+      timeoutMs: 15_000,
+      description: 'the overview cell to show 0.9.0 without a reload',
+    });
     const cookies = await context.cookies();
     const session = cookies.find((c) => c.name === 'gantry_session');
     expect(session).toMatchObject({ httpOnly: true, sameSite: 'Strict' });
@@ -164,6 +172,7 @@ describe('dashboard in Chromium', () => {
 
   it('creates a release, deploys it, and shows the script’s lines live, as text', async () => {
     const page = adminPage;
+
     await page.getByRole('link', { name: HOSTILE_NAME }).click();
     await page.getByRole('heading', { name: HOSTILE_NAME }).waitFor();
     await page.getByRole('button', { name: 'Create release' }).click();
@@ -184,11 +193,21 @@ describe('dashboard in Chromium', () => {
     await shot(page, 'deployment');
     // The release's row now shows the deployment in Staging.
     await page.getByRole('link', { name: HOSTILE_NAME }).click();
-    const staging = page.getByRole('table', { name: 'Releases by environment' }).getByRole('row').nth(1);
-    await waitFor(async () => ((await staging.textContent()) ?? '').includes('Completed'), {
-      timeoutMs: 20_000,
-      description: 'release row to show Completed',
-    });
+    const row = page
+      .getByRole('table', { name: 'Releases by environment' })
+      .getByRole('row')
+      .filter({ hasText: '1.0.0' });
+    await waitFor(
+      async () => {
+        const text = (await row.textContent()) ?? '';
+        if (!text.includes('Completed')) throw new Error(`the row reads: ${text}`);
+        return true;
+      },
+      {
+        timeoutMs: 20_000,
+        description: 'release row to show Completed',
+      },
+    );
   }, 60_000);
 
   it('disables a promotion the lifecycle blocks and says why', async () => {

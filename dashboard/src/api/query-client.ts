@@ -18,6 +18,8 @@ export const queryClient: QueryClient = new QueryClient({
     queries: {
       retry: (count, error) => !(error instanceof GantryApiError && error.status < 500) && count < 2,
       staleTime: 1_000,
+      // A page view is one read: opening a page shows what is true now, whatever the cache holds.
+      refetchOnMount: 'always',
     },
   },
 });

@@ -27,7 +27,9 @@ export function useDeploymentEvents(deploymentId: string): DeploymentLog {
   const { data } = useQuery({
     queryKey: logKey(deploymentId),
     queryFn: () => EMPTY,
+    // Only the stream writes this entry: a refetch would wipe the lines it delivered.
     staleTime: Infinity,
+    refetchOnMount: false,
     gcTime: 0,
   });
   useEffect(() => {

@@ -1,9 +1,10 @@
 /**
  * Overview: projects × environments, each cell the latest deployment. One request per view (the
- * aggregate), re-read every few seconds while the tab is visible so cells follow deployments.
+ * aggregate), re-read when the workspace's change feed (SSE) says a deployment moved.
  */
 import { useQuery } from '@tanstack/react-query';
 import { api, unwrap } from '../api/client.ts';
+import { useWorkspaceChanges } from '../api/use-workspace-changes.ts';
 import { DeploymentCell } from '../components/deployment-cell.tsx';
 import { Pager, pageParams } from '../components/pager.tsx';
 import { SearchBox } from '../components/search-box.tsx';
@@ -14,6 +15,7 @@ const TAKE = 50;
 
 export function OverviewPage({ workspaceId }: { workspaceId: string }) {
   const { skip, search } = pageParams(useLocation());
+  useWorkspaceChanges(workspaceId);
   const overview = useQuery({
     queryKey: ['overview', workspaceId, search, skip],
     queryFn: async () =>
@@ -24,7 +26,6 @@ export function OverviewPage({ workspaceId }: { workspaceId: string }) {
       ),
     // While the next page or filter loads, the current one stays (never another workspace's).
     placeholderData: (previous, query) => (query?.queryKey[1] === workspaceId ? previous : undefined),
-    refetchInterval: 3_000,
   });
   if (overview.error) return <Failure error={overview.error} />;
   if (!overview.data) return <Loading what="the overview" />;

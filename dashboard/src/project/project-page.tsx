@@ -6,6 +6,7 @@
 import { useEffect, useState } from 'react';
 import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { api, messageOf, unwrap, type Answer } from '../api/client.ts';
+import { useWorkspaceChanges } from '../api/use-workspace-changes.ts';
 import { DeploymentCell } from '../components/deployment-cell.tsx';
 import { Pager, pageParams } from '../components/pager.tsx';
 import { SearchBox } from '../components/search-box.tsx';
@@ -73,9 +74,9 @@ export function ProjectPage({ projectId, onWorkspace }: { projectId: string; onW
         }),
       ),
     placeholderData: keepPreviousData,
-    refetchInterval: 3_000,
   });
   const workspaceId = page.data?.project.workspaceId;
+  useWorkspaceChanges(workspaceId ?? null);
   useEffect(() => {
     if (workspaceId) onWorkspace(workspaceId);
   }, [workspaceId, onWorkspace]);

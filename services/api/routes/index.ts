@@ -21,6 +21,7 @@ import { packageRoutes } from './packages/index.ts';
 import { releaseRoutes } from './releases/index.ts';
 import { sessionRoutes } from './sessions/index.ts';
 import { dashboardRoutes } from './dashboard/index.ts';
+import { dashboardChangeRoutes } from './dashboard/changes.ts';
 
 const all: Routes[] = [
   accountRoutes,
@@ -44,6 +45,7 @@ const all: Routes[] = [
   releaseRoutes,
   sessionRoutes,
   dashboardRoutes,
+  dashboardChangeRoutes,
 ];
 
 export const registerRoutes: Routes = async (app) => {

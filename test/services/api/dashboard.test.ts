@@ -4,7 +4,8 @@
  * workspace's IDs are unknown, and the actions an account may not take come with the reason.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
-import { testApp, type TestContext } from '../../helpers/app.ts';
+import { authenticate, followWorkspace } from '../../../services/domain/index.ts';
+import { ADMIN, testApp, type TestContext } from '../../helpers/app.ts';
 
 let t: TestContext;
 let lifecycleId: string;
@@ -164,5 +165,24 @@ describe('GET /api/dashboard/deployment, machines, topology', () => {
       }),
     ]);
     expect(topology.text).not.toContain('hunter2');
+  });
+
+  it("sends the workspace's change tick when one of its deployments changes; another workspace is unknown", async () => {
+    const principal = await authenticate(t.deps, ADMIN.id, ADMIN.key);
+    const abort = new AbortController();
+    const changes = await followWorkspace(t.deps, principal, t.mainWorkspaceId, abort.signal, { pollMs: 20 });
+    const first = (await changes.next()).value;
+    expect(first).toMatchObject({ type: 'changed' });
+    const before = (first as { lastChangeTick: bigint }).lastChangeTick;
+    expect((await t.admin.post('/api/deployment/cancel', { deploymentId })).status).toBe(200);
+    const next = await changes.next();
+    expect(next.value).toMatchObject({ type: 'changed' });
+    expect((next.value as { lastChangeTick: bigint }).lastChangeTick).toBeGreaterThan(before);
+    abort.abort();
+    expect((await changes.next()).done).toBe(true);
+    const other = await t.workspace();
+    const stranger = await t.account([{ role: 'View' }], other);
+    const refused = await stranger.get('/api/dashboard/changes', { workspaceId: t.mainWorkspaceId });
+    expect([refused.status, refused.body.errorcode]).toEqual([400, 3001]);
   });
 });
