@@ -6,6 +6,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { authenticate, followWorkspace } from '../../../services/domain/index.ts';
 import { ADMIN, testApp, type TestContext } from '../../helpers/app.ts';
+import { archiveFor, multipartBody } from '../packages/archives.ts';
 
 let t: TestContext;
 let lifecycleId: string;
@@ -120,6 +121,45 @@ describe('GET /api/dashboard/project', () => {
       false,
       true,
     ]);
+  });
+});
+
+describe('GET /api/dashboard/release-form', () => {
+  it("offers the project's packages with the feed's versions, highest SemVer first, and the next version", async () => {
+    const template = await t.admin.post('/api/step-template', {
+      workspaceId: t.mainWorkspaceId,
+      name: 'Ship it',
+      script: 'true',
+      scriptLanguage: 'bash',
+      propertiesRaw: JSON.stringify([
+        { Id: 'Package', Name: 'Package', DefaultValue: '', ControlType: 'PackageSelector' },
+      ]),
+    });
+    const step = await t.admin.post('/api/project/step', {
+      projectId: beta,
+      name: 'Ship',
+      stepTemplateId: template.body.stepTemplateId,
+    });
+    await t.admin.put('/api/project/step', {
+      projectStepId: step.body.projectStepId,
+      propertiesJson: JSON.stringify({ Package: 'Shop.Web' }),
+    });
+    for (const fileName of ['Shop.Web.1.9.0.zip', 'Shop.Web.1.10.0.zip', 'Other.1.0.0.zip']) {
+      const data = await archiveFor(fileName, [{ name: 'run.sh', data: 'echo\n' }]);
+      const { payload, headers } = multipartBody([
+        { name: 'workspaceId', value: t.mainWorkspaceId },
+        { name: 'PackageFile', file: { fileName, data } },
+      ]);
+      const uploaded = await t.admin.raw({ method: 'POST', path: '/api/packagestore/package', payload, headers });
+      expect(uploaded.status, uploaded.text).toBe(200);
+    }
+    await t.admin.post('/api/project/channel', { projectId: beta, name: 'Stable', isDefault: true });
+    const form = await t.admin.get('/api/dashboard/release-form', { projectId: beta });
+    expect(form.status).toBe(200);
+    expect(form.body.packages).toEqual([{ packageId: 'Shop.Web', versions: ['1.10.0', '1.9.0'] }]);
+    expect(form.body.channels).toEqual([expect.objectContaining({ name: 'Stable', isDefault: true })]);
+    expect(form.body.nextVersion).toBe('3.1.1');
+    expect(form.body.createRelease).toEqual({ allowed: true, reason: null });
   });
 });
 
