@@ -53,6 +53,8 @@ export async function signIn(deps: DomainDeps, serviceAccountId: string, apiKey:
     expiresUtc: session.expiresUtc,
   });
   if (!opened) throw new InvalidCredentialsError('Invalid service account ID or API key');
+  // Sign-ins are rare: each sweeps away the rows of sessions that ended a day ago or more.
+  await deps.store.dashboardSessions.deleteEnded(new Date(now.getTime() - 24 * 60 * 60 * 1000));
   return { principal, session, csrfToken: csrfTokenOf(token) };
 }
 

@@ -88,6 +88,10 @@ export function dashboardSessionsStore(db: Db) {
         },
       };
     },
+    /** Forgets sessions that ended (expired or signed out) before `before`. */
+    async deleteEnded(before: Date): Promise<void> {
+      await db('dashboard_sessions').where('expires_at', '<', before).orWhere('revoked_at', '<', before).delete();
+    },
     async revoke(id: string, now: Date): Promise<void> {
       await db('dashboard_sessions').where({ id }).whereNull('revoked_at').update({ revoked_at: now });
     },

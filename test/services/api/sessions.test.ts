@@ -138,6 +138,18 @@ describe('session cookie', () => {
     expect(expired.json().errorcode).toBe(2002);
   });
 
+  it('forgets sessions that ended more than a day ago at the next sign-in', async () => {
+    const { token } = await signIn(ADMIN);
+    now = new Date(now.getTime() + SESSION_TTL_MS + 25 * 60 * 60 * 1000);
+    await signIn(ADMIN);
+    expect(
+      await t
+        .db('dashboard_sessions')
+        .where({ token_hash: hashSecret(token) })
+        .first(),
+    ).toBeUndefined();
+  });
+
   it('ends with the API key it was opened with', async () => {
     const account = await t.account([{ role: 'View' }]);
     const { token } = await signIn(account.credentials);
