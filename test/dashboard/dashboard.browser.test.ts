@@ -132,6 +132,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await browser?.close();
   await cleanup();
+  if (!process.env.GANTRY_UPDATE_SCREENSHOTS) fs.rmSync(SHOTS, { recursive: true, force: true });
 });
 
 describe('dashboard in Chromium', () => {
