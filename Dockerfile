@@ -12,7 +12,8 @@ COPY package.json package-lock.json ./
 # Dev dependencies stay: tsx runs the control plane's TypeScript sources directly.
 RUN npm ci && npm cache clean --force
 COPY . .
-RUN npm run build:agent
+# The dashboard is built into the image: npm start (prestart) then finds it up to date.
+RUN npm run build:agent && npm run build:dashboard
 
 # Data folders owned by the unprivileged user; named volumes mounted here inherit the ownership.
 RUN mkdir -p /data /var/lib/gantry-agent && chown node:node /data /var/lib/gantry-agent

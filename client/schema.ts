@@ -5896,6 +5896,67 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/deployment/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Follows a deployment live: status and log lines as Server-Sent Events, ending when it is final
+         * @description Events: `status` (data: the status object of GET /api/deployment), `logs` (id: the last line's CreatedUtcTick; data: an array of log items), `end` (data: the final status). Resume with the Last-Event-ID header or `after`.
+         */
+        get: {
+            parameters: {
+                query: {
+                    deploymentId: string;
+                    /** @description .NET ticks: lines strictly after it (as Last-Event-ID) */
+                    after?: string;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description text/event-stream */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "text/event-stream": string;
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "text/event-stream": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "text/event-stream": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/packagestore/package": {
         parameters: {
             query?: never;
@@ -6566,6 +6627,815 @@ export interface paths {
                     };
                     content: {
                         "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/session": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The signed-in account, its roles and the CSRF token of its session */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            serviceAccountId: string;
+                            name: string;
+                            organizationName: string;
+                            workspaceId: string | null;
+                            roles: {
+                                role: "Admin" | "ManageWorkspace" | "EditProject" | "CreateRelease" | "Deploy" | "PushPackages" | "View";
+                                projectIds?: string[];
+                                environmentIds?: string[];
+                            }[];
+                            csrfToken: string | null;
+                            expiresUtc: string | null;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        /** Signs in to the dashboard: trades a service account ID and API key for a session cookie */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        serviceAccountId: string;
+                        apiKey: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            serviceAccountId: string;
+                            name: string;
+                            organizationName: string;
+                            workspaceId: string | null;
+                            roles: {
+                                role: "Admin" | "ManageWorkspace" | "EditProject" | "CreateRelease" | "Deploy" | "PushPackages" | "View";
+                                projectIds?: string[];
+                                environmentIds?: string[];
+                            }[];
+                            csrfToken: string | null;
+                            expiresUtc: string | null;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        /** Signs out: the session ends and its cookie is cleared */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/dashboard/overview": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Projects × environments: the latest deployment of every cell of a page of projects */
+        get: {
+            parameters: {
+                query: {
+                    workspaceId: string;
+                    /** @description A case-insensitive substring to filter by */
+                    search?: string;
+                    skip?: number;
+                    take?: number;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            workspace: {
+                                workspaceId: string;
+                                name: string;
+                            };
+                            workspaces: {
+                                workspaceId: string;
+                                name: string;
+                            }[];
+                            environments: {
+                                environmentId: string;
+                                name: string;
+                                color: string | null;
+                                enabled: boolean;
+                            }[];
+                            projects: {
+                                projectId: string;
+                                name: string;
+                                cells: {
+                                    environmentId: string;
+                                    deployment: {
+                                        deploymentId: string;
+                                        releaseId: string;
+                                        version: string;
+                                        status: string;
+                                        automatic: boolean;
+                                        /** @description The account that asked; null for automatic deployments */
+                                        requestedBy: string | null;
+                                        /** Format: date-time */
+                                        createdUtc: string;
+                                        /** Format: date-time */
+                                        completedUtc: string | null;
+                                        /** @description Why a deployment that has not started waits */
+                                        waitReason: string | null;
+                                    } | null;
+                                }[];
+                            }[];
+                            totalCount: number;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/dashboard/project": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A project's releases, newest first, with each environment's latest deployment and availability */
+        get: {
+            parameters: {
+                query: {
+                    projectId: string;
+                    /** @description A case-insensitive substring to filter by */
+                    search?: string;
+                    skip?: number;
+                    take?: number;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            project: {
+                                projectId: string;
+                                workspaceId: string;
+                                name: string;
+                                description: string | null;
+                                lifecycleName: string | null;
+                            };
+                            environments: {
+                                environmentId: string;
+                                name: string;
+                                color: string | null;
+                                enabled: boolean;
+                            }[];
+                            channels: {
+                                channelId: string;
+                                name: string;
+                                isDefault: boolean;
+                            }[];
+                            releases: {
+                                releaseId: string;
+                                version: string;
+                                channelName: string | null;
+                                notes: string | null;
+                                /** Format: date-time */
+                                createdUtc: string;
+                                environments: {
+                                    environmentId: string;
+                                    deployment: {
+                                        deploymentId: string;
+                                        releaseId: string;
+                                        version: string;
+                                        status: string;
+                                        automatic: boolean;
+                                        /** @description The account that asked; null for automatic deployments */
+                                        requestedBy: string | null;
+                                        /** Format: date-time */
+                                        createdUtc: string;
+                                        /** Format: date-time */
+                                        completedUtc: string | null;
+                                        /** @description Why a deployment that has not started waits */
+                                        waitReason: string | null;
+                                    } | null;
+                                    available: boolean;
+                                    /** @description Why the lifecycle does not allow it now */
+                                    reason: string | null;
+                                    deploy: {
+                                        allowed: boolean;
+                                        reason: string | null;
+                                    };
+                                }[];
+                            }[];
+                            totalCount: number;
+                            createRelease: {
+                                allowed: boolean;
+                                reason: string | null;
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/dashboard/release-form": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** What the create-release form offers: channels, package versions from the feed (latest first), a version */
+        get: {
+            parameters: {
+                query: {
+                    projectId: string;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            projectId: string;
+                            nextVersion: string;
+                            channels: {
+                                channelId: string;
+                                name: string;
+                                isDefault: boolean;
+                            }[];
+                            packages: {
+                                packageId: string;
+                                /** @description Highest SemVer first: the first is the latest */
+                                versions: string[];
+                            }[];
+                            createRelease: {
+                                allowed: boolean;
+                                reason: string | null;
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/dashboard/deployment": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A deployment with its timeline and its step × machine tree (rolling-group windows included) */
+        get: {
+            parameters: {
+                query: {
+                    deploymentId: string;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            deployment: {
+                                deploymentId: string;
+                                workspaceId: string;
+                                projectId: string;
+                                projectName: string;
+                                releaseId: string;
+                                version: string;
+                                environmentId: string;
+                                environmentName: string;
+                                status: string;
+                                automatic: boolean;
+                                requestedBy: string | null;
+                                /** Format: date-time */
+                                createdUtc: string;
+                                /** Format: date-time */
+                                startedUtc: string | null;
+                                /** Format: date-time */
+                                completedUtc: string | null;
+                                /** Format: date-time */
+                                cancellationRequestedUtc: string | null;
+                                /** Format: date-time */
+                                scheduledUtc: string | null;
+                                errorCount: number;
+                                warningCount: number;
+                                failureMessage: string | null;
+                                waitReason: string | null;
+                            };
+                            steps: {
+                                stepId: string;
+                                name: string;
+                                rollingGroup: {
+                                    name: string;
+                                    windowSize: number;
+                                } | null;
+                                targets: {
+                                    taskId: string;
+                                    machineId: string | null;
+                                    machineName: string | null;
+                                    status: string;
+                                    /** Format: date-time */
+                                    startedUtc: string | null;
+                                    /** Format: date-time */
+                                    finishedUtc: string | null;
+                                    exitCode: number | null;
+                                    message: string | null;
+                                    window: number | null;
+                                }[];
+                            }[];
+                            cancel: {
+                                allowed: boolean;
+                                reason: string | null;
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/dashboard/machines": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Machines of a workspace with status, last contact, agent version, environments and tags */
+        get: {
+            parameters: {
+                query: {
+                    workspaceId: string;
+                    /** @description A case-insensitive substring to filter by */
+                    search?: string;
+                    status?: "Pending" | "Online" | "Offline";
+                    skip?: number;
+                    take?: number;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            machines: {
+                                machineId: string;
+                                name: string;
+                                status: "Pending" | "Online" | "Offline";
+                                enabled: boolean;
+                                /** Format: date-time */
+                                lastSeenUtc: string | null;
+                                agentVersion: string | null;
+                                os: string | null;
+                                hostname: string | null;
+                                environments: {
+                                    environmentId: string;
+                                    name: string;
+                                }[];
+                                tags: {
+                                    tagId: string;
+                                    name: string;
+                                    color: string | null;
+                                }[];
+                            }[];
+                            totalCount: number;
+                            environments: {
+                                environmentId: string;
+                                name: string;
+                                color: string | null;
+                                enabled: boolean;
+                            }[];
+                            addMachine: {
+                                allowed: boolean;
+                                reason: string | null;
+                            };
+                            /** @description host:port agents connect to (GANTRY_SERVER of the registration command) */
+                            agentServer: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/dashboard/topology": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Read-only topology: environments, lifecycles and phases, a project's steps, rolling groups and variables */
+        get: {
+            parameters: {
+                query: {
+                    workspaceId: string;
+                    projectId?: string;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            environments: {
+                                environmentId: string;
+                                name: string;
+                                color: string | null;
+                                enabled: boolean;
+                            }[];
+                            lifecycles: {
+                                lifecycleId: string;
+                                name: string;
+                                phases: {
+                                    name: string;
+                                    progressRequirement: string;
+                                    progressRequirementCount: number;
+                                    environments: {
+                                        environmentName: string;
+                                        howToTrigger: string;
+                                    }[];
+                                }[];
+                            }[];
+                            projects: {
+                                projectId: string;
+                                name: string;
+                            }[];
+                            project: {
+                                projectId: string;
+                                name: string;
+                                steps: {
+                                    projectStepId: string;
+                                    name: string;
+                                    sortOrder: number;
+                                    errorAction: string;
+                                    disabled: boolean;
+                                    rollingGroupId: string | null;
+                                    environmentIds: string[];
+                                }[];
+                                rollingGroups: {
+                                    rollingGroupId: string;
+                                    name: string;
+                                    windowSize: number;
+                                    machineOrder: string;
+                                }[];
+                                variables: {
+                                    variableId: string;
+                                    name: string;
+                                    variableType: string;
+                                    values: {
+                                        value: string;
+                                        scope: string;
+                                    }[];
+                                }[];
+                            } | null;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/dashboard/changes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Follows a workspace's deployments: an SSE `changed` event whenever any of them changes */
+        get: {
+            parameters: {
+                query: {
+                    workspaceId: string;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description text/event-stream */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "text/event-stream": string;
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "text/event-stream": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "text/event-stream": components["schemas"]["ErrorBody"];
                     };
                 };
             };

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Makes sure the real services the tests talk to are up on loopback: PostgreSQL 15 on 5432 and
 # NATS with JetStream on 4222. Starts them with the machine's own commands when they are down.
-# Also the openssl command, which the TLS end-to-end test makes its certificates with.
+# Also the openssl command, which the TLS end-to-end test makes its certificates with, and
+# Debian's Chromium, which the dashboard's browser tests drive (playwright-core downloads none).
 set -uo pipefail
 
 wait_for() { # name, check command
@@ -37,5 +38,9 @@ fi
 if ! command -v openssl >/dev/null; then
   echo "ensure-services: installing openssl"
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openssl >/dev/null
+fi
+if ! command -v chromium >/dev/null; then
+  echo "ensure-services: installing chromium"
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
 fi
 exit 0

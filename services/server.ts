@@ -5,6 +5,7 @@
  */
 import fs from 'node:fs/promises';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import type { FastifyInstance } from 'fastify';
 import type { Knex } from 'knex';
 import { buildApp } from './api/app.ts';
@@ -23,6 +24,9 @@ import {
   stagingDirOf,
   type BlobStore,
 } from './packages/index.ts';
+
+/** Where `npm run build:dashboard` (run by `npm start` when needed) puts the dashboard. */
+const DASHBOARD_DIR = fileURLToPath(new URL('../dist/dashboard/', import.meta.url));
 
 export interface RunningServer {
   app: FastifyInstance;
@@ -115,6 +119,7 @@ export async function startServer(
       timing: { agentLostMs: config.agentLostTimeoutSeconds * 1000 },
     });
     deps.wakeDeployments = (ids) => engine.wake(ids);
+    deps.deploymentChanges = engine.changes;
     deps.onReleaseCreated = async (releaseId) => {
       await engine.triggerAutomaticDeployments(releaseId).catch((error: unknown) => {
         logger.error({ err: toError(error), releaseId }, 'automatic deployments of a new release not created');
@@ -139,7 +144,8 @@ export async function startServer(
     });
     await engine.start();
     const grpcPort = await gateway.start(config.grpcPort, config.httpHost);
-    const app = await buildApp({ ...deps, packages }, { logger });
+    const agentServer = `${new URL(config.publicUrl).hostname}:${grpcPort}`;
+    const app = await buildApp({ ...deps, packages, agentServer }, { logger, dashboardDir: DASHBOARD_DIR });
     const address = await app.listen({ port: config.httpPort, host: config.httpHost });
     logger.info(
       { address, grpcPort, embedded: embedded !== null, nats: config.natsUrl !== null },

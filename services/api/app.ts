@@ -8,6 +8,7 @@ import { Ajv } from 'ajv';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Capability, Logger } from '../core/index.ts';
 import { registerAuthentication } from './plugins/auth.ts';
+import { registerDashboardFiles } from './plugins/dashboard-files.ts';
 import { clientError, frameworkError, registerErrorHandling } from './plugins/errors.ts';
 import { registerInputNormalization } from './plugins/normalize-input.ts';
 import { registerRoutes } from './routes/index.ts';
@@ -16,6 +17,8 @@ import { ErrorBody } from './schemas.ts';
 
 export interface BuildAppOptions {
   logger: Logger | false;
+  /** The dashboard's built files (dist/dashboard), served at `/`; omitted: API only. */
+  dashboardDir?: string;
 }
 
 /** One registered route, as tests that sweep every endpoint (roles, bad input) see it. */
@@ -112,6 +115,7 @@ export async function buildApp(deps: ApiDeps, options: BuildAppOptions): Promise
   app.get('/api/openapi.json', { schema: { hide: true }, config: { public: true } }, async () => app.swagger());
 
   await app.register(registerRoutes);
+  if (options.dashboardDir) await registerDashboardFiles(app, options.dashboardDir);
   await app.ready();
   return app;
 }

@@ -21,6 +21,7 @@ export type {
   AdvanceDeploymentMessage,
   CancelTaskEvent,
   DeploymentChangedEvent,
+  DeploymentLogsEvent,
   EventMessage,
   MachineWorkAvailableEvent,
   TasksDispatchedEvent,

@@ -33,6 +33,16 @@ export interface DeploymentChangedEvent {
 }
 
 /**
+ * Event: log lines of a deployment were committed (coalesced: one per write at most); followers
+ * of its live events (SSE) on every replica re-read the lines after their last tick.
+ */
+export interface DeploymentLogsEvent {
+  v: 1;
+  type: 'deployment.logs';
+  deploymentId: string;
+}
+
+/**
  * Event: work waits for a machine; the replica holding that agent's stream pulls it from the DB.
  * Published by builds before TasksDispatchedEvent; still handled, so both builds share a bus.
  */
@@ -54,7 +64,8 @@ export interface TasksDispatchedEvent {
 }
 
 /** Every message an event subject may carry. Extend this union; never change a shipped member. */
-export type EventMessage = CancelTaskEvent | DeploymentChangedEvent | MachineWorkAvailableEvent | TasksDispatchedEvent;
+export type EventMessage =
+  CancelTaskEvent | DeploymentChangedEvent | DeploymentLogsEvent | MachineWorkAvailableEvent | TasksDispatchedEvent;
 
 /**
  * Checks the envelope of a message that crossed a process boundary. The body is trusted to match

@@ -19,6 +19,7 @@ export const EventSubject = {
   allTaskCancels: 'tasks.*.cancel',
   deploymentChanged: (deploymentId: string) => `deployments.${token(deploymentId)}.changed`,
   allDeploymentEvents: 'deployments.>',
+  deploymentLogs: (deploymentId: string) => `deployments.${token(deploymentId)}.logs`,
   tasksDispatched: (deploymentId: string) => `deployments.${token(deploymentId)}.tasks-dispatched`,
   allTasksDispatched: 'deployments.*.tasks-dispatched',
   machineWorkAvailable: (machineId: string) => `machines.${token(machineId)}.work-available`,

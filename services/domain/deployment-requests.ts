@@ -189,6 +189,7 @@ async function createDeployments(
     machineIds: t.machineIds,
     redownloadPackages: request.redownloadPackages ?? false,
     scheduledFor,
+    requestedBy: { id: principal.serviceAccountId, name: principal.name },
   }));
   const ids = rows.map((r) => r.id);
   await deps.store.transaction(async (tx) => {

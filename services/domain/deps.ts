@@ -1,6 +1,15 @@
 import type { Clock, SecretBox } from '../core/index.ts';
 import type { Store } from '../store/index.ts';
 
+/**
+ * Tells a follower of a deployment (the SSE stream) that it changed somewhere: log lines or
+ * status committed on any replica. A wake-up only: the follower re-reads the store.
+ */
+export interface DeploymentChanges {
+  /** Calls `onChange` after each change of the deployment until the returned function is called. */
+  subscribe(deploymentId: string, onChange: () => void): () => void;
+}
+
 /** What every use case receives. Passed in, never imported as a singleton. */
 export interface DomainDeps {
   store: Store;
@@ -14,4 +23,6 @@ export interface DomainDeps {
   wakeDeployments?: (deploymentIds: readonly string[]) => Promise<void>;
   /** Called after a release is committed: the engine starts its Automatic environments (contract §5). */
   onReleaseCreated?: (releaseId: string) => Promise<void>;
+  /** Wakes deployment followers at once; without it they re-read on their slow timer only. */
+  deploymentChanges?: DeploymentChanges;
 }

@@ -2,10 +2,18 @@
  * Use cases: business rules per resource. Every function takes (deps, principal, input), checks
  * scope and capability itself, and throws the core errors. Never sees request or reply.
  */
-export type { DomainDeps } from './deps.ts';
+export type { DomainDeps, DeploymentChanges } from './deps.ts';
+export { followDeployment } from './deployment-events.ts';
+export { followWorkspace, getOverview, getProjectPage, getReleaseForm, permission } from './dashboard.ts';
+export type { OverviewView, ProjectPageView, ReleaseFormView, Permission, Cell, WorkspaceChange } from './dashboard.ts';
+export { getDeploymentPage, getMachinesPage, getTopology } from './dashboard-details.ts';
+export type { DeploymentPageView, MachinesPageView, TopologyView } from './dashboard-details.ts';
+export type { DeploymentEvent, FollowOptions } from './deployment-events.ts';
 export { authenticate } from './authentication.ts';
 // Whether a failure is the database being unavailable (the API answers 503 and asks to retry).
 export { isDatabaseUnavailable } from '../store/index.ts';
+export { SESSION_TTL_MS, csrfTokenOf, isCsrfTokenOf, signIn, authenticateSession, signOut } from './sessions.ts';
+export type { SessionContext, OpenedSession } from './sessions.ts';
 export { bootstrap } from './bootstrap.ts';
 export type { BootstrapOptions, BootstrapResult } from './bootstrap.ts';
 export { visibleWorkspace, visibleResource, withUniqueName } from './scope.ts';

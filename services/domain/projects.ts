@@ -34,7 +34,7 @@ async function checkLifecycle(
 }
 
 /** The project IDs an account is limited to, or null when some View role covers every project. */
-function viewableProjectIds(principal: Principal): string[] | null {
+export function viewableProjectIds(principal: Principal): string[] | null {
   const roles = principal.roles.filter((r) => r.role === Capability.View || r.role === Capability.Admin);
   if (roles.some((r) => !r.projectIds)) return null;
   return roles.flatMap((r) => r.projectIds ?? []);

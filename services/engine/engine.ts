@@ -11,6 +11,7 @@ import type { Deployment, DeploymentTask, DispatchedTask, NewLogEntry, Release, 
 import type { AgentLogLine, AgentPort, AgentTaskResult, RunTaskPayload } from './agent-port.ts';
 import { DEFAULT_TIMING, Orchestrator, type AdvanceResult, type OrchestratorTiming } from './orchestrator.ts';
 import { ProgressWriter } from './progress-writer.ts';
+import { createDeploymentChangeHub, type DeploymentChangeHub } from './deployment-changes.ts';
 import { buildRunTask } from './task-payload.ts';
 
 export interface EngineOptions {
@@ -35,6 +36,8 @@ export interface Engine {
   triggerAutomaticDeployments(releaseId: string): Promise<string[]>;
   agentPort: AgentPort;
   orchestrator: Orchestrator;
+  /** Live changes of deployments on every replica, for followers of their events (SSE). */
+  changes: DeploymentChangeHub;
 }
 
 const LEVEL_BY_STREAM = { STDOUT: 'Information', STDERR: 'Warning', SYSTEM: 'Information' } as const;
@@ -118,6 +121,7 @@ export function createEngine(options: EngineOptions): Engine {
   const releaseOf = (releaseId: string) => releases.getOrLoad(releaseId, () => store.releases.get(releaseId));
 
   const progress = new ProgressWriter({ store, clock });
+  const changes = createDeploymentChangeHub(bus, logger);
   const orchestrator = new Orchestrator({
     store,
     clock,
@@ -245,6 +249,7 @@ export function createEngine(options: EngineOptions): Engine {
         createdUtc: nanosToDate(line.unixNanos, now),
       }));
       await progress.write(task.deploymentId, entries);
+      changes.notifyLogs(task.deploymentId);
       // Every line of the batch is stored now (a re-sent one already was), and an agent sends a
       // task's lines in order from its last acknowledged one: acknowledge up to the batch's end.
       return lines.reduce((last, line) => Math.max(last, line.seq), 0);
@@ -261,6 +266,7 @@ export function createEngine(options: EngineOptions): Engine {
             ? 'cancelled'
             : `failed${result.exitCode >= 0 ? ` with exit code ${result.exitCode}` : ''}${result.message ? `: ${result.message}` : ''}`;
       const applied = await orchestrator.finishTask(taskId, { status, exitCode: result.exitCode, message }, task);
+      changes.notifyLogs(task.deploymentId);
       dispatched.forget(taskId);
       if (!applied && task.status !== 'Running' && task.status !== status) {
         // The step had already ended here (its machine was lost, or it was cancelled): the
@@ -282,6 +288,7 @@ export function createEngine(options: EngineOptions): Engine {
 
   return {
     async start() {
+      await changes.start();
       subscription = await bus.consumeWork(
         WorkQueue.deployments,
         async (message) => {
@@ -319,11 +326,13 @@ export function createEngine(options: EngineOptions): Engine {
       sweeper = null;
       await subscription?.close();
       subscription = null;
+      await changes.stop();
     },
     wake,
     triggerAutomaticDeployments,
     agentPort,
     orchestrator,
+    changes,
   };
 }
 

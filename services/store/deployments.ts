@@ -35,6 +35,8 @@ export interface Deployment {
   lastLogTick: bigint;
   changeTick: bigint;
   failureMessage: string | null;
+  /** The account that asked for it; null for automatic deployments. */
+  requestedBy: { id: string; name: string } | null;
 }
 
 export type NewDeployment = Pick<
@@ -51,7 +53,8 @@ export type NewDeployment = Pick<
   | 'machineIds'
   | 'redownloadPackages'
   | 'scheduledFor'
->;
+> &
+  Partial<Pick<Deployment, 'requestedBy'>>;
 
 interface DeploymentRow {
   id: string;
@@ -80,6 +83,8 @@ interface DeploymentRow {
   failure_message: string | null;
   lease_owner: string | null;
   lease_until: Date | null;
+  requested_by_id: string | null;
+  requested_by_name: string | null;
 }
 
 /** Every column but `plan`: a plan grows with steps × machines and only getPlan needs it. */
@@ -110,6 +115,8 @@ const COLUMNS = [
   'failure_message',
   'lease_owner',
   'lease_until',
+  'requested_by_id',
+  'requested_by_name',
 ] as const satisfies ReadonlyArray<keyof DeploymentRow>;
 
 function toDeployment(row: DeploymentRow): Deployment {
@@ -139,6 +146,10 @@ function toDeployment(row: DeploymentRow): Deployment {
     lastLogTick: BigInt(row.last_log_tick),
     changeTick: BigInt(row.change_tick),
     failureMessage: row.failure_message,
+    requestedBy:
+      row.requested_by_id === null
+        ? null
+        : { id: row.requested_by_id, name: row.requested_by_name ?? row.requested_by_id },
   };
 }
 
@@ -191,6 +202,8 @@ export function deploymentsStore(db: Db) {
           machine_ids: JSON.stringify(d.machineIds),
           redownload_packages: d.redownloadPackages,
           scheduled_for: d.scheduledFor,
+          requested_by_id: d.requestedBy?.id ?? null,
+          requested_by_name: d.requestedBy?.name ?? null,
         })),
       );
     },

@@ -28,6 +28,8 @@ import { deploymentLogsStore } from './deployment-logs.ts';
 import { deploymentMachinesStore } from './deployment-machines.ts';
 import { packagesStore } from './packages.ts';
 import { idempotencyKeysStore } from './idempotency-keys.ts';
+import { dashboardSessionsStore } from './dashboard-sessions.ts';
+import { dashboardReadsStore } from './dashboard-reads.ts';
 
 function bind(db: Db) {
   return {
@@ -54,6 +56,8 @@ function bind(db: Db) {
     deploymentMachines: deploymentMachinesStore(db),
     packages: packagesStore(db),
     idempotencyKeys: idempotencyKeysStore(db),
+    dashboardSessions: dashboardSessionsStore(db),
+    dashboardReads: dashboardReadsStore(db),
   };
 }
 
@@ -106,3 +110,5 @@ export type { Feed } from './feeds.ts';
 export type { CloudAccount } from './cloud-accounts.ts';
 export { packagesStore, versionPrecedence } from './packages.ts';
 export type { PackagesStore, StoredPackage, PendingUpload } from './packages.ts';
+export type { DashboardSession } from './dashboard-sessions.ts';
+export type { CellDeployment, ReleaseRow as DashboardRelease } from './dashboard-reads.ts';

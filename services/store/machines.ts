@@ -111,8 +111,21 @@ export function machinesStore(db: Db) {
       return one(await machines().where({ id }).first());
     },
 
-    async list(workspaceId: string, page: Page): Promise<Paged<Machine>> {
+    /** `filter`: a name substring, and a status given as "seen since" (Online) or not (Offline), or unregistered (Pending). */
+    async list(
+      workspaceId: string,
+      page: Page,
+      filter: { search?: string; status?: 'Pending' | 'Online' | 'Offline'; onlineSince?: Date } = {},
+    ): Promise<Paged<Machine>> {
       const query = machines().where({ workspace_id: workspaceId });
+      if (filter.search) query.whereRaw('strpos(lower(name), lower(?)) > 0', [filter.search]);
+      if (filter.status === 'Pending') query.whereNull('agent_credential_hash');
+      if (filter.status === 'Online')
+        query.whereNotNull('agent_credential_hash').where('last_seen_at', '>', filter.onlineSince!);
+      if (filter.status === 'Offline')
+        query.whereNotNull('agent_credential_hash').where((q) => {
+          q.whereNull('last_seen_at').orWhere('last_seen_at', '<=', filter.onlineSince!);
+        });
       const [countRow] = await query.clone().count({ n: '*' });
       const rows = await query.clone().orderByRaw('lower(name), name').offset(page.skip).limit(page.take);
       return { items: await withEnvironments(rows), totalCount: Number(countRow?.n ?? 0) };

@@ -44,14 +44,19 @@ export function projectsStore(db: Db) {
       const row = await live().where({ workspace_id: workspaceId }).whereRaw('lower(name) = lower(?)', [name]).first();
       return row ? toProject(row) : null;
     },
-    /** Lists the projects of these workspaces; `onlyIds` narrows to the projects an account's roles name. */
+    /**
+     * Lists the projects of these workspaces; `onlyIds` narrows to the projects an account's roles
+     * name, `search` to names holding it (case-insensitively).
+     */
     async list(
       workspaceIds: readonly string[],
       page: Page,
       onlyIds: readonly string[] | null,
+      search?: string,
     ): Promise<Paged<Project>> {
       const query = live().whereIn('workspace_id', workspaceIds);
       if (onlyIds) query.whereIn('id', onlyIds);
+      if (search) query.whereRaw('strpos(lower(name), lower(?)) > 0', [search]);
       return pageOf(query, page, [{ column: 'name' }, { column: 'id' }], toProject);
     },
     async insert(project: Omit<Project, 'createdUtc'>): Promise<void> {

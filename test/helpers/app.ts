@@ -11,7 +11,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Knex } from 'knex';
 import { buildApp } from '../../services/api/app.ts';
 import { createSecretBox, systemClock, type Clock, type Role } from '../../services/core/index.ts';
-import { bootstrap, type DomainDeps } from '../../services/domain/index.ts';
+import { bootstrap, type DeploymentChanges, type DomainDeps } from '../../services/domain/index.ts';
 import { createDb, createStore } from '../../services/store/index.ts';
 import {
   createFilesystemBlobStore,
@@ -118,6 +118,8 @@ let counter = 0;
 
 export interface TestAppOptions {
   clock?: Clock;
+  /** Wakes followers of deployment events (SSE); without it they re-read on their timer only. */
+  deploymentChanges?: DeploymentChanges;
   /** Package store settings: a smaller size limit, or another blob backend (default: filesystem). */
   packages?: { maxBytes?: number; blobs?: (dataDir: string) => BlobStore | Promise<BlobStore> };
 }
@@ -129,6 +131,7 @@ export async function testApp(options: TestAppOptions = {}): Promise<TestContext
     store: createStore(db),
     clock: options.clock ?? systemClock,
     secrets: createSecretBox(Buffer.alloc(32, 7)),
+    deploymentChanges: options.deploymentChanges,
   };
   await bootstrap(deps, { accountId: ADMIN.id, apiKey: ADMIN.key });
   const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'gantry-test-'));

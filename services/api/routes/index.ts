@@ -16,8 +16,12 @@ import { scriptModuleRoutes } from './script-modules/index.ts';
 import { feedRoutes } from './feeds/index.ts';
 import { cloudAccountRoutes } from './cloud-accounts/index.ts';
 import { deploymentRoutes } from './deployments/index.ts';
+import { deploymentEventRoutes } from './deployments/events.ts';
 import { packageRoutes } from './packages/index.ts';
 import { releaseRoutes } from './releases/index.ts';
+import { sessionRoutes } from './sessions/index.ts';
+import { dashboardRoutes } from './dashboard/index.ts';
+import { dashboardChangeRoutes } from './dashboard/changes.ts';
 
 const all: Routes[] = [
   accountRoutes,
@@ -36,8 +40,12 @@ const all: Routes[] = [
   feedRoutes,
   cloudAccountRoutes,
   deploymentRoutes,
+  deploymentEventRoutes,
   packageRoutes,
   releaseRoutes,
+  sessionRoutes,
+  dashboardRoutes,
+  dashboardChangeRoutes,
 ];
 
 export const registerRoutes: Routes = async (app) => {

@@ -3,7 +3,11 @@ import type { DomainDeps } from '../../domain/index.ts';
 import type { PackageService } from '../../packages/index.ts';
 
 /** What the HTTP layer receives: the use-case dependencies plus the package store. */
-export type ApiDeps = DomainDeps & { packages: PackageService };
+export type ApiDeps = DomainDeps & {
+  packages: PackageService;
+  /** host:port agents connect to, shown in the dashboard's registration command. */
+  agentServer?: string;
+};
 
 declare module 'fastify' {
   interface FastifyInstance {

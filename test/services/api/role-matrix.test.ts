@@ -13,7 +13,7 @@ beforeAll(async () => {
 });
 
 /** Routes any authenticated account may call. */
-const OPEN_TO_ANY_ACCOUNT = new Set(['GET /api/me']);
+const OPEN_TO_ANY_ACCOUNT = new Set(['GET /api/me', 'GET /api/session', 'DELETE /api/session']);
 
 function routesNeedingAuth() {
   return t.app.routeCatalog.filter((r) => !r.isPublic && !OPEN_TO_ANY_ACCOUNT.has(`${r.method} ${r.url}`));

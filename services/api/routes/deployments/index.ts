@@ -29,7 +29,8 @@ const iso = (d: Date | null) => (d ? d.toISOString() : null);
 /** "ISO 8601 timestamp with UTC offset" (spec §2.2): explicit +00:00 rather than Z. */
 const isoOffset = (d: Date) => d.toISOString().replace('Z', '+00:00');
 
-function toStatus(d: Deployment) {
+/** The `status` object of GET /api/deployment (also the data of the SSE `status` and `end` events). */
+export function toStatus(d: Deployment) {
   return {
     Status: d.status,
     ErrorCount: d.errorCount,
@@ -43,7 +44,8 @@ function toStatus(d: Deployment) {
   };
 }
 
-function toLog(l: LogEntry) {
+/** One `logs` item of GET /api/deployment (also in the SSE `logs` events). */
+export function toLog(l: LogEntry) {
   return {
     CreatedLocalTime: null,
     CreatedUtc: l.createdUtc.toISOString(),

@@ -1,0 +1,85 @@
+/** Add a machine: name and environments; the answer's one-time token becomes the agent's command line. */
+import { useState, type FormEvent } from 'react';
+import { useMutation, useQueryClient } from '@tanstack/react-query';
+import { api, messageOf, unwrap } from '../api/client.ts';
+
+export function AddMachineForm({
+  workspaceId,
+  environments,
+  agentServer,
+  onDone,
+}: {
+  workspaceId: string;
+  environments: Array<{ environmentId: string; name: string }>;
+  agentServer: string;
+  onDone: () => void;
+}) {
+  const queryClient = useQueryClient();
+  const [name, setName] = useState('');
+  const [chosen, setChosen] = useState<string[]>([]);
+  const add = useMutation({
+    mutationFn: async () =>
+      unwrap(await api.POST('/api/machine', { body: { workspaceId, name: name.trim(), environmentIds: chosen } })),
+    onSuccess: () => queryClient.invalidateQueries({ queryKey: ['machines-page', workspaceId] }),
+  });
+  if (add.data) {
+    const command = `GANTRY_SERVER=${agentServer} GANTRY_AGENT_TOKEN=${add.data.registrationToken} node gantry-agent.mjs`;
+    return (
+      <div className="panel" role="region" aria-label="Registration command">
+        <h2>Start the agent on {name}</h2>
+        <p>
+          Copy <code>dist/agent/</code> (built by <code>npm run build:agent</code>) to the machine and run, within 24
+          hours:
+        </p>
+        <pre className="command">{command}</pre>
+        <p className="small muted">The token is shown only now; it registers one agent.</p>
+        <button type="button" onClick={onDone}>
+          Done
+        </button>
+      </div>
+    );
+  }
+  const submit = (event: FormEvent) => {
+    event.preventDefault();
+    add.mutate();
+  };
+  return (
+    <form className="panel" onSubmit={submit} aria-label="Add machine">
+      <h2>Add machine</h2>
+      <label>
+        Machine name
+        <input value={name} onChange={(e) => setName(e.target.value)} required />
+      </label>
+      <fieldset>
+        <legend>Environments</legend>
+        {environments.map((e) => (
+          <label key={e.environmentId} className="inline">
+            <input
+              type="checkbox"
+              checked={chosen.includes(e.environmentId)}
+              onChange={(event) =>
+                setChosen(
+                  event.target.checked ? [...chosen, e.environmentId] : chosen.filter((id) => id !== e.environmentId),
+                )
+              }
+            />
+            {e.name}
+          </label>
+        ))}
+      </fieldset>
+      <div className="actions">
+        <button type="submit" disabled={add.isPending}>
+          Create machine
+        </button>
+        <button type="button" onClick={onDone}>
+          Cancel
+        </button>
+      </div>
+      {add.error && (
+        <p className="error" role="alert">
+          {messageOf(add.error)}
+        </p>
+      )}
+    </form>
+  );
+}

@@ -1,0 +1,90 @@
+/**
+ * GET /api/deployment/events (issue #11): a deployment's status and log lines as Server-Sent
+ * Events. The wire format (the CLI and the dashboard code against it):
+ *
+ *   event: status            data: the `status` object of GET /api/deployment
+ *   id: <tick of the batch's last line>
+ *   event: logs              data: [log items exactly as GET /api/deployment's `logs`]
+ *   event: status            again whenever the status changes
+ *   event: end               data: the final status, after every line; then the response ends
+ *   : keepalive              a comment every 15 s without other output
+ *
+ * Resumable: `Last-Event-ID` (or `after=<tick>`) continues with lines strictly after that tick.
+ */
+import { Readable } from 'node:stream';
+import { Type } from '@sinclair/typebox';
+import { Capability } from '../../../core/index.ts';
+import { followDeployment, type DeploymentEvent } from '../../../domain/index.ts';
+import { errorResponses, Id } from '../../schemas.ts';
+import type { Routes } from '../route-types.ts';
+import { toLog, toStatus } from './index.ts';
+import { LogSchema, StatusSchema } from './schemas.ts';
+
+const LogBatchSchema = Type.Array(LogSchema);
+
+export const deploymentEventRoutes: Routes = async (app) => {
+  const { deps } = app;
+
+  app.get(
+    '/api/deployment/events',
+    {
+      schema: {
+        tags: ['deployments'],
+        summary: 'Follows a deployment live: status and log lines as Server-Sent Events, ending when it is final',
+        description:
+          "Events: `status` (data: the status object of GET /api/deployment), `logs` (id: the last line's CreatedUtcTick; data: an array of log items), `end` (data: the final status). Resume with the Last-Event-ID header or `after`.",
+        querystring: Type.Object({
+          deploymentId: Id,
+          after: Type.Optional(
+            Type.String({ maxLength: 25, description: '.NET ticks: lines strictly after it (as Last-Event-ID)' }),
+          ),
+        }),
+        produces: ['text/event-stream'],
+        response: {
+          200: { description: 'text/event-stream', content: { 'text/event-stream': { schema: Type.String() } } },
+          ...errorResponses,
+        },
+      },
+      config: { capability: [Capability.View, Capability.Deploy] },
+    },
+    async (request, reply) => {
+      const lastEventId = request.headers['last-event-id'];
+      const abort = new AbortController();
+      const events = await followDeployment(
+        deps,
+        request.principal,
+        {
+          deploymentId: request.query.deploymentId,
+          after: request.query.after ?? (typeof lastEventId === 'string' ? lastEventId : undefined),
+        },
+        abort.signal,
+      );
+      // The client went away: stop waiting for the next change at once.
+      reply.raw.once('close', () => abort.abort());
+      const status = reply.compileSerializationSchema(StatusSchema);
+      const logs = reply.compileSerializationSchema(LogBatchSchema);
+      const format = (event: DeploymentEvent): string => {
+        switch (event.type) {
+          case 'status':
+            return `event: status\ndata: ${status(toStatus(event.deployment))}\n\n`;
+          case 'logs':
+            return `id: ${event.lines.at(-1)!.tick}\nevent: logs\ndata: ${logs(event.lines.map(toLog) as unknown as Record<string, unknown>)}\n\n`;
+          case 'end':
+            return `event: end\ndata: ${status(toStatus(event.deployment))}\n\n`;
+          case 'keepalive':
+            return ': keepalive\n\n';
+        }
+      };
+      async function* text() {
+        for await (const event of events) yield format(event);
+      }
+      // highWaterMark 1: the next page of lines is read only once the socket took the last one.
+      const body = Readable.from(text(), { objectMode: false, highWaterMark: 1 });
+      return reply
+        .header('content-type', 'text/event-stream; charset=utf-8')
+        .header('cache-control', 'no-cache, no-transform')
+        .header('x-accel-buffering', 'no')
+        .send(body);
+    },
+  );
+};

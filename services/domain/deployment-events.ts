@@ -1,0 +1,181 @@
+/**
+ * Following a deployment (GET /api/deployment/events, issue #11): its status, then its log lines
+ * in tick order, then a new status whenever it changes, and the end once it is final — each read
+ * from the store, so a follower reconnecting to another replica misses nothing. Wake-ups from the
+ * bus (deps.deploymentChanges) make it prompt; a slow timer makes a lost wake-up cheap.
+ *
+ * Bounded: lines are read a page at a time, and the generator only reads the next page when its
+ * consumer (the HTTP response, under socket backpressure) asks for the next event.
+ */
+import { authorize, Capability, InvalidParameterError, unknownId, type Principal } from '../core/index.ts';
+import { FINAL_STATUSES, type Deployment, type LogEntry } from '../store/index.ts';
+import type { DomainDeps } from './deps.ts';
+import { canSeeWorkspace } from './scope.ts';
+
+export type DeploymentEvent =
+  | { type: 'status'; deployment: Deployment }
+  | { type: 'logs'; lines: LogEntry[] }
+  | { type: 'end'; deployment: Deployment }
+  | { type: 'keepalive' };
+
+export interface FollowOptions {
+  /** Re-read this often without a wake-up (default 2 s). */
+  pollMs?: number;
+  /** A keepalive after this long without output (default 15 s). */
+  keepaliveMs?: number;
+  /** Lines per read, and so per `logs` event (default 1 000). */
+  pageSize?: number;
+}
+
+const FINAL: ReadonlySet<string> = new Set(FINAL_STATUSES);
+
+/** What a follower is shown as "the status": fields that move with every line do not count as a change. */
+function statusKey(d: Deployment): string {
+  return [
+    d.status,
+    d.errorCount,
+    d.warningCount,
+    d.cancellationRequestedUtc?.toISOString(),
+    d.lastAttemptUtc?.toISOString(),
+    d.completedUtc?.toISOString(),
+  ].join('|');
+}
+
+function parseAfter(raw: string | undefined): bigint {
+  if (raw === undefined || raw === '') return 0n;
+  if (!/^\d{1,20}$/.test(raw))
+    throw new InvalidParameterError('after / Last-Event-ID must be a .NET ticks value (a non-negative integer)', [
+      { property: 'after', messages: ['not an integer'] },
+    ]);
+  return BigInt(raw);
+}
+
+/**
+ * A deployment the principal may see (else 400, as if it did not exist) and read with one of
+ * `capabilities` for its project and environment (else 401/2003): one read with its organization.
+ */
+export async function readableDeployment(
+  deps: DomainDeps,
+  principal: Principal,
+  deploymentId: string,
+  capabilities: Capability | readonly Capability[],
+): Promise<Deployment> {
+  const found = await deps.store.deployments.getWithOrganization(deploymentId);
+  if (!found || !canSeeWorkspace(principal, { id: found.deployment.workspaceId, organizationId: found.organizationId }))
+    throw unknownId('deploymentId');
+  authorize(principal, capabilities, {
+    projectId: found.deployment.projectId,
+    environmentIds: [found.deployment.environmentId],
+  });
+  return found.deployment;
+}
+
+async function readDeployment(deps: DomainDeps, deploymentId: string): Promise<Deployment> {
+  const found = await deps.store.deployments.getWithOrganization(deploymentId);
+  // Deleted between two reads (its project was deleted): the follower is told it is unknown.
+  if (!found) throw unknownId('deploymentId');
+  return found.deployment;
+}
+
+/**
+ * Checks visibility and capability (throws before anything is streamed) and returns the events.
+ * `signal` ends the stream early (the client went away).
+ */
+export async function followDeployment(
+  deps: DomainDeps,
+  principal: Principal,
+  query: { deploymentId: string; after?: string | undefined },
+  signal: AbortSignal,
+  options: FollowOptions = {},
+): Promise<AsyncGenerator<DeploymentEvent>> {
+  const after = parseAfter(query.after);
+  const deployment = await readableDeployment(deps, principal, query.deploymentId, [
+    Capability.View,
+    Capability.Deploy,
+  ]);
+  return events(deps, deployment, after, signal, {
+    pollMs: options.pollMs ?? 2_000,
+    keepaliveMs: options.keepaliveMs ?? 15_000,
+    pageSize: options.pageSize ?? 1_000,
+  });
+}
+
+async function* events(
+  deps: DomainDeps,
+  first: Deployment,
+  after: bigint,
+  signal: AbortSignal,
+  options: Required<FollowOptions>,
+): AsyncGenerator<DeploymentEvent> {
+  let woken = false;
+  let wake: (() => void) | null = null;
+  const onChange = () => {
+    woken = true;
+    wake?.();
+  };
+  // Subscribed before the first read: a change committed after that read still wakes us.
+  const unsubscribe = deps.deploymentChanges?.subscribe(first.id, onChange) ?? (() => undefined);
+  signal.addEventListener('abort', onChange);
+  try {
+    let lastTick = after;
+    let shownStatus = '';
+    let deployment = first;
+    /** The first page of lines, when it was read together with the status (see below). */
+    let prefetched: Promise<LogEntry[]> | null = null;
+    let lastOutput = performance.now();
+    const read = () => deps.store.deploymentLogs.read(deployment.id, lastTick, options.pageSize);
+    for (;;) {
+      woken = false;
+      if (statusKey(deployment) !== shownStatus) {
+        shownStatus = statusKey(deployment);
+        yield { type: 'status', deployment };
+        lastOutput = performance.now();
+      }
+      // The final status commits with the last line: lines read after a final status was read
+      // are all of them. A page read together with the status may predate it, so a final
+      // deployment gets one more pass of reads before its end.
+      const passes = prefetched && FINAL.has(deployment.status) ? 2 : 1;
+      for (let pass = 0; pass < passes; pass++) {
+        let lines = await (prefetched ?? read());
+        prefetched = null;
+        while (lines.length > 0) {
+          if (signal.aborted) return;
+          lastTick = lines.at(-1)!.tick;
+          yield { type: 'logs', lines };
+          lastOutput = performance.now();
+          if (lines.length < options.pageSize) break;
+          lines = await read();
+        }
+      }
+      if (FINAL.has(deployment.status)) {
+        yield { type: 'end', deployment };
+        return;
+      }
+      if (!woken) {
+        const waitMs = Math.min(options.pollMs, Math.max(0, options.keepaliveMs - (performance.now() - lastOutput)));
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, waitMs);
+          wake = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+          if (signal.aborted) wake();
+        });
+        wake = null;
+      }
+      if (signal.aborted) return;
+      if (performance.now() - lastOutput >= options.keepaliveMs) {
+        yield { type: 'keepalive' };
+        lastOutput = performance.now();
+      }
+      // Status and the next lines in one round trip's time: a woken follower is on the path of
+      // every live line (script → SSE client).
+      prefetched = read();
+      prefetched.catch(() => undefined);
+      deployment = await readDeployment(deps, deployment.id);
+    }
+  } finally {
+    unsubscribe();
+    signal.removeEventListener('abort', onChange);
+  }
+}

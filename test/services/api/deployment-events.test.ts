@@ -1,0 +1,274 @@
+/**
+ * GET /api/deployment/events (issue #11): the SSE wire format the dashboard and the CLI code
+ * against — status first, log batches with the last tick as id, status on change, end after the
+ * last line — resumable with Last-Event-ID / after, woken through the bus (here the in-process
+ * bus and the engine's change hub, as on a real replica), bounded pages, and the same scoping.
+ */
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { InProcessBroker, InProcessBus } from '../../../services/bus/index.ts';
+import { buildApp } from '../../../services/api/app.ts';
+import { createLogger } from '../../../services/core/index.ts';
+import { createDeploymentChangeHub } from '../../../services/engine/deployment-changes.ts';
+import { readServerSentEvents, parseJson, type ServerSentEvent } from '../../../client/index.ts';
+import { authenticate, followDeployment } from '../../../services/domain/index.ts';
+import { ADMIN, testApp, type TestContext } from '../../helpers/app.ts';
+import { waitFor } from '../../helpers/wait-for.ts';
+
+const logger = createLogger('silent');
+const bus = new InProcessBus({ logger });
+const hub = createDeploymentChangeHub(bus, logger);
+let t: TestContext;
+let projectId: string;
+let version = 0;
+
+beforeAll(async () => {
+  await hub.start();
+  t = await testApp({ deploymentChanges: hub });
+  const lifecycleId = (await t.admin.get('/api/lifecycle', { workspaceId: t.mainWorkspaceId })).body.lifecycles[0]
+    .lifecycleId;
+  projectId = (await t.admin.post('/api/project', { workspaceId: t.mainWorkspaceId, name: 'Followed', lifecycleId }))
+    .body.projectId;
+});
+
+afterAll(async () => {
+  await hub.stop();
+  await bus.close();
+});
+
+/** A Queued deployment to Staging (no engine runs here: the test writes its lines and status). */
+async function deployment(): Promise<string> {
+  const release = await t.admin.post('/api/release', { projectId, version: `1.0.${++version}` });
+  const deployed = await t.admin.post('/api/release/deploy', {
+    releaseId: release.body.releaseId,
+    environments: ['Staging'],
+  });
+  return deployed.body.deploymentIds[0];
+}
+
+const append = (deploymentId: string, texts: string[]) =>
+  t.deps.store.deploymentLogs.append(
+    deploymentId,
+    texts.map((data) => ({ level: 'Information' as const, data })),
+    new Date(),
+  );
+
+const finish = (deploymentId: string) =>
+  t.deps.store.deployments.update(deploymentId, { status: 'Completed', completedUtc: new Date() }, new Date());
+
+function eventsOf(body: string): ServerSentEvent[] {
+  return body
+    .split('\n\n')
+    .filter((block) => block.trim() !== '' && !block.startsWith(':'))
+    .map((block) => {
+      const fields = Object.fromEntries(
+        block.split('\n').map((line) => [line.slice(0, line.indexOf(':')), line.slice(line.indexOf(':') + 2)]),
+      );
+      return { id: fields.id ?? null, event: fields.event ?? 'message', data: fields.data ?? '' };
+    });
+}
+
+describe('GET /api/deployment/events', () => {
+  it('sends the status, every line in tick order with the last tick as id, then the end, and closes', async () => {
+    const id = await deployment();
+    const stored = await append(id, ['one', '<b>two</b>', 'three']);
+    await finish(id);
+    const response = await t.admin.raw({ method: 'GET', path: `/api/deployment/events?deploymentId=${id}` });
+    expect(response.status).toBe(200);
+    expect(response.headers['content-type']).toBe('text/event-stream; charset=utf-8');
+    const events = eventsOf(response.text);
+    expect(events.map((e) => e.event)).toEqual(['status', 'logs', 'end']);
+    expect(parseJson<{ Status: string }>(events[0]!.data).Status).toBe('Completed');
+    const lines = parseJson<Array<{ Data: string; CreatedUtcTick: string }>>(events[1]!.data);
+    expect(lines.map((l) => l.Data)).toEqual(['one', '<b>two</b>', 'three']);
+    expect(lines.map((l) => l.CreatedUtcTick)).toEqual(stored.map((l) => l.tick.toString()));
+    expect(events[1]!.id).toBe(stored.at(-1)!.tick.toString());
+    // Ticks are JSON integers on the wire, exactly as GET /api/deployment writes them.
+    expect(events[1]!.data).toContain(`"CreatedUtcTick":${stored[0]!.tick}`);
+    // The same objects as GET /api/deployment.
+    const polled = await t.admin.get('/api/deployment', { deploymentId: id });
+    expect(JSON.parse(events[2]!.data)).toEqual(polled.body.status);
+  });
+
+  it('resumes strictly after Last-Event-ID (or after=) and still ends', async () => {
+    const id = await deployment();
+    const stored = await append(id, ['a', 'b', 'c', 'd']);
+    await finish(id);
+    const resumed = await t.admin.raw({
+      method: 'GET',
+      path: `/api/deployment/events?deploymentId=${id}`,
+      headers: { 'last-event-id': stored[1]!.tick.toString() },
+    });
+    const byHeader = eventsOf(resumed.text);
+    expect(byHeader.map((e) => e.event)).toEqual(['status', 'logs', 'end']);
+    expect(parseJson<Array<{ Data: string }>>(byHeader[1]!.data).map((l) => l.Data)).toEqual(['c', 'd']);
+    const byQuery = eventsOf(
+      (await t.admin.raw({ method: 'GET', path: `/api/deployment/events?deploymentId=${id}&after=${stored[3]!.tick}` }))
+        .text,
+    );
+    expect(byQuery.map((e) => e.event)).toEqual(['status', 'end']);
+    const bad = await t.admin.raw({ method: 'GET', path: `/api/deployment/events?deploymentId=${id}&after=12x` });
+    expect(bad.status).toBe(400);
+  });
+
+  it('pages long logs: no event carries more than 1 000 lines', async () => {
+    const id = await deployment();
+    await append(
+      id,
+      Array.from({ length: 2_500 }, (_, i) => `line ${i}`),
+    );
+    await finish(id);
+    const events = eventsOf(
+      (await t.admin.raw({ method: 'GET', path: `/api/deployment/events?deploymentId=${id}` })).text,
+    );
+    const batches = events.filter((e) => e.event === 'logs').map((e) => parseJson<unknown[]>(e.data).length);
+    expect(batches).toEqual([1_000, 1_000, 500]);
+  });
+
+  it('pushes a line committed later as soon as the bus wakes it, then a status change, then the end', async () => {
+    const id = await deployment();
+    const address = await t.app.listen({ port: 0, host: '127.0.0.1' });
+    const port = (t.app.server.address() as AddressInfo).port;
+    expect(address).toContain(String(port));
+    const response = await fetch(`http://127.0.0.1:${port}/api/deployment/events?deploymentId=${id}`, {
+      headers: { authorization: `Basic ${Buffer.from('test-admin:test-admin-key-0123456789').toString('base64')}` },
+    });
+    const received: ServerSentEvent[] = [];
+    const reading = (async () => {
+      for await (const event of readServerSentEvents(response.body!)) received.push(event);
+    })();
+    await waitFor(() => received.length === 1, { description: 'the first status' });
+    expect(parseJson<{ Status: string }>(received[0]!.data).Status).toBe('Queued');
+    const started = Date.now();
+    await append(id, ['live line']);
+    hub.notifyLogs(id);
+    await waitFor(() => received.some((e) => e.event === 'logs' && e.data.includes('live line')), {
+      timeoutMs: 1_500,
+      description: 'the live line',
+    });
+    // Well under the 2 s re-read: the bus woke the stream.
+    expect(Date.now() - started).toBeLessThan(1_000);
+    await t.deps.store.deployments.update(id, { status: 'Running', startedUtc: new Date() }, new Date());
+    await bus.publishEvent(`deployments.${id}.changed`, {
+      v: 1,
+      type: 'deployment.changed',
+      deploymentId: id,
+      status: 'Running',
+    });
+    await waitFor(() => received.some((e) => e.event === 'status' && e.data.includes('"Running"')), {
+      timeoutMs: 1_500,
+      description: 'the Running status',
+    });
+    await append(id, ['last line']);
+    await finish(id);
+    hub.notifyLogs(id);
+    await reading;
+    const kinds = received.map((e) => e.event);
+    expect(kinds.at(-1)).toBe('end');
+    expect(
+      received
+        .filter((e) => e.event === 'logs')
+        .flatMap((e) => parseJson<Array<{ Data: string }>>(e.data).map((l) => l.Data)),
+    ).toEqual(['live line', 'last line']);
+    await new Promise((resolve) => t.app.server.close(resolve));
+  });
+
+  it("refuses another workspace's deployment as unknown before streaming anything", async () => {
+    const id = await deployment();
+    const other = await t.workspace();
+    const stranger = await t.account([{ role: 'View' }], other);
+    const refused = await stranger.raw({ method: 'GET', path: `/api/deployment/events?deploymentId=${id}` });
+    expect(refused.status).toBe(400);
+    expect(refused.body).toMatchObject({ errorcode: 3001 });
+    expect(refused.headers['content-type']).toContain('application/json');
+  });
+
+  it('reads a page of lines only when the previous one was taken, and keeps a quiet stream alive', async () => {
+    const id = await deployment();
+    await append(
+      id,
+      Array.from({ length: 3_000 }, (_, i) => `line ${i}`),
+    );
+    const principal = await authenticate(t.deps, ADMIN.id, ADMIN.key);
+    let reads = 0;
+    const store = {
+      ...t.deps.store,
+      deploymentLogs: {
+        ...t.deps.store.deploymentLogs,
+        read: (...args: Parameters<typeof t.deps.store.deploymentLogs.read>) => {
+          reads++;
+          return t.deps.store.deploymentLogs.read(...args);
+        },
+      },
+    };
+    const abort = new AbortController();
+    const events = await followDeployment({ ...t.deps, store }, principal, { deploymentId: id }, abort.signal, {
+      pollMs: 20,
+      keepaliveMs: 150,
+      pageSize: 1_000,
+    });
+    expect((await events.next()).value).toMatchObject({ type: 'status' });
+    expect((await events.next()).value).toMatchObject({ type: 'logs' });
+    // A consumer that stops taking (a socket that is not drained) stops the reads.
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(reads).toBe(1);
+    expect((await events.next()).value).toMatchObject({ type: 'logs' });
+    expect((await events.next()).value).toMatchObject({ type: 'logs' });
+    const started = Date.now();
+    expect((await events.next()).value).toEqual({ type: 'keepalive' });
+    expect(Date.now() - started).toBeLessThan(1_000);
+    abort.abort();
+    expect((await events.next()).done).toBe(true);
+  });
+
+  it('lets a follower reconnect to another replica with Last-Event-ID and miss nothing, woken by the first replica', async () => {
+    // Two replicas: one database, one broker, each with its own bus, change hub and HTTP app.
+    const broker = new InProcessBroker();
+    const [busA, busB] = [new InProcessBus({ logger, broker }), new InProcessBus({ logger, broker })];
+    const [hubA, hubB] = [createDeploymentChangeHub(busA, logger), createDeploymentChangeHub(busB, logger)];
+    await hubA.start();
+    await hubB.start();
+    const replicaB = await buildApp({ ...t.deps, packages: t.packages, deploymentChanges: hubB }, { logger: false });
+    try {
+      const id = await deployment();
+      const stored = await append(id, ['before the drop 1', 'before the drop 2']);
+      // On replica A (the test app) the client saw the first line only, then lost its connection.
+      await replicaB.listen({ port: 0, host: '127.0.0.1' });
+      const port = (replicaB.server.address() as AddressInfo).port;
+      const response = await fetch(`http://127.0.0.1:${port}/api/deployment/events?deploymentId=${id}`, {
+        headers: {
+          authorization: `Basic ${Buffer.from(`${ADMIN.id}:${ADMIN.key}`).toString('base64')}`,
+          'last-event-id': stored[0]!.tick.toString(),
+        },
+      });
+      const received: ServerSentEvent[] = [];
+      const reading = (async () => {
+        for await (const event of readServerSentEvents(response.body!)) received.push(event);
+      })();
+      await waitFor(() => received.some((e) => e.event === 'logs'), { description: 'the missed line' });
+      // A line written through replica A's engine wakes the follower on replica B over the bus.
+      const started = Date.now();
+      await append(id, ['after the reconnect']);
+      hubA.notifyLogs(id);
+      await waitFor(() => received.some((e) => e.data.includes('after the reconnect')), {
+        timeoutMs: 1_500,
+        description: 'the line written on replica A',
+      });
+      expect(Date.now() - started).toBeLessThan(1_000);
+      await finish(id);
+      hubA.notifyLogs(id);
+      await reading;
+      const lines = received
+        .filter((e) => e.event === 'logs')
+        .flatMap((e) => parseJson<Array<{ Data: string }>>(e.data).map((l) => l.Data));
+      expect(lines).toEqual(['before the drop 2', 'after the reconnect']);
+      expect(received.at(-1)!.event).toBe('end');
+    } finally {
+      await replicaB.close();
+      await hubA.stop();
+      await hubB.stop();
+      await busA.close();
+      await busB.close();
+    }
+  });
+});
