@@ -7,7 +7,7 @@
  * Bounded: lines are read a page at a time, and the generator only reads the next page when its
  * consumer (the HTTP response, under socket backpressure) asks for the next event.
  */
-import { authorize, Capability, InvalidParameterError, unknownId, type Principal } from '../core/index.ts';
+import { authorize, Capability, parseTicks, unknownId, type Principal } from '../core/index.ts';
 import { FINAL_STATUSES, type Deployment, type LogEntry } from '../store/index.ts';
 import type { DomainDeps } from './deps.ts';
 import { canSeeWorkspace } from './scope.ts';
@@ -39,15 +39,6 @@ function statusKey(d: Deployment): string {
     d.lastAttemptUtc?.toISOString(),
     d.completedUtc?.toISOString(),
   ].join('|');
-}
-
-function parseAfter(raw: string | undefined): bigint {
-  if (raw === undefined || raw === '') return 0n;
-  if (!/^\d{1,20}$/.test(raw))
-    throw new InvalidParameterError('after / Last-Event-ID must be a .NET ticks value (a non-negative integer)', [
-      { property: 'after', messages: ['not an integer'] },
-    ]);
-  return BigInt(raw);
 }
 
 /**
@@ -88,7 +79,7 @@ export async function followDeployment(
   signal: AbortSignal,
   options: FollowOptions = {},
 ): Promise<AsyncGenerator<DeploymentEvent>> {
-  const after = parseAfter(query.after);
+  const after = parseTicks(query.after, 'after') ?? 0n;
   const deployment = await readableDeployment(deps, principal, query.deploymentId, [
     Capability.View,
     Capability.Deploy,

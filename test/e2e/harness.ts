@@ -64,10 +64,12 @@ export async function startControlPlane(
     natsPrefix?: string;
     dataDir?: string;
     env?: Record<string, string>;
+    /** Fixed ports (a replica restarted where its agents expect it); free ones otherwise. */
+    ports?: { http: number; grpc: number };
   } = {},
 ): Promise<ControlPlane> {
-  const httpPort = await freePort();
-  const grpcPort = await freePort();
+  const httpPort = options.ports?.http ?? (await freePort());
+  const grpcPort = options.ports?.grpc ?? (await freePort());
   const env: Record<string, string> = {
     GANTRY_PORT: String(httpPort),
     GANTRY_GRPC_PORT: String(grpcPort),

@@ -259,12 +259,18 @@ describe('fuzz sweep over every OpenAPI operation', () => {
       }
     }
     for (const test of cases) {
-      const response = await t.admin.raw({
-        method: test.method,
-        path: test.url,
-        ...(test.payload === undefined ? {} : { payload: test.payload }),
-        headers: test.headers ?? {},
-      });
+      const response = await t.admin
+        .raw({
+          method: test.method,
+          path: test.url,
+          ...(test.payload === undefined ? {} : { payload: test.payload }),
+          headers: test.headers ?? {},
+        })
+        .catch((error: unknown) => error as Error);
+      if (response instanceof Error) {
+        failures.push(`${test.method} ${test.url.slice(0, 80)} [${test.what}] → ${response.message}`);
+        continue;
+      }
       const problem = problemOf(test, response);
       if (problem) failures.push(`${test.method} ${test.url.slice(0, 80)} [${test.what}] → ${problem}`);
     }

@@ -15,7 +15,7 @@ import { Readable } from 'node:stream';
 import { Type } from '@sinclair/typebox';
 import { Capability } from '../../../core/index.ts';
 import { followDeployment, type DeploymentEvent } from '../../../domain/index.ts';
-import { errorResponses, Id } from '../../schemas.ts';
+import { errorResponses, Id, TicksText } from '../../schemas.ts';
 import type { Routes } from '../route-types.ts';
 import { toLog, toStatus } from './index.ts';
 import { LogSchema, StatusSchema } from './schemas.ts';
@@ -35,9 +35,7 @@ export const deploymentEventRoutes: Routes = async (app) => {
           "Events: `status` (data: the status object of GET /api/deployment), `logs` (id: the last line's CreatedUtcTick; data: an array of log items), `end` (data: the final status). Resume with the Last-Event-ID header or `after`.",
         querystring: Type.Object({
           deploymentId: Id,
-          after: Type.Optional(
-            Type.String({ maxLength: 25, description: '.NET ticks: lines strictly after it (as Last-Event-ID)' }),
-          ),
+          after: Type.Optional(TicksText('.NET ticks: lines strictly after it (as Last-Event-ID)')),
         }),
         produces: ['text/event-stream'],
         response: {
