@@ -11,8 +11,13 @@ import type { DomainDeps } from './deps.ts';
 
 /** How long an answer is replayed. */
 const RETENTION_MS = 24 * 3600 * 1000;
-/** A claim in progress longer than this was abandoned (its process died before committing). */
-const ABANDONED_AFTER_MS = 60 * 1000;
+/**
+ * A claim in progress longer than this is presumed abandoned (its process died, or its database
+ * connection did, before committing) and a retry may take it over. Safe however short: the answer
+ * is stored only by the claim's holder, in the change's own transaction, so a first request still
+ * alive after a takeover rolls back instead of acting twice.
+ */
+const ABANDONED_AFTER_MS = 10 * 1000;
 const KEY_FORMAT = /^[\x21-\x7e]{1,200}$/;
 
 /** Stores the answer inside the caller's transaction (a no-op without a key). */
@@ -57,10 +62,15 @@ export async function idempotent<T>(
     if (claim.state === 'completed') return claim.response as T;
     throw new ConflictError('A request with this Idempotency-Key is still in progress; retry shortly');
   }
+  const { claimToken } = claim;
   try {
-    return await act((tx, answer) => tx.idempotencyKeys.complete(accountId, key, answer, clock.now()));
+    return await act(async (tx, answer) => {
+      if (!(await tx.idempotencyKeys.complete(accountId, key, claimToken, answer, clock.now())))
+        throw new ConflictError('A retry with this Idempotency-Key took over while this request was still running');
+    });
   } catch (error) {
-    await store.idempotencyKeys.release(accountId, key);
+    // Best effort: with the database gone the claim stays, and a retry takes it over once abandoned.
+    await store.idempotencyKeys.release(accountId, key, claimToken).catch(() => undefined);
     throw error;
   }
 }

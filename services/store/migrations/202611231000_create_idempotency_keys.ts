@@ -12,6 +12,9 @@ export async function up(knex: Knex): Promise<void> {
     t.text('operation').notNullable();
     // sha256 of the operation and its request body: the same key with another request is refused.
     t.text('request_hash').notNullable();
+    // Who holds the claim: an answer is stored only by its holder, so a claim taken over from a
+    // request presumed dead makes that request roll back rather than act a second time.
+    t.text('claim_token').notNullable();
     t.timestamp('created_at', { useTz: true }).notNullable();
     // Null while the first request is in progress.
     t.timestamp('completed_at', { useTz: true });

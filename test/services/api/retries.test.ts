@@ -179,6 +179,29 @@ describe('Idempotency-Key', () => {
     expect(await rows('deployments', { release_id: releaseId })).toBe(0);
   });
 
+  it('lets a retry take over a claim presumed abandoned, and the first request can then no longer answer', async () => {
+    const { releaseId } = await releasedProject();
+    const key = `takeover-${counter}`;
+    const body = { releaseId, environments: ['Staging'] };
+    const first = await t.deps.store.idempotencyKeys.claim('test-admin', key, {
+      operation: 'release.deploy',
+      requestHash: 'whatever the first request sent',
+      now: clock.now(),
+      expiredBefore: new Date(0),
+      abandonedBefore: new Date(0),
+    });
+    expect(first.state).toBe('claimed');
+    now = new Date(now.getTime() + 11_000);
+    const retry = await withKey(key)('POST', '/api/release/deploy', body);
+    expect(retry.status, retry.text).toBe(200);
+    const token = first.state === 'claimed' ? first.claimToken : '';
+    expect(await t.deps.store.idempotencyKeys.complete('test-admin', key, token, { late: true }, clock.now())).toBe(
+      false,
+    );
+    expect((await t.db('idempotency_keys').where({ key }).first()).response).toEqual(retry.body);
+    expect(await rows('deployments', { release_id: releaseId })).toBe(1);
+  });
+
   it('acts again once the key is older than 24 hours', async () => {
     const { releaseId } = await releasedProject();
     const post = withKey(`expiring-${counter}`);
