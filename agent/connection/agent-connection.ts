@@ -20,7 +20,7 @@ export interface AgentConnectionOptions {
   readonly handler: SessionHandler;
   readonly logger: Logger;
   readonly backoff?: BackoffOptions;
-  /** A session that lasted this long resets the backoff (default 10 s). */
+  /** A session that lasted this long after its Welcome resets the backoff (default 1 s). */
   readonly healthyAfterMs?: number;
   /** Give up on an address whose channel is not READY within this (default 5 s). */
   readonly connectTimeoutMs?: number;
@@ -112,18 +112,38 @@ export class AgentConnection implements AgentLink {
     );
   }
 
+  /**
+   * The reconnect loop. A session that worked and ended (the replica died, restarted, or dropped
+   * us) is retried after a short jittered pause, first at the same address; an address that does
+   * not take us is left for the next one at once, so an agent fails over to another replica in
+   * about a second. Only when every address failed in turn does the backoff grow (full jitter, so
+   * a fleet does not come back in lock-step). A session that ends within a second of its Welcome
+   * counts as a failure, so a server that keeps dropping us is not hammered.
+   */
   async #run(): Promise<void> {
     const { servers, logger } = this.#options;
     const backoff = this.#options.backoff ?? DEFAULT_BACKOFF;
-    let attempt = 0;
+    let failedRounds = 0;
+    let failedInRound = 0;
     let index = 0;
     while (!this.#stopped) {
       const server = servers[index % servers.length] ?? '';
       const end = await this.#session(server);
       if (this.#stopped) break;
-      if (end.healthyMs >= (this.#options.healthyAfterMs ?? 10_000)) attempt = 0;
-      if (!end.welcomed) index++; // this address did not take us: try the next one
-      const delayMs = backoffDelayMs(attempt++, backoff);
+      let delayMs: number;
+      if (end.welcomed && end.healthyMs >= (this.#options.healthyAfterMs ?? 1_000)) {
+        failedRounds = 0;
+        failedInRound = 0;
+        delayMs = backoffDelayMs(0, backoff);
+      } else {
+        if (!end.welcomed) index++; // this address did not take us: the next one
+        failedInRound++;
+        if (failedInRound < servers.length) delayMs = 0;
+        else {
+          failedInRound = 0;
+          delayMs = backoffDelayMs(failedRounds++, backoff);
+        }
+      }
       logger.warn({ server, reason: end.reason, delayMs }, 'control-plane session ended; reconnecting');
       await this.#sleep.sleep(delayMs);
     }

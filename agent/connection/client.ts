@@ -35,9 +35,24 @@ export function authMetadata(identity: AgentIdentity): grpc.Metadata {
   return metadata;
 }
 
-/** Resolves when the channel is READY, rejects after timeoutMs (a dead address fails fast). */
+/**
+ * Resolves when the channel is READY; rejects after timeoutMs, or as soon as a connection attempt
+ * fails (a refused connection: the replica is down, so the agent moves on to the next address at
+ * once instead of retrying a dead one until the timeout).
+ */
 export function waitForChannel(client: grpc.Client, timeoutMs: number): Promise<void> {
+  const channel = client.getChannel();
+  const deadline = Date.now() + timeoutMs;
   return new Promise((resolve, reject) => {
-    client.waitForReady(Date.now() + timeoutMs, (error) => (error ? reject(error) : resolve()));
+    const check = (): void => {
+      const state = channel.getConnectivityState(true);
+      if (state === grpc.connectivityState.READY) return resolve();
+      if (state === grpc.connectivityState.TRANSIENT_FAILURE || state === grpc.connectivityState.SHUTDOWN)
+        return reject(new Error(`the connection to ${channel.getTarget()} failed`));
+      if (Date.now() >= deadline)
+        return reject(new Error(`no connection to ${channel.getTarget()} within ${timeoutMs} ms`));
+      channel.watchConnectivityState(state, deadline, check);
+    };
+    check();
   });
 }

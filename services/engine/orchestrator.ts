@@ -28,7 +28,9 @@ export interface OrchestratorTiming {
   cancelGraceMs: number;
 }
 
-export const DEFAULT_TIMING: OrchestratorTiming = { leaseMs: 15_000, agentLostMs: 120_000, cancelGraceMs: 30_000 };
+// The lease only covers one advance (milliseconds); it is what a replica that dies mid-advance
+// costs the others before they take over, so it is kept short.
+export const DEFAULT_TIMING: OrchestratorTiming = { leaseMs: 5_000, agentLostMs: 120_000, cancelGraceMs: 30_000 };
 
 export interface OrchestratorDeps {
   store: Store;

@@ -6,6 +6,7 @@ import * as grpc from '@grpc/grpc-js';
 import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { AgentConnection } from '../../../agent/connection/agent-connection.ts';
+import { DEFAULT_BACKOFF, type BackoffOptions } from '../../../agent/connection/backoff.ts';
 import { identityFile } from '../../../agent/connection/identity.ts';
 import { ensureIdentity, RegistrationError } from '../../../agent/connection/register.ts';
 import { PackageCache } from '../../../agent/steps/package-cache.ts';
@@ -42,6 +43,7 @@ async function startAgent(
   servers: string[],
   token: string | undefined = 'good-token',
   home?: string,
+  reconnect: BackoffOptions = backoff,
 ): Promise<TestAgent> {
   const agentHome = home ?? mkdtempSync(path.join(tmpdir(), 'gantry-agent-conn-'));
   if (!home) cleanups.push(() => rmSync(agentHome, { recursive: true, force: true }));
@@ -78,7 +80,7 @@ async function startAgent(
     info,
     handler: manager,
     logger,
-    backoff,
+    backoff: reconnect,
     connectTimeoutMs: 1000,
   });
   manager.attach(connection);
@@ -246,6 +248,31 @@ describe('agent connection', () => {
     await startAgent([deadAddress, plane.address]);
     await waitFor(() => plane.received.find((m) => m.hello), 10_000);
     expect(Date.now() - started).toBeLessThan(5000);
+  });
+
+  it('fails over to the other replica within about a second when its own dies, however often that happens', async () => {
+    const first = await startPlane();
+    const spare = await FakeControlPlane.start();
+    const secondPort = spare.port;
+    spare.stop();
+    // The agent's real backoff (0.5 s, doubling up to 30 s): the pause must not grow with the deaths.
+    await startAgent([first.address, `127.0.0.1:${secondPort}`], 'good-token', undefined, DEFAULT_BACKOFF);
+    await waitFor(() => first.received.find((m) => m.hello), 10_000);
+    // The second replica knows the agent's credential, as replicas sharing a database do.
+    const second = await startPlane(secondPort, first);
+    // Three replica deaths in a row, each a few hundred ms after the agent came back: the pause
+    // before reconnecting must not grow with them.
+    let live = first;
+    let other = second;
+    for (let death = 0; death < 3; death++) {
+      const hellosBefore = other.received.filter((m) => m.hello).length;
+      live.stop();
+      const died = Date.now();
+      await waitFor(() => other.received.filter((m) => m.hello).length > hellosBefore, 10_000);
+      expect(Date.now() - died).toBeLessThan(2_500);
+      const restarted = await startPlane(live.port, live);
+      [live, other] = [other, restarted];
+    }
   });
 
   it('downloads a package in chunks over DownloadPackage and uses it in the script', async () => {
