@@ -119,6 +119,8 @@ await call('PUT', '/api/organization/settings', { maxParallelMachines: AGENTS, m
 
 // ---- agents ----------------------------------------------------------------------------------
 const agents: Agent[] = [];
+/** Each agent's own home (identity, journal): a restarted agent runs on it again. */
+const homes: string[] = [];
 const machineIds: string[] = [];
 for (let i = 0; i < AGENTS; i++) {
   const created = await call('POST', '/api/machine', {
@@ -134,6 +136,7 @@ for (let i = 0; i < AGENTS; i++) {
       GANTRY_AGENT_LOG_LEVEL: process.env.CHAOS_AGENT_LOG_LEVEL ?? 'error',
     }),
   );
+  homes.push(agents.at(-1)!.home);
 }
 async function onlineCount(): Promise<number> {
   const list = await call('GET', `/api/machine?workspaceId=${workspaceId}&take=100`);
@@ -235,7 +238,7 @@ for (let kill = 0; kill < AGENT_KILLS; kill++) {
   const killedAt = Date.now();
   await sleep(1_000);
   agents[i] = startAgent([grpcAddresses[0]!, grpcAddresses[1]!], '', {
-    GANTRY_AGENT_HOME: agents[i]!.home,
+    GANTRY_AGENT_HOME: homes[i]!,
     GANTRY_AGENT_LOG_LEVEL: process.env.CHAOS_AGENT_LOG_LEVEL ?? 'error',
   });
   agentRecoveries.push(await recoveryAfter(killedAt));
