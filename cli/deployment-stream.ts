@@ -139,7 +139,8 @@ async function poll(
       lastStatus = key;
       options.onStatus(read.status);
     }
-    more = read.logs.length >= MAX_LINES_PER_READ;
+    // A page is cut by count or by bytes (about 1 MiB): once final, read until a page is empty.
+    more = read.logs.length >= MAX_LINES_PER_READ || (isFinal(read.status) && read.logs.length > 0);
     if (isFinal(read.status) && !more) return read.status;
   }
 }

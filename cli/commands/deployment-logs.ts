@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import { unwrap } from '../../client/index.ts';
 import { contextOf, type Io } from '../context.ts';
 import { followDeployment } from '../deployment-stream.ts';
-import { MAX_LINES_PER_READ, type DeploymentStatus, type LogItem } from '../deployment-types.ts';
+import type { DeploymentStatus, LogItem } from '../deployment-types.ts';
 import { LogLines } from '../log-lines.ts';
 
 export function registerDeploymentLogs(deployment: Command, io: Io): void {
@@ -40,7 +40,8 @@ export function registerDeploymentLogs(deployment: Command, io: Io): void {
           const read = unwrap(await api.client.GET('/api/deployment', { params: { query } }));
           print(read.logs);
           status = read.status;
-          if (read.logs.length < MAX_LINES_PER_READ) break;
+          // Pages are cut by count or by bytes (about 1 MiB): the log ends at an empty page.
+          if (read.logs.length === 0) break;
           after = read.logs.at(-1)!.CreatedUtcTick;
         }
       }
