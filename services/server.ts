@@ -15,7 +15,7 @@ import { bootstrap, type DomainDeps } from './domain/index.ts';
 import { createDb, createStore, migrateToLatest, startEmbeddedPostgres, type EmbeddedDatabase } from './store/index.ts';
 import { createBus } from './bus/index.ts';
 import { createEngine } from './engine/engine.ts';
-import { createGateway, type PackageSource } from './gateway/index.ts';
+import { createGateway, heartbeatIntervalFor, type PackageSource } from './gateway/index.ts';
 import {
   createAzureBlobStore,
   createFilesystemBlobStore,
@@ -139,7 +139,7 @@ export async function startServer(
       agentPort: engine.agentPort,
       packages: packageSource,
       logger,
-      heartbeatIntervalMs: 15_000,
+      heartbeatIntervalMs: heartbeatIntervalFor(config.agentLostTimeoutSeconds * 1000),
       tls: await loadGrpcTls(config),
     });
     await engine.start();

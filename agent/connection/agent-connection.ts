@@ -188,8 +188,16 @@ export class AgentConnection implements AgentLink {
           this.#welcomed = true;
           const intervalMs =
             message.welcome.heartbeatIntervalMs > 0 ? message.welcome.heartbeatIntervalMs : DEFAULT_HEARTBEAT_MS;
-          heartbeat = setInterval(() => this.trySend({ heartbeat: { sentUnixMs: String(Date.now()) } }), intervalMs);
+          // Written even when the stream is congested (write() takes it and only advises to wait):
+          // a backlog of log lines must never make the agent look silent. Flow control bounds the rest.
+          heartbeat = setInterval(() => {
+            if (this.#call === call) call.write({ heartbeat: { sentUnixMs: String(Date.now()) } });
+          }, intervalMs);
           logger.info({ server }, 'connected to the control plane');
+          handler.onWelcome({
+            acceptsLogChunks: message.welcome.acceptsLogChunks,
+            maxUnackedLogBytes: message.welcome.maxUnackedLogBytes,
+          });
           handler.onWritable();
           return;
         }

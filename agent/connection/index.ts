@@ -5,7 +5,7 @@ export { backoffDelayMs, DEFAULT_BACKOFF, type BackoffOptions } from './backoff.
 export { authMetadata, createAgentClient, createChannelCredentials } from './client.ts';
 export { identityFile, loadIdentity, saveIdentity, type AgentIdentity } from './identity.ts';
 export { ensureIdentity, RegistrationError, type AgentInfo, type EnsureIdentityOptions } from './register.ts';
-export type { AgentLink, HelloState, SessionHandler } from './session-handler.ts';
+export type { AgentLink, HelloState, SessionHandler, SessionSettings } from './session-handler.ts';
 export {
   AGENT_PROTO_FILE,
   LOADER_OPTIONS,

@@ -15,10 +15,20 @@ export interface HelloState {
   readonly unacknowledgedResults: TaskResult[];
 }
 
+/** What the control plane's Welcome says about the session. */
+export interface SessionSettings {
+  /** It reads LogBatch.chunk (else: one LogLine per line, as before chunks). */
+  readonly acceptsLogChunks: boolean;
+  /** Log text the agent may have sent and not had acknowledged (0: the agent's default). */
+  readonly maxUnackedLogBytes: number;
+}
+
 /** Implemented by the task manager; called by the connection. */
 export interface SessionHandler {
   /** Task state for the Hello that opens every session. */
   hello(): HelloState;
+  /** The session was welcomed (before the first onWritable of the session). */
+  onWelcome(settings: SessionSettings): void;
   /** The session was welcomed, or the stream drained: send what is waiting. */
   onWritable(): void;
   /** The session ended: everything not acknowledged must be sent again on the next one. */

@@ -30,3 +30,12 @@ export function createMasker(values: readonly string[]): Masker {
 function escapeRegExp(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }
+
+/**
+ * A masker for text holding whole lines (a log chunk: lines joined by '\n'). Each line of a
+ * multi-line value is masked where it appears, and no pattern spans a line break, so masking
+ * never changes how many lines the text holds (their sequence numbers depend on it).
+ */
+export function createLineMasker(values: readonly string[]): Masker {
+  return createMasker(values.flatMap((value) => value.split(/\r?\n/)));
+}

@@ -38,6 +38,11 @@ export interface RunningScript {
   readonly exited: Promise<ScriptExit>;
   /** SIGTERM to the group now, SIGKILL after graceMs. Safe to call more than once. */
   stop(graceMs: number): void;
+  /**
+   * Stops (and goes on) reading the script's output: a script writing faster than its lines can
+   * be stored then waits on its pipe, as on a slow terminal, instead of filling the agent's disk.
+   */
+  setOutputPaused(paused: boolean): void;
 }
 
 /** The script could not start; `message` is meant for the step's log. */
@@ -99,6 +104,10 @@ export async function startScript(spec: ScriptSpec): Promise<RunningScript> {
     // The interpreter is gone (it read the file while it ran); whatever happens next, the
     // substituted script does not stay on disk.
     removeScript();
+    // What it wrote last is in the pipe (at most its buffer, as the script waited on it): read it
+    // whatever the flow control says, or those lines would be lost.
+    child.stdout.resume();
+    child.stderr.resume();
     await Promise.race([drained, delay(OUTPUT_DRAIN_MS)]);
     child.stdout.destroy();
     child.stderr.destroy();
@@ -115,6 +124,12 @@ export async function startScript(spec: ScriptSpec): Promise<RunningScript> {
       if (killTimer) return;
       signalProcessGroup(pid, 'SIGTERM');
       killTimer = setTimeout(() => signalProcessGroup(pid, 'SIGKILL'), graceMs);
+    },
+    setOutputPaused(paused: boolean) {
+      for (const stream of [child.stdout, child.stderr]) {
+        if (paused) stream.pause();
+        else stream.resume();
+      }
     },
   };
 }

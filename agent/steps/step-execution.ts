@@ -46,6 +46,7 @@ export class StepExecution {
   #stopReason: StopReason | undefined;
   #graceMs = 10_000;
   #script: RunningScript | undefined;
+  #outputPaused = false;
 
   constructor(task: RunTask, deps: StepExecutionDeps) {
     this.#task = task;
@@ -60,6 +61,13 @@ export class StepExecution {
     this.#deps.write('SYSTEM', `${STOP_MESSAGES[reason](this.#task)}; stopping the script`);
     this.#abort.abort();
     this.#script?.stop(graceMs);
+  }
+
+  /** Holds the script's output back (or lets it go on): see RunningScript.setOutputPaused. */
+  setOutputPaused(paused: boolean): void {
+    if (paused === this.#outputPaused) return;
+    this.#outputPaused = paused;
+    this.#script?.setOutputPaused(paused);
   }
 
   async run(): Promise<TaskOutcome> {
@@ -85,6 +93,7 @@ export class StepExecution {
         onLine: this.#deps.write,
       });
       this.#script = script;
+      if (this.#outputPaused) script.setOutputPaused(true);
       this.#deps.onScriptStarted(script.pid, script.startTicks);
       if (this.#stopReason) script.stop(this.#graceMs);
       const timer =

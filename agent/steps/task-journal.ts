@@ -26,6 +26,7 @@ import {
   writeSync,
 } from 'node:fs';
 import path from 'node:path';
+import { chunkOfLines, lastSeqOf, sliceChunk, type StoredChunk } from './log-chunks.ts';
 import type { LogStream, Outcome } from './step-execution.ts';
 
 export interface StoredResult {
@@ -52,7 +53,8 @@ export interface TaskRecord {
   forgotten: boolean;
 }
 
-export interface StoredLogLine {
+/** A line as agents before chunks journaled it (read, never written any more). */
+interface StoredLogLine {
   readonly seq: number;
   readonly stream: LogStream;
   readonly text: string;
@@ -65,7 +67,10 @@ export interface TaskJournalOptions {
 }
 
 /** One line of the file. */
-type Entry = { state: TaskRecord } | { logs: { taskId: string; lines: StoredLogLine[] } };
+type Entry =
+  | { state: TaskRecord }
+  | { chunk: StoredChunk & { taskId: string } }
+  | { logs: { taskId: string; lines: StoredLogLine[] } };
 
 /** Where one appended batch of a task's lines lies in the file. */
 interface LogSpan {
@@ -123,34 +128,34 @@ export class TaskJournal {
     this.#compactWhenMostlyHistory();
   }
 
-  /** Appends a task's lines (after its state was saved). */
-  appendLogs(taskId: string, lines: readonly StoredLogLine[]): void {
+  /** Appends a chunk of a task's lines (after its state was saved): one record, one write. */
+  appendChunk(taskId: string, chunk: StoredChunk): void {
     const known = this.#tasks.get(taskId);
-    const last = lines.at(-1);
-    if (!known || !last) return;
-    const text = `{"logs":${JSON.stringify({ taskId, lines })}}\n`;
+    if (!known || chunk.count === 0) return;
+    const text = `{"chunk":${JSON.stringify({ taskId, ...chunk })}}\n`;
     const offset = this.#append(text);
-    known.spans.push({ offset, length: Buffer.byteLength(text), lastSeq: last.seq });
-    known.lastSeq = Math.max(known.lastSeq, last.seq);
+    known.spans.push({ offset, length: Buffer.byteLength(text), lastSeq: lastSeqOf(chunk) });
+    known.lastSeq = Math.max(known.lastSeq, lastSeqOf(chunk));
     this.#compactWhenMostlyHistory();
   }
 
-  /** Lines with seq > afterSeq, up to about maxBytes of text (at least one line). */
-  readLogs(taskId: string, afterSeq: number, maxBytes: number): StoredLogLine[] {
-    const lines: StoredLogLine[] = [];
+  /**
+   * The task's chunks holding lines with seq > afterSeq (the first cut to start after it), up to
+   * about maxBytes of text (at least one chunk).
+   */
+  readChunks(taskId: string, afterSeq: number, maxBytes: number): StoredChunk[] {
+    const chunks: StoredChunk[] = [];
     let bytes = 0;
     for (const span of this.#tasks.get(taskId)?.spans ?? []) {
       if (span.lastSeq <= afterSeq) continue;
-      const entry = this.#readEntry(span);
-      if (!entry || !('logs' in entry)) continue;
-      for (const line of entry.logs.lines) {
-        if (line.seq <= afterSeq) continue;
-        if (lines.length > 0 && bytes + line.text.length > maxBytes) return lines;
-        lines.push(line);
-        bytes += line.text.length;
-      }
+      const stored = chunkOf(this.#readEntry(span));
+      const chunk = stored && sliceChunk(stored, afterSeq + 1);
+      if (!chunk) continue;
+      if (chunks.length > 0 && bytes + chunk.text.length > maxBytes) return chunks;
+      chunks.push(chunk);
+      bytes += chunk.text.length;
     }
-    return lines;
+    return chunks;
   }
 
   /** Highest seq stored for the task (0 when none): the truth after a crash. */
@@ -233,11 +238,12 @@ export class TaskJournal {
       this.#remember(entry.state, JSON.stringify(entry.state));
       return;
     }
-    const known = this.#tasks.get(entry.logs.taskId);
-    const last = entry.logs.lines.at(-1);
-    if (!known || !last) return;
-    known.spans.push({ offset, length, lastSeq: last.seq });
-    known.lastSeq = Math.max(known.lastSeq, last.seq);
+    const taskId = 'chunk' in entry ? entry.chunk.taskId : entry.logs.taskId;
+    const chunk = chunkOf(entry);
+    const known = this.#tasks.get(taskId);
+    if (!known || !chunk) return;
+    known.spans.push({ offset, length, lastSeq: lastSeqOf(chunk) });
+    known.lastSeq = Math.max(known.lastSeq, lastSeqOf(chunk));
   }
 
   #remember(record: TaskRecord, state: string): void {
@@ -308,8 +314,8 @@ export class TaskJournal {
       // Known already: copied in by a start that died before removing the folder.
       if (record && !this.#tasks.has(record.taskId)) {
         this.save(record);
-        const lines = record.forgotten ? [] : readLegacyLines(path.join(folder, 'logs.ndjson'));
-        if (lines.length > 0) this.appendLogs(record.taskId, lines);
+        const chunk = record.forgotten ? null : chunkOfLines(readLegacyLines(path.join(folder, 'logs.ndjson')));
+        if (chunk) this.appendChunk(record.taskId, chunk);
       }
     }
     fsyncSync(this.#fd);
@@ -317,10 +323,20 @@ export class TaskJournal {
   }
 }
 
+/** The lines of a record as a chunk: a chunk record, or the per-line record of an earlier agent. */
+function chunkOf(entry: Entry | undefined): StoredChunk | null {
+  if (!entry || 'state' in entry) return null;
+  if ('chunk' in entry) {
+    const { taskId: _taskId, ...chunk } = entry.chunk;
+    return chunk;
+  }
+  return chunkOfLines(entry.logs.lines);
+}
+
 function parseEntry(text: string): Entry | undefined {
   try {
     const entry = JSON.parse(text) as Entry | null;
-    if (entry && typeof entry === 'object' && ('state' in entry || 'logs' in entry)) return entry;
+    if (entry && typeof entry === 'object' && ('state' in entry || 'chunk' in entry || 'logs' in entry)) return entry;
   } catch {
     // a torn or foreign line: skipped
   }

@@ -6,14 +6,15 @@ import { rm, rmdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from 'pino';
 import type { CancelTask, RunTask, ServerMessage } from '../connection/index.ts';
-import type { AgentLink, HelloState, SessionHandler } from '../connection/index.ts';
-import { createMasker, type Masker } from './mask.ts';
+import type { AgentLink, HelloState, SessionHandler, SessionSettings } from '../connection/index.ts';
+import { ChunkBuilder, lastSeqOf, toWireChunk, toWireLines, type StoredChunk } from './log-chunks.ts';
+import { createLineMasker, type Masker } from './mask.ts';
 import type { PackageCache } from './package-cache.ts';
 import { killOrphanGroup } from './process-group.ts';
 import { isSafePathSegment } from './safe-name.ts';
 import { StepExecution, type LogStream, type TaskOutcome } from './step-execution.ts';
-import type { StoredLogLine, TaskJournal, TaskRecord } from './task-journal.ts';
-import { toWireLine, toWireResult } from './wire.ts';
+import type { TaskJournal, TaskRecord } from './task-journal.ts';
+import { toWireResult } from './wire.ts';
 
 export const RESTARTED_MESSAGE = 'agent restarted during the step';
 
@@ -43,26 +44,41 @@ export interface TaskManagerOptions {
 
 interface ActiveTask {
   readonly record: TaskRecord;
+  /** Masks Sensitive values in a chunk's text (never across lines: it keeps the line count). */
   readonly mask: Masker;
   lastSeq: number;
   appendedSeq: number;
   sentSeq: number;
   lastNanos: bigint;
-  pending: StoredLogLine[];
-  pendingBytes: number;
+  /** Lines not journaled yet (the next chunk). */
+  pending: ChunkBuilder | undefined;
   flushTimer?: NodeJS.Timeout;
   /**
-   * When defined: exactly the lines (sentSeq, appendedSeq], kept in memory for the common case.
-   * Undefined after a reconnect or congestion: the lines are re-read from the journal.
+   * When defined: exactly the chunks (sentSeq, appendedSeq], kept in memory for the common case.
+   * Undefined after a reconnect or a large backlog: they are re-read from the journal.
    */
-  unsent: StoredLogLine[] | undefined;
+  unsent: StoredChunk[] | undefined;
+  unsentBytes: number;
+  /** Journaled chunks not acknowledged yet (their last seq and text size): the task's backlog. */
+  unacknowledged: Array<{ lastSeq: number; bytes: number }>;
+  unacknowledgedBytes: number;
   resultSent: boolean;
   execution?: StepExecution;
   done?: Promise<void>;
 }
 
 const NOT_CONNECTED: AgentLink = { trySend: () => false };
-const UNSENT_MEMORY_LINES = 20_000;
+/** Unsent chunks kept in memory per task; a larger backlog waits in the journal only. */
+const UNSENT_MEMORY_BYTES = 8 * 1024 * 1024;
+/** Log text sent and not yet acknowledged when the Welcome does not say (flow control). */
+const DEFAULT_LOG_WINDOW_BYTES = 1024 * 1024;
+/**
+ * While connected, a task whose lines not yet stored exceed this stops having its output read
+ * (its script waits on the pipe) until they are down to half: a script that prints faster than
+ * its lines can be stored is slowed to that speed, and every line it prints is visible within
+ * about this much text — instead of a backlog of minutes on disk. Offline, output is journaled.
+ */
+const BACKLOG_BYTES = 1024 * 1024;
 
 export class TaskManager implements SessionHandler {
   readonly #options: TaskManagerOptions;
@@ -72,6 +88,13 @@ export class TaskManager implements SessionHandler {
   #link: AgentLink = NOT_CONNECTED;
   #stopping = false;
   #lastPruneMs = 0;
+  /** What the current session's control plane said in its Welcome. */
+  #session: SessionSettings = { acceptsLogChunks: false, maxUnackedLogBytes: DEFAULT_LOG_WINDOW_BYTES };
+  /** Chunks sent on this session and not acknowledged yet: the flow-control window. */
+  #inFlight: Array<{ taskId: string; lastSeq: number; bytes: number }> = [];
+  #inFlightBytes = 0;
+  /** A session is welcomed: output is regulated by the backlog only while connected. */
+  #connected = false;
 
   constructor(options: TaskManagerOptions) {
     this.#options = options;
@@ -125,15 +148,28 @@ export class TaskManager implements SessionHandler {
     return { runningTaskIds, unacknowledgedResults };
   }
 
+  onWelcome(settings: SessionSettings): void {
+    this.#connected = true;
+    this.#session = {
+      acceptsLogChunks: settings.acceptsLogChunks,
+      maxUnackedLogBytes: settings.maxUnackedLogBytes > 0 ? settings.maxUnackedLogBytes : DEFAULT_LOG_WINDOW_BYTES,
+    };
+  }
+
   onWritable(): void {
     for (const task of this.#tasks.values()) this.#pump(task);
   }
 
   onDisconnected(): void {
+    this.#connected = false;
+    this.#inFlight = [];
+    this.#inFlightBytes = 0;
     for (const task of this.#tasks.values()) {
       task.sentSeq = task.record.logsAcknowledgedSeq;
       task.unsent = undefined;
       task.resultSent = false;
+      // Offline, scripts go on and their output is journaled (the wait would be unbounded).
+      this.#regulateOutput(task);
     }
   }
 
@@ -143,14 +179,18 @@ export class TaskManager implements SessionHandler {
     else if (message.ackResult)
       this.#acknowledge(message.ackResult.taskId, (record) => (record.resultAcknowledged = true));
     else if (message.ackLogs) {
+      const { taskId } = message.ackLogs;
       const seq = Number(message.ackLogs.seq);
-      this.#acknowledge(message.ackLogs.taskId, (record, task) => {
+      this.#releaseWindow(taskId, seq);
+      this.#acknowledge(taskId, (record, task) => {
         record.logsAcknowledgedSeq = Math.max(record.logsAcknowledgedSeq, seq);
         if (seq > task.sentSeq) {
           task.sentSeq = Math.min(seq, task.appendedSeq);
           task.unsent = undefined;
         }
       });
+      // Room in the window: the backlog of every task may go on.
+      this.onWritable();
     }
   }
 
@@ -326,14 +366,16 @@ export class TaskManager implements SessionHandler {
     const lastSeq = this.#options.journal.lastSeq(record.taskId);
     const task: ActiveTask = {
       record,
-      mask: createMasker(sensitiveValues),
+      mask: createLineMasker(sensitiveValues),
       lastSeq,
       appendedSeq: lastSeq,
       sentSeq: record.logsAcknowledgedSeq,
       lastNanos: 0n,
-      pending: [],
-      pendingBytes: 0,
+      pending: undefined,
       unsent: record.logsAcknowledgedSeq >= lastSeq ? [] : undefined,
+      unsentBytes: 0,
+      unacknowledged: [],
+      unacknowledgedBytes: 0,
       resultSent: false,
     };
     this.#tasks.set(record.taskId, task);
@@ -341,51 +383,92 @@ export class TaskManager implements SessionHandler {
   }
 
   #write(task: ActiveTask, stream: LogStream, text: string): void {
-    const masked = task.mask(text);
     const nanos = unixNanosNow();
-    task.lastNanos = nanos > task.lastNanos ? nanos : task.lastNanos + 1n;
-    task.pending.push({ seq: ++task.lastSeq, stream, text: masked, unixNanos: task.lastNanos.toString() });
-    task.pendingBytes += masked.length + 32;
+    task.lastNanos = nanos > task.lastNanos ? nanos : task.lastNanos;
+    task.pending ??= new ChunkBuilder(task.lastSeq + 1);
+    task.pending.add(stream, text, task.lastNanos);
+    task.lastSeq++;
     // The task's first line goes out at once: it is what a user watching the deployment waits for
     // (promote → first line); later lines are batched.
-    if (task.pendingBytes >= this.#maxBatchBytes || task.appendedSeq === 0) this.#flush(task);
+    if (task.pending.bytes >= this.#maxBatchBytes || task.appendedSeq === 0) this.#flush(task);
     else task.flushTimer ??= setTimeout(() => this.#flush(task), this.#flushIntervalMs);
   }
 
+  /** Journals the pending lines as one chunk (masked), then sends what the window allows. */
   #flush(task: ActiveTask): void {
     clearTimeout(task.flushTimer);
     task.flushTimer = undefined;
-    if (task.pending.length > 0) {
-      this.#options.journal.appendLogs(task.record.taskId, task.pending);
+    if (task.pending && task.pending.count > 0) {
+      const chunk = task.pending.build(task.mask);
+      task.pending = undefined;
+      this.#options.journal.appendChunk(task.record.taskId, chunk);
       task.appendedSeq = task.lastSeq;
+      task.unacknowledged.push({ lastSeq: task.appendedSeq, bytes: chunk.text.length });
+      task.unacknowledgedBytes += chunk.text.length;
+      this.#regulateOutput(task);
       if (task.unsent) {
-        task.unsent.push(...task.pending);
-        if (task.unsent.length > UNSENT_MEMORY_LINES) task.unsent = undefined; // re-read from disk
+        task.unsent.push(chunk);
+        task.unsentBytes += chunk.text.length;
+        // A backlog this large stays on disk only: it is re-read from the journal as it drains.
+        if (task.unsentBytes > UNSENT_MEMORY_BYTES) task.unsent = undefined;
       }
-      task.pending = [];
-      task.pendingBytes = 0;
     }
     this.#pump(task);
   }
 
-  /** Sends persisted-but-unsent lines in ≤ maxBatchBytes batches, then the result if due. */
+  /**
+   * Sends journaled-but-unsent chunks while the flow-control window has room (at least one chunk
+   * in flight whatever its size), then the result once every line is sent.
+   */
   #pump(task: ActiveTask): void {
     const { taskId } = task.record;
     while (task.sentSeq < task.appendedSeq) {
-      const lines = task.unsent
-        ? takeBatch(task.unsent, this.#maxBatchBytes)
-        : this.#options.journal.readLogs(taskId, task.sentSeq, this.#maxBatchBytes);
-      const last = lines.at(-1);
-      if (!last) break;
-      if (!this.#link.trySend({ logBatch: { taskId, lines: lines.map(toWireLine) } })) return;
-      task.unsent?.splice(0, lines.length);
-      task.sentSeq = last.seq;
+      if (this.#inFlight.length > 0 && this.#inFlightBytes >= this.#session.maxUnackedLogBytes) return;
+      const chunk = task.unsent
+        ? task.unsent[0]
+        : this.#options.journal.readChunks(taskId, task.sentSeq, this.#maxBatchBytes)[0];
+      if (!chunk) break;
+      const sent = this.#session.acceptsLogChunks
+        ? this.#link.trySend({ logBatch: { taskId, chunk: toWireChunk(chunk) } })
+        : this.#link.trySend({ logBatch: { taskId, lines: toWireLines(chunk) } });
+      if (!sent) return;
+      if (task.unsent) {
+        task.unsent.shift();
+        task.unsentBytes -= chunk.text.length;
+      }
+      task.sentSeq = lastSeqOf(chunk);
+      this.#inFlight.push({ taskId, lastSeq: task.sentSeq, bytes: chunk.text.length });
+      this.#inFlightBytes += chunk.text.length;
     }
-    task.unsent ??= task.sentSeq >= task.appendedSeq ? [] : undefined;
+    if (!task.unsent && task.sentSeq >= task.appendedSeq) {
+      task.unsent = [];
+      task.unsentBytes = 0;
+    }
     const { record } = task;
     if (record.status === 'finished' && record.result && !record.resultAcknowledged && !task.resultSent) {
       task.resultSent = this.#link.trySend({ taskResult: toWireResult(taskId, record.result) });
     }
+  }
+
+  /** The control plane stored the task's lines up to `seq`: their bytes leave the window and the backlog. */
+  #releaseWindow(taskId: string, seq: number): void {
+    this.#inFlight = this.#inFlight.filter((sent) => {
+      if (sent.taskId !== taskId || sent.lastSeq > seq) return true;
+      this.#inFlightBytes -= sent.bytes;
+      return false;
+    });
+    const task = this.#tasks.get(taskId);
+    if (!task) return;
+    while (task.unacknowledged[0] && task.unacknowledged[0].lastSeq <= seq)
+      task.unacknowledgedBytes -= task.unacknowledged.shift()!.bytes;
+    this.#regulateOutput(task);
+  }
+
+  /** Pauses a task's output while connected and behind by more than BACKLOG_BYTES; resumes at half. */
+  #regulateOutput(task: ActiveTask): void {
+    const backlog = task.unacknowledgedBytes;
+    if (this.#connected && backlog > BACKLOG_BYTES) task.execution?.setOutputPaused(true);
+    else if (!this.#connected || backlog <= BACKLOG_BYTES / 2) task.execution?.setOutputPaused(false);
   }
 
   #finish(task: ActiveTask, outcome: TaskOutcome): void {
@@ -405,17 +488,6 @@ export class TaskManager implements SessionHandler {
     task.resultSent = false;
     this.#pump(task);
   }
-}
-
-function takeBatch(lines: readonly StoredLogLine[], maxBytes: number): StoredLogLine[] {
-  let bytes = 0;
-  let count = 0;
-  for (const line of lines) {
-    if (count > 0 && bytes + line.text.length > maxBytes) break;
-    bytes += line.text.length;
-    count++;
-  }
-  return lines.slice(0, count);
 }
 
 const NANOS_ANCHOR = BigInt(Date.now()) * 1_000_000n - process.hrtime.bigint();

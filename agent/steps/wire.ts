@@ -1,10 +1,6 @@
-// Maps the journal's stored shapes to proto messages.
-import type { LogLine, TaskResult } from '../connection/index.ts';
-import type { StoredLogLine, StoredResult } from './task-journal.ts';
-
-export function toWireLine(line: StoredLogLine): LogLine {
-  return { seq: String(line.seq), stream: line.stream, text: line.text, unixNanos: line.unixNanos };
-}
+// Maps the journal's stored result to its proto message (chunks: log-chunks.ts).
+import type { TaskResult } from '../connection/index.ts';
+import type { StoredResult } from './task-journal.ts';
 
 export function toWireResult(taskId: string, result: StoredResult): TaskResult {
   return {

@@ -10,6 +10,7 @@ import type { DownloadPackageRequest as _gantry_agent_v1_DownloadPackageRequest,
 import type { Heartbeat as _gantry_agent_v1_Heartbeat, Heartbeat__Output as _gantry_agent_v1_Heartbeat__Output } from './gantry/agent/v1/Heartbeat.ts';
 import type { Hello as _gantry_agent_v1_Hello, Hello__Output as _gantry_agent_v1_Hello__Output } from './gantry/agent/v1/Hello.ts';
 import type { LogBatch as _gantry_agent_v1_LogBatch, LogBatch__Output as _gantry_agent_v1_LogBatch__Output } from './gantry/agent/v1/LogBatch.ts';
+import type { LogChunk as _gantry_agent_v1_LogChunk, LogChunk__Output as _gantry_agent_v1_LogChunk__Output } from './gantry/agent/v1/LogChunk.ts';
 import type { LogLine as _gantry_agent_v1_LogLine, LogLine__Output as _gantry_agent_v1_LogLine__Output } from './gantry/agent/v1/LogLine.ts';
 import type { PackageChunk as _gantry_agent_v1_PackageChunk, PackageChunk__Output as _gantry_agent_v1_PackageChunk__Output } from './gantry/agent/v1/PackageChunk.ts';
 import type { PackageRef as _gantry_agent_v1_PackageRef, PackageRef__Output as _gantry_agent_v1_PackageRef__Output } from './gantry/agent/v1/PackageRef.ts';
@@ -38,6 +39,7 @@ export interface ProtoGrpcType {
         Heartbeat: MessageTypeDefinition<_gantry_agent_v1_Heartbeat, _gantry_agent_v1_Heartbeat__Output>
         Hello: MessageTypeDefinition<_gantry_agent_v1_Hello, _gantry_agent_v1_Hello__Output>
         LogBatch: MessageTypeDefinition<_gantry_agent_v1_LogBatch, _gantry_agent_v1_LogBatch__Output>
+        LogChunk: MessageTypeDefinition<_gantry_agent_v1_LogChunk, _gantry_agent_v1_LogChunk__Output>
         LogLine: MessageTypeDefinition<_gantry_agent_v1_LogLine, _gantry_agent_v1_LogLine__Output>
         PackageChunk: MessageTypeDefinition<_gantry_agent_v1_PackageChunk, _gantry_agent_v1_PackageChunk__Output>
         PackageRef: MessageTypeDefinition<_gantry_agent_v1_PackageRef, _gantry_agent_v1_PackageRef__Output>

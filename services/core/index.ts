@@ -13,6 +13,7 @@ export {
 export type { ValidationError, ResourceUsageError } from './errors.ts';
 export { newId, ID_PATTERN, isWellFormedId } from './ids.ts';
 export { isStorableText, findUnstorableText } from './text.ts';
+export { encodeVarints, decodeVarints } from './varints.ts';
 export { BoundedCache } from './bounded-cache.ts';
 export { freePort } from './free-port.ts';
 export { systemClock, dateToTicks, ticksToDate, parseTicks, MAX_INT64 } from './clock.ts';

@@ -8,7 +8,7 @@
  * consumer (the HTTP response, under socket backpressure) asks for the next event.
  */
 import { authorize, Capability, parseTicks, unknownId, type Principal } from '../core/index.ts';
-import { FINAL_STATUSES, type Deployment, type LogEntry } from '../store/index.ts';
+import { FINAL_STATUSES, type Deployment, type LogEntry, type LogPage } from '../store/index.ts';
 import type { DomainDeps } from './deps.ts';
 import { canSeeWorkspace } from './scope.ts';
 
@@ -112,9 +112,9 @@ async function* events(
     let shownStatus = '';
     let deployment = first;
     /** The first page of lines, when it was read together with the status (see below). */
-    let prefetched: Promise<LogEntry[]> | null = null;
+    let prefetched: Promise<LogPage> | null = null;
     let lastOutput = performance.now();
-    const read = () => deps.store.deploymentLogs.read(deployment.id, lastTick, options.pageSize);
+    const read = () => deps.store.deploymentLogs.readPage(deployment.id, lastTick, options.pageSize);
     for (;;) {
       woken = false;
       if (statusKey(deployment) !== shownStatus) {
@@ -127,15 +127,15 @@ async function* events(
       // deployment gets one more pass of reads before its end.
       const passes = prefetched && FINAL.has(deployment.status) ? 2 : 1;
       for (let pass = 0; pass < passes; pass++) {
-        let lines = await (prefetched ?? read());
+        let page = await (prefetched ?? read());
         prefetched = null;
-        while (lines.length > 0) {
+        while (page.entries.length > 0) {
           if (signal.aborted) return;
-          lastTick = lines.at(-1)!.tick;
-          yield { type: 'logs', lines };
+          lastTick = page.entries.at(-1)!.tick;
+          yield { type: 'logs', lines: page.entries };
           lastOutput = performance.now();
-          if (lines.length < options.pageSize) break;
-          lines = await read();
+          if (!page.more) break;
+          page = await read();
         }
       }
       if (FINAL.has(deployment.status)) {

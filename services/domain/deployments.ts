@@ -44,8 +44,8 @@ export async function getDeployment(
   // deployment (nothing is returned unless it is visible and readable), so either read may see
   // the later state; a line committed in between is read again below, so that a client shown a
   // status has every line up to it (the last one commits with the final status).
-  const read = () => deps.store.deploymentLogs.read(query.deploymentId, after, MAX_LOGS_PER_READ);
-  const [found, lines] = await Promise.all([
+  const read = () => deps.store.deploymentLogs.readPage(query.deploymentId, after, MAX_LOGS_PER_READ);
+  const [found, page] = await Promise.all([
     deps.store.deployments.getWithOrganization(query.deploymentId),
     query.skipLogs ? null : read(),
   ]);
@@ -54,8 +54,8 @@ export async function getDeployment(
   const { deployment } = found;
   authorize(principal, READ, { projectId: deployment.projectId, environmentIds: [deployment.environmentId] });
   const missedLines =
-    lines !== null && lines.length < MAX_LOGS_PER_READ && deployment.lastLogTick > (lines.at(-1)?.tick ?? after ?? 0n);
-  const logs = missedLines ? await read() : lines;
+    page !== null && !page.more && deployment.lastLogTick > (page.entries.at(-1)?.tick ?? after ?? 0n);
+  const logs = missedLines ? (await read()).entries : (page?.entries ?? null);
   return { deployment, logs };
 }
 

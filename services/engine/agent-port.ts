@@ -21,14 +21,29 @@ export interface RunTaskPayload {
   timeoutSeconds: number;
 }
 
-export interface AgentLogLine {
-  /** Per task, from 1, no gaps: a line re-sent after a reconnect is stored once. */
-  seq: number;
-  stream: 'STDOUT' | 'STDERR' | 'SYSTEM';
+/**
+ * Consecutive lines of one task as its agent sent them (seq firstSeq .. firstSeq + lineCount - 1),
+ * checked by the gateway: lineCount lines of at most 32,768 characters in `text`.
+ */
+export interface AgentLogChunk {
+  firstSeq: number;
+  lineCount: number;
+  /** When the agent read the first line (Unix epoch nanoseconds, as a decimal string: exceeds 2^53). */
+  firstUnixNanos: string;
+  /** Every line followed by '\n'. */
   text: string;
-  /** When the agent read the line (Unix epoch nanoseconds, as a decimal string: exceeds 2^53). */
-  unixNanos: string;
+  /** One LogLine.Stream value of agent.proto per line (1 STDOUT, 2 STDERR, 3 SYSTEM); null: all STDOUT. */
+  streams: Uint8Array | null;
+  /** Nanoseconds from each line to the next (lineCount - 1 values); null: all read at once. */
+  timeDeltasNs: number[] | null;
 }
+
+/** What became of an agent's task result. */
+export type ResultReceipt =
+  /** Stored, or known already (a re-sent result, or one for a step that had ended): acknowledge it. */
+  | 'recorded'
+  /** Lines it covers are not all stored yet: keep it and offer it again once they are. */
+  | 'waiting-for-lines';
 
 export interface AgentTaskResult {
   outcome: 'SUCCEEDED' | 'FAILED' | 'CANCELLED';
@@ -70,10 +85,20 @@ export interface AgentPort {
    */
   dispatchedTasks(taskIds: readonly string[]): Promise<Array<{ machineId: string; payload: RunTaskPayload }>>;
   /**
-   * Stores log lines of a task run by this machine; returns the highest seq now stored for the
-   * task (for AckLogs). Lines of a task that is not the machine's are ignored.
+   * Stores chunks of a task run by this machine — a contiguous run of its lines, in one write;
+   * returns the seq up to which the agent may forget its lines (for AckLogs): stored now or
+   * before, or past a step that already ended. Lines of a task that is not the machine's are
+   * ignored (0).
    */
-  recordLogs(machineId: string, taskId: string, lines: AgentLogLine[]): Promise<number>;
-  /** Stores a task's outcome (once; a repeat is harmless) and wakes its deployment. Ack after it resolves. */
-  recordResult(machineId: string, taskId: string, result: AgentTaskResult): Promise<void>;
+  recordLogs(machineId: string, taskId: string, chunks: readonly AgentLogChunk[]): Promise<number>;
+  /**
+   * Stores a task's outcome once every line it covers is stored (a repeat is harmless) and wakes
+   * its deployment. `force`: apply it although lines are missing (they never came; said in the log).
+   */
+  recordResult(
+    machineId: string,
+    taskId: string,
+    result: AgentTaskResult,
+    options?: { force?: boolean },
+  ): Promise<ResultReceipt>;
 }

@@ -4,11 +4,19 @@
  * serves the agent gateway through the AgentPort.
  */
 import type { Clock, Logger, SecretBox } from '../core/index.ts';
-import { BoundedCache, newId, toError } from '../core/index.ts';
+import { BoundedCache, dateToTicks, encodeVarints, newId, toError } from '../core/index.ts';
 import { WorkQueue, type Bus, type Subscription } from '../bus/index.ts';
 import { automaticEnvironmentsDue, computeProgression } from '../domain/index.ts';
-import type { Deployment, DeploymentTask, DispatchedTask, NewLogEntry, Release, Store } from '../store/index.ts';
-import type { AgentLogLine, AgentPort, AgentTaskResult, RunTaskPayload } from './agent-port.ts';
+import type {
+  Deployment,
+  DeploymentTask,
+  DispatchedTask,
+  NewLogChunk,
+  NewLogEntry,
+  Release,
+  Store,
+} from '../store/index.ts';
+import type { AgentLogChunk, AgentPort, ResultReceipt, RunTaskPayload } from './agent-port.ts';
 import { DEFAULT_TIMING, Orchestrator, type AdvanceResult, type OrchestratorTiming } from './orchestrator.ts';
 import { ProgressWriter } from './progress-writer.ts';
 import { createDeploymentChangeHub, type DeploymentChangeHub } from './deployment-changes.ts';
@@ -40,7 +48,6 @@ export interface Engine {
   changes: DeploymentChangeHub;
 }
 
-const LEVEL_BY_STREAM = { STDOUT: 'Information', STDERR: 'Warning', SYSTEM: 'Information' } as const;
 const STATUS_BY_OUTCOME = { SUCCEEDED: 'Succeeded', FAILED: 'Failed', CANCELLED: 'Cancelled' } as const;
 
 export function createEngine(options: EngineOptions): Engine {
@@ -120,8 +127,9 @@ export function createEngine(options: EngineOptions): Engine {
     );
   const releaseOf = (releaseId: string) => releases.getOrLoad(releaseId, () => store.releases.get(releaseId));
 
-  const progress = new ProgressWriter({ store, clock });
   const changes = createDeploymentChangeHub(bus, logger);
+  // Followers of a deployment's events (SSE) wake after every statement that stored lines.
+  const progress = new ProgressWriter({ store, clock, onWritten: (id) => changes.notifyLogs(id) });
   const orchestrator = new Orchestrator({
     store,
     clock,
@@ -235,29 +243,36 @@ export function createEngine(options: EngineOptions): Engine {
       return payloadsOf(await store.deploymentTasks.listDispatchedByIds(taskIds));
     },
 
-    async recordLogs(machineId: string, taskId: string, lines: AgentLogLine[]): Promise<number> {
+    async recordLogs(machineId: string, taskId: string, chunks: readonly AgentLogChunk[]): Promise<number> {
+      const last = chunks.at(-1);
+      if (!last) return 0;
       const task = await dispatchedTask(taskId);
-      if (!task || task.machineId !== machineId || lines.length === 0) return 0;
-      const now = clock.now();
-      const entries: NewLogEntry[] = lines.map((line) => ({
-        level: LEVEL_BY_STREAM[line.stream],
-        data: line.text,
-        stepId: task.stepId,
-        parentLogId: task.parentLogId,
-        taskId: task.id,
-        agentSeq: line.seq,
-        createdUtc: nanosToDate(line.unixNanos, now),
-      }));
-      await progress.write(task.deploymentId, entries);
-      changes.notifyLogs(task.deploymentId);
-      // Every line of the batch is stored now (a re-sent one already was), and an agent sends a
-      // task's lines in order from its last acknowledged one: acknowledge up to the batch's end.
-      return lines.reduce((last, line) => Math.max(last, line.seq), 0);
+      if (!task || task.machineId !== machineId) return 0;
+      const lastSeq = last.firstSeq + last.lineCount - 1;
+      let pending = chunks;
+      // Twice at most: a re-sent batch that overlaps what is stored is stored again from the
+      // first line not stored yet (the store refuses a run that does not start after it).
+      for (let attempt = 0; pending.length > 0 && attempt < 2; attempt++) {
+        const now = clock.now();
+        const outcome = await progress.write(
+          task.deploymentId,
+          [],
+          [],
+          pending.map((chunk) => toNewChunk(task, chunk, now)),
+        );
+        if (outcome.storedChunks.has(task.id)) return lastSeq;
+        const refused = outcome.refusedChunks.get(task.id);
+        // Its step has ended (final): the lines are dropped, and acknowledged so the agent forgets them.
+        if (!refused || !refused.running || refused.lastLogSeq >= lastSeq)
+          return Math.max(lastSeq, refused?.lastLogSeq ?? 0);
+        pending = sliceRun(pending, refused.lastLogSeq + 1);
+      }
+      return 0;
     },
 
-    async recordResult(machineId: string, taskId: string, result: AgentTaskResult): Promise<void> {
+    async recordResult(machineId, taskId, result, options = {}): Promise<ResultReceipt> {
       const task = await dispatchedTask(taskId);
-      if (!task || task.machineId !== machineId) return;
+      if (!task || task.machineId !== machineId) return 'recorded';
       const status = STATUS_BY_OUTCOME[result.outcome];
       const message =
         status === 'Succeeded'
@@ -265,24 +280,45 @@ export function createEngine(options: EngineOptions): Engine {
           : status === 'Cancelled'
             ? 'cancelled'
             : `failed${result.exitCode >= 0 ? ` with exit code ${result.exitCode}` : ''}${result.message ? `: ${result.message}` : ''}`;
-      const applied = await orchestrator.finishTask(taskId, { status, exitCode: result.exitCode, message }, task);
-      changes.notifyLogs(task.deploymentId);
+      if (options.force) {
+        // The lines it covers never came (the agent lost them): say so, then end the step anyway.
+        const stored = (await store.deploymentTasks.get(taskId))?.lastLogSeq ?? 0;
+        const missing = result.lastLogSeq - stored;
+        if (missing > 0) {
+          await progress.write(task.deploymentId, [
+            {
+              level: 'Warning',
+              data: `${missing} line(s) of '${task.stepName}' on ${task.machineName} never arrived`,
+              stepId: task.stepId,
+              parentLogId: task.parentLogId,
+              taskId: task.id,
+            },
+          ]);
+        }
+      }
+      const covered = options.force ? null : result.lastLogSeq;
+      if (await orchestrator.finishTask(taskId, { status, exitCode: result.exitCode, message }, task, covered)) {
+        dispatched.forget(taskId);
+        await wake([task.deploymentId]);
+        return 'recorded';
+      }
+      const current = await store.deploymentTasks.get(taskId);
+      if (current?.status === 'Running') return 'waiting-for-lines';
       dispatched.forget(taskId);
-      if (!applied && task.status !== 'Running' && task.status !== status) {
+      if (current && current.status !== status) {
         // The step had already ended here (its machine was lost, or it was cancelled): the
         // agent's own outcome arrives late. It is recorded in the log, never applied.
         await progress.write(task.deploymentId, [
           {
             level: 'Information',
-            data: `A late result from '${task.machineName}' was not applied: '${task.stepName}' ${message} there, but had already ended as ${task.status}`,
+            data: `A late result from '${task.machineName}' was not applied: '${task.stepName}' ${message} there, but had already ended as ${current.status}`,
             stepId: task.stepId,
             parentLogId: task.parentLogId,
             taskId: task.id,
           },
         ]);
-        return;
       }
-      await wake([task.deploymentId]);
+      return 'recorded';
     },
   };
 
@@ -336,12 +372,76 @@ export function createEngine(options: EngineOptions): Engine {
   };
 }
 
-/** Agent timestamps are Unix nanoseconds as text; anything unreadable falls back to now. */
-function nanosToDate(unixNanos: string, fallback: Date): Date {
+/** .NET ticks of the Unix epoch, and per nanosecond (a tick is 100 ns). */
+const UNIX_EPOCH_TICKS = 621_355_968_000_000_000n;
+
+/**
+ * The agent's chunk as the store keeps it. Times an agent reports are its own clock's: the first
+ * line's is clamped to the server's now (a machine dated 2262 cannot move a deployment's
+ * LastLogDate), and the lines' spacing is kept only while it fits before now.
+ */
+function toNewChunk(task: DeploymentTask, chunk: AgentLogChunk, now: Date): NewLogChunk {
+  const nowTick = dateToTicks(now);
+  let agentTick: bigint;
   try {
-    const ms = Number(BigInt(unixNanos) / 1_000_000n);
-    return ms > 0 && Number.isFinite(ms) ? new Date(ms) : fallback;
+    agentTick = UNIX_EPOCH_TICKS + BigInt(chunk.firstUnixNanos) / 100n;
   } catch {
-    return fallback;
+    agentTick = nowTick;
   }
+  const firstTick = agentTick > 0n && agentTick < nowTick ? agentTick : nowTick;
+  let steps = chunk.timeDeltasNs?.map((ns) => Math.max(1, Math.round(ns / 100))) ?? null;
+  let span = BigInt(steps ? steps.reduce((sum, step) => sum + step, 0) : chunk.lineCount - 1);
+  if (firstTick + span > nowTick) {
+    steps = null;
+    span = BigInt(chunk.lineCount - 1);
+  }
+  let levels: Buffer | null = null;
+  let warnings = 0;
+  if (chunk.streams) {
+    for (let i = 0; i < chunk.streams.length; i++) {
+      // STDERR (LogLine.Stream 2) is a Warning; STDOUT and the agent's own lines are Information.
+      if (chunk.streams[i] !== 2) continue;
+      levels ??= Buffer.alloc(chunk.lineCount);
+      levels[i] = 1;
+      warnings++;
+    }
+  }
+  return {
+    taskId: task.id,
+    stepId: task.stepId,
+    parentLogId: task.parentLogId,
+    firstSeq: chunk.firstSeq,
+    lineCount: chunk.lineCount,
+    firstTick,
+    tickSteps: steps && steps.some((step) => step !== 1) ? encodeVarints(steps) : null,
+    spanTicks: span,
+    levels,
+    warnings,
+    data: chunk.text,
+  };
+}
+
+/** The run from line `fromSeq` on (the lines before it are stored already). */
+function sliceRun(chunks: readonly AgentLogChunk[], fromSeq: number): AgentLogChunk[] {
+  return chunks.flatMap((chunk) => sliceChunk(chunk, fromSeq) ?? []);
+}
+
+/** The chunk from line `fromSeq` on (the lines before it are stored already). */
+function sliceChunk(chunk: AgentLogChunk, fromSeq: number): AgentLogChunk | null {
+  const skip = fromSeq - chunk.firstSeq;
+  if (skip <= 0) return chunk;
+  if (skip >= chunk.lineCount) return null;
+  const lines = chunk.text.split('\n');
+  const skippedNanos = (chunk.timeDeltasNs ?? []).slice(0, skip).reduce((sum, ns) => sum + ns, 0);
+  return {
+    firstSeq: fromSeq,
+    lineCount: chunk.lineCount - skip,
+    firstUnixNanos: (BigInt(chunk.firstUnixNanos) + BigInt(skippedNanos)).toString(),
+    text: lines
+      .slice(skip, chunk.lineCount)
+      .map((line) => `${line}\n`)
+      .join(''),
+    streams: chunk.streams ? chunk.streams.subarray(skip) : null,
+    timeDeltasNs: chunk.timeDeltasNs ? chunk.timeDeltasNs.slice(skip) : null,
+  };
 }

@@ -471,6 +471,8 @@ export class Orchestrator {
     taskId: string,
     result: { status: 'Succeeded' | 'Failed' | 'Cancelled'; exitCode: number | null; message: string },
     known?: DeploymentTask,
+    /** An agent's result covers its lines 1..lastLogSeq: the task ends only once they are stored. */
+    lastLogSeq: number | null = null,
   ): Promise<boolean> {
     const { store, clock } = this.#deps;
     const task = known ?? (await store.deploymentTasks.get(taskId));
@@ -485,7 +487,7 @@ export class Orchestrator {
           : errorAction === 'Continue'
             ? 'Warning'
             : 'Error';
-    const finished = await this.#deps.progress.write(
+    const { finished } = await this.#deps.progress.write(
       task.deploymentId,
       [],
       [
@@ -502,6 +504,7 @@ export class Orchestrator {
             parentLogId: task.parentLogId,
             taskId: task.id,
           },
+          lastLogSeq,
         },
       ],
     );

@@ -1,21 +1,32 @@
 /**
- * Writes what agents report for a deployment — log batches and task results — coalesced into one
- * statement at a time per deployment on this replica.
+ * Writes what agents report for a deployment — chunks of log lines, task results, the engine's
+ * own entries — coalesced into one statement at a time per deployment on this replica.
  *
  * Every such write locks the deployment's row (log ticks are allocated under it), so fifty agents
  * reporting at once would queue fifty commits on that one lock, each holding a pooled connection
  * while it waits, and a client reading the deployment would wait for a connection behind them.
  * Here the reports taken in one turn of the event loop go out together, and reports that arrive
  * while a statement is in flight ride in the next one. Each caller still learns when its own
- * lines are stored; a deployment's reports are written in the order they were taken.
+ * report is stored; a deployment's reports are written in the order they were taken.
  */
 import type { Clock } from '../core/index.ts';
-import type { NewLogEntry, Store, TaskFinish } from '../store/index.ts';
+import type { NewLogChunk, NewLogEntry, Store, TaskFinish } from '../store/index.ts';
+
+/** What became of one report. */
+export interface ReportOutcome {
+  /** Its tasks that moved from Running to their final status (a task already final is left alone). */
+  finished: Set<string>;
+  /** Its chunks that were stored, by task. */
+  storedChunks: Set<string>;
+  /** Its chunks that were not, with their task's last stored seq (see RecordResult). */
+  refusedChunks: Map<string, { lastLogSeq: number; running: boolean }>;
+}
 
 interface Report {
   entries: readonly NewLogEntry[];
   finishes: readonly TaskFinish[];
-  resolve(finished: Set<string>): void;
+  chunks: readonly NewLogChunk[];
+  resolve(outcome: ReportOutcome): void;
   reject(error: unknown): void;
 }
 
@@ -24,33 +35,39 @@ export interface ProgressWriterOptions {
   clock: Clock;
   /** A statement carries at most about this many lines (one report is never split). */
   maxLinesPerWrite?: number;
+  /** …and about this many bytes of chunk text. */
+  maxBytesPerWrite?: number;
+  /** Called after each statement that stored something for the deployment (live followers wake). */
+  onWritten?: (deploymentId: string) => void;
 }
 
 export class ProgressWriter {
   readonly #store: Store;
   readonly #clock: Clock;
   readonly #maxLines: number;
+  readonly #maxBytes: number;
+  readonly #onWritten: (deploymentId: string) => void;
   /** Reports waiting per deployment; a key exists while that deployment is being written. */
   readonly #queues = new Map<string, Report[]>();
 
   constructor(options: ProgressWriterOptions) {
     this.#store = options.store;
     this.#clock = options.clock;
-    this.#maxLines = options.maxLinesPerWrite ?? 5_000;
+    this.#maxLines = options.maxLinesPerWrite ?? 50_000;
+    this.#maxBytes = options.maxBytesPerWrite ?? 4 * 1024 * 1024;
+    this.#onWritten = options.onWritten ?? (() => undefined);
   }
 
-  /**
-   * Stores the lines and task ends once they are committed. Resolves with the tasks that moved
-   * from Running to their final status in this write (a task already final is left alone).
-   */
+  /** Stores the entries, chunks and task ends once they are committed; resolves with what became of them. */
   write(
     deploymentId: string,
     entries: readonly NewLogEntry[],
     finishes: readonly TaskFinish[] = [],
-  ): Promise<Set<string>> {
+    chunks: readonly NewLogChunk[] = [],
+  ): Promise<ReportOutcome> {
     return new Promise((resolve, reject) => {
       const queue = this.#queues.get(deploymentId);
-      const report = { entries, finishes, resolve, reject };
+      const report = { entries, finishes, chunks, resolve, reject };
       if (queue) {
         queue.push(report);
         return;
@@ -79,16 +96,48 @@ export class ProgressWriter {
     this.#queues.delete(deploymentId);
   }
 
+  /**
+   * The reports that go out together, within the size budget: each task's reports in the order
+   * they were taken, and none that would touch a task's row twice — one chunk per task, and a
+   * task's end never beside its chunk (its end must see those lines stored). A report that must
+   * wait holds back its tasks' later reports only; one with entries of no task (the engine's
+   * own) keeps its place among all. One report is never split.
+   */
   #take(queue: Report[]): Report[] {
     let lines = 0;
-    let count = 0;
+    let bytes = 0;
+    const taken: Report[] = [];
+    const chunked = new Set<string>();
+    const ended = new Set<string>();
+    const waiting = new Set<string>();
+    let barrier = false;
     for (const report of queue) {
-      const size = report.entries.length + report.finishes.length;
-      if (count > 0 && lines + size > this.#maxLines) break;
+      const tasks = tasksOf(report);
+      const global = report.entries.some((entry) => !entry.taskId);
+      const size = report.entries.length + report.finishes.length + report.chunks.reduce((n, c) => n + c.lineCount, 0);
+      const text = report.chunks.reduce((n, c) => n + c.data.length, 0);
+      const clash =
+        barrier ||
+        (global && waiting.size > 0) ||
+        [...tasks].some((id) => waiting.has(id)) ||
+        report.chunks.some((c) => chunked.has(c.taskId) || ended.has(c.taskId)) ||
+        report.finishes.some((f) => chunked.has(f.taskId));
+      if (taken.length > 0 && (lines + size > this.#maxLines || bytes + text > this.#maxBytes)) break;
+      if (clash && taken.length > 0) {
+        for (const id of tasks) waiting.add(id);
+        barrier ||= global;
+        continue;
+      }
+      taken.push(report);
       lines += size;
-      count++;
+      bytes += text;
+      for (const chunk of report.chunks) chunked.add(chunk.taskId);
+      for (const finish of report.finishes) ended.add(finish.taskId);
     }
-    return queue.splice(0, count);
+    const chosen = new Set(taken);
+    const rest = queue.filter((report) => !chosen.has(report));
+    queue.splice(0, queue.length, ...rest);
+    return taken;
   }
 
   async #writeTogether(deploymentId: string, batch: Report[]): Promise<void> {
@@ -103,14 +152,28 @@ export class ProgressWriter {
         return true;
       }),
     );
-    const { finished } = await this.#store.deploymentLogs.record(
+    const result = await this.#store.deploymentLogs.record(
       deploymentId,
-      batch.flatMap((r) => r.entries),
-      owned.flat(),
+      batch.map((report, i) => ({ entries: report.entries, chunks: report.chunks, finishes: owned[i]! })),
       this.#clock.now(),
     );
-    batch.forEach((report, i) =>
-      report.resolve(new Set(owned[i]!.map((f) => f.taskId).filter((id) => finished.has(id)))),
-    );
+    if (result.stored.length > 0 || result.storedChunks.size > 0) this.#onWritten(deploymentId);
+    batch.forEach((report, i) => {
+      const taskIds = new Set(report.chunks.map((c) => c.taskId));
+      report.resolve({
+        finished: new Set(owned[i]!.map((f) => f.taskId).filter((id) => result.finished.has(id))),
+        storedChunks: new Set([...taskIds].filter((id) => result.storedChunks.has(id))),
+        refusedChunks: new Map([...result.refusedChunks].filter(([id]) => taskIds.has(id))),
+      });
+    });
   }
+}
+
+/** The tasks a report touches (its chunks, ends and task entries). */
+function tasksOf(report: Report): Set<string> {
+  const tasks = new Set<string>();
+  for (const chunk of report.chunks) tasks.add(chunk.taskId);
+  for (const finish of report.finishes) tasks.add(finish.taskId);
+  for (const entry of report.entries) if (entry.taskId) tasks.add(entry.taskId);
+  return tasks;
 }

@@ -1,12 +1,16 @@
 // One agent's Connect call on this replica: the server side of the session protocol in
 // agent.proto. Inbound messages are handled one at a time, in order, so acks follow the order the
-// agent sent; outbound messages go through a queue that respects write() backpressure.
+// agent sent; outbound messages go through a queue that respects write() backpressure. Any
+// message counts as hearing from the agent (a long log backlog is no silence), and a task's result
+// is held back until every line it covers is stored (a deployment is never final before its
+// last line).
 import * as grpc from '@grpc/grpc-js';
 import { newId, toError, type Logger } from '../core/index.ts';
 import type { AgentInfo, AgentPort, RunTaskPayload } from '../engine/agent-port.ts';
 import { grpcStatus, toGrpcStatus, type GrpcStatus } from './grpc-errors.ts';
 import type { AgentMessage, Hello, ServerMessage, TaskResult } from './proto.ts';
-import { toAgentLogLine, toAgentTaskResult, toRunTask } from './wire.ts';
+import { contiguousRuns, MAX_RUN_BYTES, toAgentLogChunk } from './log-batches.ts';
+import { toAgentTaskResult, toRunTask } from './wire.ts';
 
 export type AgentCall = grpc.ServerDuplexStream<AgentMessage, ServerMessage>;
 
@@ -21,9 +25,16 @@ export interface AgentSessionOptions {
 }
 
 // Inbound flow control: stop reading from the agent while this many messages wait for the
-// engine, and read again once the backlog is down to the low mark.
+// engine, and read again once the backlog is down to the low mark. Agents keep their own window
+// of unacknowledged log bytes (Welcome), so this only bounds a misbehaving one.
 const INBOUND_HIGH_WATER = 64;
 const INBOUND_LOW_WATER = 16;
+/** The log text an agent may have sent and not had acknowledged (Welcome.max_unacked_log_bytes). */
+const AGENT_LOG_WINDOW_BYTES = 1024 * 1024;
+/** Hearing from an agent is recorded at most this often (every message counts, few writes), and at every heartbeat interval. */
+const SEEN_EVERY_MS = 5_000;
+/** A result whose lines do not come within this long is applied anyway, saying lines are missing. */
+const RESULT_WAITS_FOR_LINES_MS = 30_000;
 // An agent that stops reading while we keep producing is broken; end its call rather than grow
 // memory without bound (it reconnects and gets everything again from the database).
 const MAX_OUTBOX = 10_000;
@@ -48,11 +59,16 @@ export class AgentSession {
   #sentCancelIds = new Set<string>();
   #outbox: ServerMessage[] = [];
   #blocked = false;
+  /** Messages received and not handled yet, in order; `#inbound` settles once they are. */
+  readonly #queue: AgentMessage[] = [];
   #inbound: Promise<void> = Promise.resolve();
-  #inboundPending = 0;
+  #draining = false;
   #paused = false;
   #syncRunning = false;
   #syncAgain = false;
+  #lastSeenRecordedMs = 0;
+  /** Results whose lines are not all stored yet, by task, since when. */
+  readonly #pendingResults = new Map<string, { result: TaskResult; sinceMs: number }>();
 
   constructor(options: AgentSessionOptions) {
     this.machineId = options.machineId;
@@ -77,7 +93,13 @@ export class AgentSession {
     call.on('cancelled', () => this.#markClosed('cancelled'));
     call.on('close', () => this.#markClosed('closed'));
     call.on('error', (error: unknown) => this.#markClosed('error', error));
-    this.#send({ welcome: { heartbeatIntervalMs: this.#options.heartbeatIntervalMs } });
+    this.#send({
+      welcome: {
+        heartbeatIntervalMs: this.#options.heartbeatIntervalMs,
+        acceptsLogChunks: true,
+        maxUnackedLogBytes: AGENT_LOG_WINDOW_BYTES,
+      },
+    });
   }
 
   /** The agent said Hello: it may be sent work. */
@@ -183,21 +205,64 @@ export class AgentSession {
 
   #receive(message: AgentMessage): void {
     if (this.#closed) return;
-    this.#inboundPending += 1;
-    if (!this.#paused && this.#inboundPending >= INBOUND_HIGH_WATER) {
+    this.#noteHeardFrom();
+    this.#queue.push(message);
+    if (!this.#paused && this.#queue.length >= INBOUND_HIGH_WATER) {
       this.#paused = true;
       this.#call.pause();
     }
-    this.#inbound = this.#inbound
-      .then(() => (this.#closed ? undefined : this.#handle(message)))
-      .catch((error: unknown) => this.#fail(error, 'agent message handling failed'))
-      .finally(() => {
-        this.#inboundPending -= 1;
-        if (this.#paused && this.#inboundPending <= INBOUND_LOW_WATER && !this.#closed) {
+    if (!this.#draining) {
+      this.#draining = true;
+      this.#inbound = this.#drain();
+    }
+  }
+
+  /** Handles the queued messages one at a time, in order. */
+  async #drain(): Promise<void> {
+    try {
+      while (this.#queue.length > 0 && !this.#closed) {
+        const message = this.#queue.shift()!;
+        try {
+          await this.#handle(message);
+        } catch (error) {
+          this.#fail(error, 'agent message handling failed');
+        }
+        if (this.#paused && this.#queue.length <= INBOUND_LOW_WATER && !this.#closed) {
           this.#paused = false;
           this.#call.resume();
         }
-      });
+      }
+    } finally {
+      this.#draining = false;
+    }
+  }
+
+  /**
+   * A log batch, with the batches of the same task queued right behind it: while a statement is
+   * in flight the agent keeps sending within its window, and all of that is stored at once.
+   */
+  async #onLogBatches(first: AgentMessage): Promise<void> {
+    const taskId = first.logBatch?.taskId;
+    if (taskId === undefined) return;
+    const chunks = [];
+    let bytes = 0;
+    for (let message: AgentMessage | undefined = first; message;) {
+      const chunk = toAgentLogChunk(message.logBatch!);
+      if (chunk) {
+        chunks.push(chunk);
+        bytes += chunk.text.length;
+      }
+      const next = this.#queue[0];
+      message =
+        next?.payload === 'logBatch' && next.logBatch?.taskId === taskId && bytes < MAX_RUN_BYTES
+          ? this.#queue.shift()
+          : undefined;
+    }
+    if (chunks.length === 0) return;
+    let seq = 0;
+    for (const run of contiguousRuns(chunks)) seq = await this.#port.recordLogs(this.machineId, taskId, run);
+    this.#send({ ackLogs: { taskId, seq: String(seq) } });
+    if (this.#pendingResults.has(taskId)) await this.#offerPendingResult(taskId);
   }
 
   async #handle(message: AgentMessage): Promise<void> {
@@ -209,21 +274,16 @@ export class AgentSession {
         if (message.hello) await this.#onHello(message.hello);
         return;
       case 'heartbeat':
-        await this.#port.heartbeat(this.machineId);
         // Wake-ups are best-effort (core NATS), and a replica can die between starting a task and
         // publishing its wake-up: re-checking here bounds a lost one to one heartbeat interval.
         this.requestTaskSync();
+        for (const taskId of [...this.#pendingResults.keys()]) await this.#offerPendingResult(taskId);
         return;
       case 'taskAccepted':
         this.#logger.debug({ taskId: message.taskAccepted?.taskId }, 'task accepted');
         return;
-      case 'logBatch': {
-        const batch = message.logBatch;
-        if (!batch) return;
-        const seq = await this.#port.recordLogs(this.machineId, batch.taskId, batch.lines.map(toAgentLogLine));
-        this.#send({ ackLogs: { taskId: batch.taskId, seq: String(seq) } });
-        return;
-      }
+      case 'logBatch':
+        return this.#onLogBatches(message);
       case 'taskResult':
         if (message.taskResult) await this.#recordResult(message.taskResult);
         return;
@@ -248,9 +308,42 @@ export class AgentSession {
     this.requestTaskSync();
   }
 
+  /**
+   * Records a result, or keeps it until the lines it covers are stored (the agent re-sends its
+   * unacknowledged lines after Hello, and results may come first there).
+   */
   async #recordResult(result: TaskResult): Promise<void> {
-    await this.#port.recordResult(this.machineId, result.taskId, toAgentTaskResult(result));
-    this.#send({ ackResult: { taskId: result.taskId } });
+    this.#pendingResults.set(result.taskId, {
+      result,
+      sinceMs: this.#pendingResults.get(result.taskId)?.sinceMs ?? Date.now(),
+    });
+    await this.#offerPendingResult(result.taskId);
+  }
+
+  async #offerPendingResult(taskId: string): Promise<void> {
+    const pending = this.#pendingResults.get(taskId);
+    if (!pending) return;
+    const force = Date.now() - pending.sinceMs >= RESULT_WAITS_FOR_LINES_MS;
+    const receipt = await this.#port.recordResult(this.machineId, taskId, toAgentTaskResult(pending.result), { force });
+    if (receipt === 'waiting-for-lines') return;
+    this.#pendingResults.delete(taskId);
+    this.#send({ ackResult: { taskId } });
+  }
+
+  /** Every message proves the agent alive: recorded at most every SEEN_EVERY_MS (or heartbeat interval), off the queue. */
+  #noteHeardFrom(): void {
+    const now = Date.now();
+    if (
+      !this.#welcomedHello ||
+      now - this.#lastSeenRecordedMs < Math.min(SEEN_EVERY_MS, this.#options.heartbeatIntervalMs)
+    )
+      return;
+    this.#lastSeenRecordedMs = now;
+    this.#port
+      .heartbeat(this.machineId)
+      .catch((error: unknown) =>
+        this.#logger.warn({ err: toError(error) }, 'recording that the agent was heard from failed'),
+      );
   }
 
   async #syncTasks(): Promise<void> {

@@ -25,6 +25,14 @@ export interface GatewayOptions {
   heartbeatIntervalMs: number;
 }
 
+/**
+ * How often agents send Heartbeat when a task is lost after `agentLostMs` of silence: several
+ * beats fit in that window (a quiet, healthy step never looks lost), at most every 15 s.
+ */
+export function heartbeatIntervalFor(agentLostMs: number): number {
+  return Math.min(15_000, Math.max(250, Math.floor(agentLostMs / 4)));
+}
+
 export interface Gateway {
   /** Subscribes to the bus, then binds; resolves with the bound port (useful with port 0). */
   start(port: number, host: string): Promise<number>;

@@ -1,5 +1,5 @@
 /** The agent gateway concern: its public surface. */
-export { createGateway } from './gateway.ts';
+export { createGateway, heartbeatIntervalFor } from './gateway.ts';
 export type { Gateway, GatewayOptions } from './gateway.ts';
 export type { GatewayStore } from './agent-auth.ts';
 export type { PackageSource } from './package-download.ts';

@@ -1,7 +1,7 @@
 // Proto ↔ engine mapping. The proto carries int64 as decimal strings and enums as names
 // (LOADER_OPTIONS); the engine's AgentPort speaks plain numbers and narrow string unions.
-import type { AgentLogLine, AgentTaskResult, RunTaskPayload } from '../engine/agent-port.ts';
-import type { LogLine, RunTask, TaskResult } from './proto.ts';
+import type { AgentTaskResult, RunTaskPayload } from '../engine/agent-port.ts';
+import type { RunTask, TaskResult } from './proto.ts';
 
 export function toRunTask(task: RunTaskPayload): RunTask {
   return {
@@ -21,17 +21,6 @@ export function toRunTask(task: RunTaskPayload): RunTask {
     })),
     redownloadPackages: task.redownloadPackages,
     timeoutSeconds: task.timeoutSeconds,
-  };
-}
-
-export function toAgentLogLine(line: LogLine): AgentLogLine {
-  return {
-    seq: Number(line.seq),
-    // An unspecified stream (an agent bug or a newer agent's value) is kept as plain output
-    // rather than dropped: losing a line is worse than mislabelling it.
-    stream: line.stream === 'STDERR' || line.stream === 'SYSTEM' ? line.stream : 'STDOUT',
-    text: line.text,
-    unixNanos: line.unixNanos,
   };
 }
 

@@ -1,9 +1,10 @@
 /**
- * Deployment logs. Every line gets a .NET tick unique within its deployment and increasing in
- * insertion order: ticks are allocated under the deployment's row lock as
- * max(now, last + 1), so `getLogsAfter=T` (strictly after) never skips or repeats a line.
+ * Deployment logs: entries the engine writes (one row each in deployment_logs) and what agents
+ * print (chunks of a task's lines in deployment_log_chunks). Every line has a .NET tick unique
+ * within its deployment and increasing in the order lines were written: ticks are allocated under
+ * the deployment's row lock, so `getLogsAfter=T` (strictly after) never skips or repeats a line.
  */
-import { dateToTicks, newId } from '../core/index.ts';
+import { dateToTicks, decodeVarints, newId, ticksToDate } from '../core/index.ts';
 import type { Db } from './db.ts';
 
 export const LogLevel = {
@@ -25,10 +26,31 @@ export interface NewLogEntry {
   stepId?: string | null;
   parentLogId?: string | null;
   taskId?: string | null;
-  /** The agent's per-task line number; a line already stored for the task is skipped. */
-  agentSeq?: number | null;
   exceptionData?: string | null;
   createdUtc?: Date;
+}
+
+/**
+ * Consecutive lines one task's agent printed (seq firstSeq .. firstSeq + lineCount - 1), as the
+ * agent sent them: the text of every line followed by '\n', one level byte per line, and the
+ * lines' own times as tick steps. Stored as one row.
+ */
+export interface NewLogChunk {
+  taskId: string;
+  stepId: string | null;
+  parentLogId: string | null;
+  firstSeq: number;
+  lineCount: number;
+  /** When the first line was printed (already no later than the server's clock). */
+  firstTick: bigint;
+  /** Ticks from each line to the next (lineCount - 1 varints of at least 1); null: 1 each. */
+  tickSteps: Buffer | null;
+  /** The sum of tickSteps: the chunk spans firstTick .. firstTick + spanTicks. */
+  spanTicks: bigint;
+  /** One byte per line, 0 Information, 1 Warning; null: all Information. */
+  levels: Buffer | null;
+  warnings: number;
+  data: string;
 }
 
 export interface LogEntry {
@@ -57,12 +79,29 @@ interface LogRow {
   task_id: string | null;
 }
 
+interface ChunkRow {
+  first_tick: string;
+  last_tick: string;
+  task_id: string;
+  step_id: string | null;
+  parent_log_id: string | null;
+  first_seq: number;
+  line_count: number;
+  levels: Buffer | null;
+  tick_steps: Buffer | null;
+  data: string;
+  head_rows: string;
+}
+
 function toEntry(row: LogRow): LogEntry {
+  const tick = BigInt(row.tick);
   return {
     id: row.id,
     deploymentId: row.deployment_id,
-    tick: BigInt(row.tick),
-    createdUtc: row.created_at,
+    tick,
+    // One line, one time: CreatedUtc is its tick's instant (the tick is the order; a line written
+    // late gets a later tick than the clock it was printed by, and says so).
+    createdUtc: ticksToDate(tick),
     level: row.level,
     data: row.data,
     exceptionData: row.exception_data,
@@ -70,6 +109,31 @@ function toEntry(row: LogRow): LogEntry {
     parentLogId: row.parent_log_id,
     taskId: row.task_id,
   };
+}
+
+/** A chunk's lines as log items (ids `<taskId>.<seq>`), the ticks after `afterTick` only. */
+function explodeChunk(deploymentId: string, row: ChunkRow, afterTick: bigint): LogEntry[] {
+  const steps = row.tick_steps ? decodeVarints(row.tick_steps) : null;
+  const lines = row.data.split('\n');
+  const entries: LogEntry[] = [];
+  let tick = BigInt(row.first_tick);
+  for (let i = 0; i < row.line_count; i++) {
+    if (i > 0) tick += steps ? BigInt(steps[i - 1]!) : 1n;
+    if (tick <= afterTick) continue;
+    entries.push({
+      id: `${row.task_id}.${row.first_seq + i}`,
+      deploymentId,
+      tick,
+      createdUtc: ticksToDate(tick),
+      level: row.levels?.[i] === 1 ? 'Warning' : 'Information',
+      data: lines[i] ?? '',
+      exceptionData: null,
+      stepId: row.step_id,
+      parentLogId: row.parent_log_id,
+      taskId: row.task_id,
+    });
+  }
+  return entries;
 }
 
 /** A task's end, written with its log line: the line is stored exactly when the task moved. */
@@ -80,167 +144,360 @@ export interface TaskFinish {
   message: string;
   finishedUtc: Date;
   line: NewLogEntry;
+  /**
+   * The agent's result covers its lines 1..lastLogSeq: the task ends only once all of them are
+   * stored (the final status never comes before the last line). Null: decided by the server.
+   */
+  lastLogSeq: number | null;
+}
+
+export interface RecordResult {
+  /** The entries actually stored (an entry whose id was stored before is not). */
+  stored: LogEntry[];
+  /** Tasks that moved from Running to their final status in this statement. */
+  finished: Set<string>;
+  /** Tasks whose chunks were stored. */
+  storedChunks: Set<string>;
+  /**
+   * Tasks whose chunks were not stored, with their last stored seq: the task is not running any
+   * more, or its chunks do not start after that seq (a re-sent batch: the caller stores its new part).
+   * A task of another deployment, or none at all, is absent from both.
+   */
+  refusedChunks: Map<string, { lastLogSeq: number; running: boolean }>;
 }
 
 /**
- * Hot path: what happened in one deployment — log lines, and tasks that ended with their lines —
- * in ONE statement. Parameters: 1 JSON array of task ends {id, status, exit_code, message,
- * finished_at}, 2 deployment ID, 3 deployment ID, 4 JSON array of lines {ord, id, created_at,
- * created_tick, level, data, exception_data, step_id, parent_log_id, task_id, agent_seq,
- * requires_task}, 5 deployment ID, 6 now, 7 deployment ID.
+ * Hot path: what happened in one deployment — engine entries, agent chunks, and tasks that ended
+ * with their lines — in ONE statement. Parameters: 1 task ends (JSON), 2 deployment ID,
+ * 3 chunks (JSON), 4 deployment ID, 5 deployment ID, 6 entries (JSON), 7 deployment ID,
+ * 8 deployment ID, 9 now, 10 deployment ID, 11 deployment ID.
  *
- * Task ends: Running → final, guarded, so a result is recorded once; a line with `requires_task`
- * is stored only when that task moved in this statement (the end and its line commit together).
+ * Task ends: Running → final, guarded, so a result is recorded once, and only once every line it
+ * covers is stored (last_log_seq). An entry with `requires_task` is stored only when that task
+ * moved in this statement (the end and its line commit together).
  *
- * Ticks: tick_r = max(tick_(r-1) + 1, created_tick_r), starting from the deployment's last tick.
- * Unrolled, that is r + max(last, max over j ≤ r of (created_tick_j − j)): a running max, so one
- * window function computes every tick. The row lock on the deployment (FOR UPDATE, held to the
- * end of the statement) makes commits happen in tick order, so a reader paging with
- * `tick > T` never skips a line that commits later with a smaller tick.
+ * Chunks: a task's chunks in one statement are one contiguous run of its lines, stored all or
+ * none: only for a running task of the deployment and only when the run starts after its last
+ * stored line (so a batch re-sent after a reconnect is stored once); the task's last_log_seq
+ * moves to the run's last line. A task's chunks and its end never share a statement (the
+ * progress writer keeps them apart): both update the task's row.
+ *
+ * Ticks: items (entries and chunks, in `ord` order) take consecutive ranges: item r starts at
+ * max(end of item r-1 + 1, its own created tick) and a chunk spans `span` ticks. With P_r the
+ * ticks taken before item r (Σ span + 1), that unrolls to start_r = P_r + max(last + 1, max over
+ * j ≤ r of (created_j - P_j)): a running max, so window functions compute every start. The row
+ * lock on the deployment (FOR UPDATE, held to the end of the statement) makes commits happen in
+ * tick order, so a reader paging with `tick > T` never skips a line that commits later.
  *
  * An entry whose id is already stored is skipped, so a caller can write a parent entry with a
- * fixed id ("Step 'Deploy'") before each batch of its children and it is stored once. The check
- * cannot race: ids that repeat are deployment-scoped and every append of a deployment holds its
- * row lock.
+ * fixed id ("Step 'Deploy'") before each batch of its children and it is stored once.
  */
 const RECORD_SQL = `
 WITH moved AS (
   UPDATE deployment_tasks AS t
   SET status = f.status, exit_code = f.exit_code, message = f.message, finished_at = f.finished_at
-  FROM jsonb_to_recordset(CAST(? AS jsonb)) AS f(id text, status text, exit_code int, message text, finished_at timestamptz)
+  FROM jsonb_to_recordset(CAST(? AS jsonb)) AS f(id text, status text, exit_code int, message text, finished_at timestamptz, last_log_seq int)
   WHERE t.id = f.id AND t.deployment_id = ? AND t.status = 'Running'
+    AND (f.last_log_seq IS NULL OR t.last_log_seq >= f.last_log_seq)
+  RETURNING t.id
+), chunk_input AS (
+  SELECT c.* FROM jsonb_to_recordset(CAST(? AS jsonb)) AS c(
+    ord int, task_id text, step_id text, parent_log_id text, first_seq int, line_count int, byte_count int,
+    created_tick bigint, span bigint, levels text, tick_steps text, warnings int, data text)
+), chunk_runs AS (
+  SELECT task_id, min(first_seq) AS first_seq, max(first_seq + line_count - 1) AS last_seq
+  FROM chunk_input GROUP BY task_id
+), advanced AS (
+  UPDATE deployment_tasks AS t SET last_log_seq = c.last_seq
+  FROM chunk_runs c
+  WHERE t.id = c.task_id AND t.deployment_id = ? AND t.status = 'Running' AND t.last_log_seq < c.first_seq
   RETURNING t.id
 ), locked AS (
   SELECT last_log_tick FROM deployments WHERE id = ? FOR UPDATE
-), input AS (
+), entry_input AS (
   SELECT x.* FROM jsonb_to_recordset(CAST(? AS jsonb)) AS x(
-    ord int, id text, created_at timestamptz, created_tick bigint, level text, data text,
-    exception_data text, step_id text, parent_log_id text, task_id text, agent_seq int, requires_task text)
-), numbered AS (
-  SELECT input.*, row_number() OVER (ORDER BY ord) AS r FROM input
+    ord int, id text, created_tick bigint, level text, data text,
+    exception_data text, step_id text, parent_log_id text, task_id text, requires_task text)
+), items AS (
+  SELECT ord, created_tick, 0::bigint AS span FROM entry_input
+  UNION ALL
+  SELECT ord, created_tick, span FROM chunk_input WHERE task_id IN (SELECT id FROM advanced)
+), placed AS (
+  SELECT ord, span, coalesce(sum(span + 1) OVER (ORDER BY ord ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS p, created_tick
+  FROM items
 ), ticked AS (
-  SELECT numbered.*,
-         r + greatest((SELECT last_log_tick FROM locked),
-                      max(created_tick - r) OVER (ORDER BY ord ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)) AS tick
-  FROM numbered
+  SELECT ord, span,
+         p + greatest((SELECT last_log_tick FROM locked) + 1,
+                      max(created_tick - p) OVER (ORDER BY ord ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)) AS start_tick
+  FROM placed
   WHERE EXISTS (SELECT 1 FROM locked)
 ), fresh AS (
-  SELECT * FROM ticked
-  WHERE NOT EXISTS (SELECT 1 FROM deployment_logs l WHERE l.id = ticked.id)
-    AND (requires_task IS NULL OR requires_task IN (SELECT id FROM moved))
+  SELECT e.*, ticked.start_tick AS tick FROM entry_input e JOIN ticked ON ticked.ord = e.ord
+  WHERE NOT EXISTS (SELECT 1 FROM deployment_logs l WHERE l.id = e.id)
+    AND (e.requires_task IS NULL OR e.requires_task IN (SELECT id FROM moved))
 ), ins AS (
-  INSERT INTO deployment_logs (id, deployment_id, tick, created_at, level, data, exception_data, step_id, parent_log_id, task_id, agent_seq)
-  SELECT id, ?, tick, created_at, level, data, exception_data, step_id, parent_log_id, task_id, agent_seq FROM fresh
-  ON CONFLICT (task_id, agent_seq) WHERE agent_seq IS NOT NULL DO NOTHING
+  INSERT INTO deployment_logs (id, deployment_id, tick, created_at, level, data, exception_data, step_id, parent_log_id, task_id)
+  SELECT id, ?, tick, to_timestamp((tick - 621355968000000000) / 10000000.0), level, data, exception_data, step_id, parent_log_id, task_id FROM fresh
   RETURNING *
+), chunks AS (
+  INSERT INTO deployment_log_chunks (deployment_id, first_tick, last_tick, task_id, step_id, parent_log_id, first_seq,
+    line_count, byte_count, levels, tick_steps, data)
+  SELECT ?, t.start_tick, t.start_tick + c.span, c.task_id, c.step_id, c.parent_log_id, c.first_seq, c.line_count,
+         c.byte_count, decode(c.levels, 'base64'), decode(c.tick_steps, 'base64'), c.data
+  FROM chunk_input c JOIN ticked t ON t.ord = c.ord
+  RETURNING last_tick, task_id
 ), upd AS (
   UPDATE deployments SET
-    last_log_tick = greatest(last_log_tick, (SELECT max(tick) FROM ins)),
+    last_log_tick = greatest(last_log_tick, (SELECT max(tick) FROM ins), (SELECT max(last_tick) FROM chunks)),
     error_count = error_count + (SELECT count(*) FROM ins WHERE level IN ('Error', 'Critical')),
-    warning_count = warning_count + (SELECT count(*) FROM ins WHERE level = 'Warning'),
+    warning_count = warning_count + (SELECT count(*) FROM ins WHERE level = 'Warning')
+      + (SELECT coalesce(sum(c.warnings), 0) FROM chunk_input c WHERE c.task_id IN (SELECT task_id FROM chunks)),
     last_update_at = ?,
     change_tick = nextval('deployment_change_seq')
-  WHERE id = ? AND EXISTS (SELECT 1 FROM ins)
+  WHERE id = ? AND (EXISTS (SELECT 1 FROM ins) OR EXISTS (SELECT 1 FROM chunks))
   RETURNING id
 )
-SELECT ins.* FROM ins ORDER BY tick`;
+SELECT 'entry' AS kind, ins.id, ins.deployment_id, ins.tick, ins.created_at, ins.level, ins.data, ins.exception_data,
+       ins.step_id, ins.parent_log_id, ins.task_id, NULL::int AS last_log_seq, NULL::text AS status
+FROM ins
+UNION ALL
+SELECT 'refused', t.id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, t.last_log_seq, t.status
+FROM deployment_tasks t
+WHERE t.deployment_id = ? AND t.id IN (SELECT task_id FROM chunk_input) AND t.id NOT IN (SELECT id FROM advanced)
+UNION ALL
+SELECT 'moved', id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM moved
+UNION ALL
+SELECT 'chunk', task_id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM chunks`;
 
 /** PostgreSQL text cannot hold U+0000; a script may print it. */
 const storable = (text: string) => (text.includes('\u0000') ? text.replaceAll('\u0000', '\uFFFD') : text);
 
-async function record(
-  db: Db,
-  deploymentId: string,
-  entries: readonly NewLogEntry[],
-  finishes: readonly TaskFinish[],
-  now: Date,
-): Promise<{ stored: LogEntry[]; finished: Set<string> }> {
-  const lines: Array<{ entry: NewLogEntry; requiresTask: string | null }> = [
-    ...entries.map((entry) => ({ entry, requiresTask: null })),
-    ...finishes.map((finish) => ({
-      entry: { ...finish.line, id: finish.line.id ?? newId() },
-      requiresTask: finish.taskId,
-    })),
-  ];
+interface RecordRow extends LogRow {
+  kind: 'entry' | 'refused' | 'moved' | 'chunk';
+  last_log_seq: number | null;
+  status: string | null;
+}
+
+/** One caller's writes: its entries, its agents' chunks and its task ends, in that order. */
+export interface LogReport {
+  entries?: readonly NewLogEntry[];
+  chunks?: readonly NewLogChunk[];
+  finishes?: readonly TaskFinish[];
+}
+
+async function record(db: Db, deploymentId: string, reports: readonly LogReport[], now: Date): Promise<RecordResult> {
+  let ord = 0;
+  const nowTick = dateToTicks(now);
   // An id repeated within the batch (a parent written before each of its children) counts once.
   const seen = new Set<string>();
-  const unique = lines.filter(({ entry }) => entry.id === undefined || (!seen.has(entry.id) && seen.add(entry.id)));
-  if (unique.length === 0) return { stored: [], finished: new Set() };
-  const input = unique.map(({ entry, requiresTask }, ord) => {
-    const created = entry.createdUtc ?? now;
-    return {
-      ord,
+  const entryInput: Array<Record<string, unknown> & { id: string; requires_task: string | null }> = [];
+  const chunkInput: Array<Record<string, unknown>> = [];
+  const ends: Array<Record<string, unknown>> = [];
+  /** The seq each task's next chunk in this statement must start at (its run is contiguous). */
+  const nextSeqOf = new Map<string, number>();
+  const addEntry = (entry: NewLogEntry, requiresTask: string | null) => {
+    if (entry.id !== undefined && (seen.has(entry.id) || !seen.add(entry.id))) return;
+    entryInput.push({
+      ord: ord++,
       id: entry.id ?? newId(),
-      created_at: created.toISOString(),
-      created_tick: dateToTicks(created).toString(),
+      created_tick: (entry.createdUtc ? dateToTicks(entry.createdUtc) : nowTick).toString(),
       level: entry.level,
       data: storable(entry.data),
       exception_data: entry.exceptionData == null ? null : storable(entry.exceptionData),
       step_id: entry.stepId ?? null,
       parent_log_id: entry.parentLogId ?? null,
       task_id: entry.taskId ?? null,
-      agent_seq: entry.agentSeq ?? null,
       requires_task: requiresTask,
-    };
-  });
-  const ends = finishes.map((f) => ({
-    id: f.taskId,
-    status: f.status,
-    exit_code: f.exitCode,
-    message: storable(f.message),
-    finished_at: f.finishedUtc.toISOString(),
-  }));
+    });
+  };
+  for (const report of reports) {
+    for (const entry of report.entries ?? []) addEntry(entry, null);
+    for (const chunk of report.chunks ?? []) {
+      const expected = nextSeqOf.get(chunk.taskId);
+      if (expected !== undefined && chunk.firstSeq !== expected)
+        throw new Error(
+          `Chunks of task ${chunk.taskId} in one statement must be contiguous: ${chunk.firstSeq} after ${expected - 1}`,
+        );
+      nextSeqOf.set(chunk.taskId, chunk.firstSeq + chunk.lineCount);
+      chunkInput.push({
+        ord: ord++,
+        task_id: chunk.taskId,
+        step_id: chunk.stepId,
+        parent_log_id: chunk.parentLogId,
+        first_seq: chunk.firstSeq,
+        line_count: chunk.lineCount,
+        byte_count: chunk.data.length,
+        created_tick: chunk.firstTick.toString(),
+        span: chunk.spanTicks.toString(),
+        levels: chunk.levels ? chunk.levels.toString('base64') : null,
+        tick_steps: chunk.tickSteps ? chunk.tickSteps.toString('base64') : null,
+        warnings: chunk.warnings,
+        data: storable(chunk.data),
+      });
+    }
+    for (const finish of report.finishes ?? []) {
+      ends.push({
+        id: finish.taskId,
+        status: finish.status,
+        exit_code: finish.exitCode,
+        message: storable(finish.message),
+        finished_at: finish.finishedUtc.toISOString(),
+        last_log_seq: finish.lastLogSeq,
+      });
+      addEntry({ ...finish.line, id: finish.line.id ?? newId() }, finish.taskId);
+    }
+  }
+  if (entryInput.length === 0 && chunkInput.length === 0)
+    return { stored: [], finished: new Set(), storedChunks: new Set(), refusedChunks: new Map() };
   // A named (server-side prepared) statement: planning this one took ~0.5–0.8 ms of PostgreSQL's
   // CPU per execution against ~0.2 ms to run it; prepared, its plan is kept per connection.
   const result = await db
-    .raw<{ rows: LogRow[] }>(RECORD_SQL, [
+    .raw<{ rows: RecordRow[] }>(RECORD_SQL, [
       JSON.stringify(ends),
       deploymentId,
+      JSON.stringify(chunkInput),
       deploymentId,
-      JSON.stringify(input),
+      deploymentId,
+      JSON.stringify(entryInput),
+      deploymentId,
       deploymentId,
       now,
       deploymentId,
+      deploymentId,
     ])
-    .options({ name: 'gantry_deployment_logs_record' });
-  const stored = result.rows.map(toEntry);
+    .options({ name: 'gantry_deployment_logs_record_v3' });
+  const stored: LogEntry[] = [];
+  const storedChunks = new Set<string>();
+  const refusedChunks = new Map<string, { lastLogSeq: number; running: boolean }>();
+  for (const row of result.rows) {
+    if (row.kind === 'entry') stored.push(toEntry(row));
+    else if (row.kind === 'chunk') storedChunks.add(row.id);
+    else if (row.kind === 'refused')
+      refusedChunks.set(row.id, { lastLogSeq: row.last_log_seq ?? 0, running: row.status === 'Running' });
+  }
+  stored.sort((a, b) => (a.tick < b.tick ? -1 : a.tick > b.tick ? 1 : 0));
   const storedIds = new Set(stored.map((e) => e.id));
   // A task's end line has a fresh id: it is stored exactly when the task moved.
   const finished = new Set(
-    input.filter((i) => i.requires_task !== null && storedIds.has(i.id)).map((i) => i.requires_task!),
+    entryInput.filter((i) => i.requires_task !== null && storedIds.has(i.id)).map((i) => i.requires_task!),
   );
-  return { stored, finished };
+  return { stored, finished, storedChunks, refusedChunks };
 }
+
+/**
+ * The chunks after a tick, at most CHUNK_HEAD of them considered, cut where the lines or bytes
+ * before a chunk already fill the page; `head_rows` says how many were considered (so a reader
+ * knows whether more follow). The chunks' text is read only for those returned.
+ */
+const CHUNK_HEAD = 256;
+const READ_CHUNKS_SQL = `
+WITH head AS (
+  SELECT last_tick, line_count, byte_count FROM deployment_log_chunks
+  WHERE deployment_id = ? AND last_tick > ? ORDER BY last_tick LIMIT ${CHUNK_HEAD}
+), sized AS (
+  SELECT last_tick,
+         sum(line_count) OVER w - line_count AS lines_before,
+         sum(byte_count) OVER w - byte_count AS bytes_before,
+         count(*) OVER () AS head_rows
+  FROM head WINDOW w AS (ORDER BY last_tick ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
+)
+SELECT c.first_tick, c.last_tick, c.task_id, c.step_id, c.parent_log_id, c.first_seq, c.line_count, c.levels,
+       c.tick_steps, c.data, s.head_rows
+FROM sized s JOIN deployment_log_chunks c ON c.deployment_id = ? AND c.last_tick = s.last_tick
+WHERE s.lines_before < ? AND s.bytes_before < ?
+ORDER BY c.last_tick`;
+
+/** Bytes a log item costs in a page besides its text (its JSON field names and values). */
+const ITEM_OVERHEAD_BYTES = 300;
+
+/** A page of log items, and whether more follow it already (it was cut by count or by bytes). */
+export interface LogPage {
+  entries: LogEntry[];
+  more: boolean;
+}
+
+async function readPage(
+  db: Db,
+  deploymentId: string,
+  afterTick: bigint | null,
+  limit: number,
+  maxBytes: number,
+): Promise<LogPage> {
+  const after = afterTick ?? -1n;
+  const [entryRows, chunkRows] = await Promise.all([
+    db<LogRow>('deployment_logs')
+      .where({ deployment_id: deploymentId })
+      .where('tick', '>', after.toString())
+      .orderBy('tick')
+      .limit(limit),
+    db
+      .raw<{ rows: ChunkRow[] }>(READ_CHUNKS_SQL, [deploymentId, after.toString(), deploymentId, limit, maxBytes])
+      .then((result) => result.rows),
+  ]);
+  // Items are only known up to the last one read of a source that has more: nothing past that
+  // may be returned (a later page would otherwise skip what lies between).
+  let boundary: bigint | null = null;
+  if (entryRows.length === limit) boundary = BigInt(entryRows.at(-1)!.tick);
+  const headRows = Number(chunkRows[0]?.head_rows ?? 0);
+  if (chunkRows.length > 0 && (headRows === CHUNK_HEAD || chunkRows.length < headRows)) {
+    const last = BigInt(chunkRows.at(-1)!.last_tick);
+    if (boundary === null || last < boundary) boundary = last;
+  }
+  const merged = [...entryRows.map(toEntry), ...chunkRows.flatMap((row) => explodeChunk(deploymentId, row, after))];
+  merged.sort((a, b) => (a.tick < b.tick ? -1 : a.tick > b.tick ? 1 : 0));
+  const page: LogEntry[] = [];
+  let bytes = 0;
+  let more = boundary !== null;
+  for (const entry of merged) {
+    if (boundary !== null && entry.tick > boundary) break;
+    const cost = entry.data.length + ITEM_OVERHEAD_BYTES;
+    if (page.length >= limit || (page.length > 0 && bytes + cost > maxBytes)) {
+      more = true;
+      break;
+    }
+    page.push(entry);
+    bytes += cost;
+  }
+  return { entries: page, more };
+}
+
+/** A page is at most this many bytes of log items (at least one item, however long). */
+export const MAX_LOG_PAGE_BYTES = 1024 * 1024;
 
 export function deploymentLogsStore(db: Db) {
   return {
-    /**
-     * Appends entries and updates the deployment's error/warning counts and last tick, in ONE
-     * statement (see RECORD_SQL): the deployment row stays locked for a single round trip,
-     * so fifty agents streaming into one deployment do not queue behind each other's transactions.
-     * Returns the entries actually stored (a line an agent re-sent, or an id already stored, is
-     * stored once).
-     */
+    /** Appends engine entries and updates the deployment's counts and last tick (see RECORD_SQL). */
     async append(deploymentId: string, entries: NewLogEntry[], now: Date): Promise<LogEntry[]> {
-      return (await record(db, deploymentId, entries, [], now)).stored;
+      return (await record(db, deploymentId, [{ entries }], now)).stored;
     },
     /**
-     * Log lines and task ends of one deployment in one statement (see RECORD_SQL). `finished`:
-     * the tasks that moved from Running to their final status now (not those already final).
+     * Reports of one deployment — entries, agent chunks, task ends — in one statement (see
+     * RECORD_SQL), ticked in the order given.
      */
-    record(
-      deploymentId: string,
-      entries: readonly NewLogEntry[],
-      finishes: readonly TaskFinish[],
-      now: Date,
-    ): Promise<{ stored: LogEntry[]; finished: Set<string> }> {
-      return record(db, deploymentId, entries, finishes, now);
+    record(deploymentId: string, reports: readonly LogReport[], now: Date): Promise<RecordResult> {
+      return record(db, deploymentId, reports, now);
     },
-    /** Entries with tick > afterTick, in tick order. */
-    async read(deploymentId: string, afterTick: bigint | null, limit: number): Promise<LogEntry[]> {
-      const query = db<LogRow>('deployment_logs').where({ deployment_id: deploymentId });
-      if (afterTick !== null) query.where('tick', '>', afterTick.toString());
-      return (await query.orderBy('tick').limit(limit)).map(toEntry);
+    /**
+     * Items with tick > afterTick, in tick order: at most `limit` of them and about `maxBytes`
+     * (at least one), so a page of 4 KiB lines stays as small as one of short lines; `more`
+     * says whether more lines follow already.
+     */
+    readPage(
+      deploymentId: string,
+      afterTick: bigint | null,
+      limit: number,
+      maxBytes: number = MAX_LOG_PAGE_BYTES,
+    ): Promise<LogPage> {
+      return readPage(db, deploymentId, afterTick, limit, maxBytes);
+    },
+    /** readPage's items alone. */
+    async read(
+      deploymentId: string,
+      afterTick: bigint | null,
+      limit: number,
+      maxBytes: number = MAX_LOG_PAGE_BYTES,
+    ): Promise<LogEntry[]> {
+      return (await readPage(db, deploymentId, afterTick, limit, maxBytes)).entries;
     },
   };
 }

@@ -92,7 +92,16 @@ export type { Deployment, DeploymentStatus, NewDeployment, DeploymentFilter } fr
 export { FINAL_STATUSES, ACTIVE_STATUSES } from './deployments.ts';
 export type { DeploymentTask, DispatchedTask } from './deployment-tasks.ts';
 export { TaskStatus, FINAL_TASK_STATUSES } from './deployment-tasks.ts';
-export type { LogEntry, NewLogEntry, TaskFinish } from './deployment-logs.ts';
+export type {
+  LogEntry,
+  LogPage,
+  LogReport,
+  NewLogChunk,
+  NewLogEntry,
+  TaskFinish,
+  RecordResult,
+} from './deployment-logs.ts';
+export { MAX_LOG_PAGE_BYTES } from './deployment-logs.ts';
 export { LogLevel } from './deployment-logs.ts';
 export type { TargetMachine } from './deployment-machines.ts';
 export type { Tag } from './tags.ts';

@@ -66,6 +66,8 @@ export async function startControlPlane(
     env?: Record<string, string>;
     /** Fixed ports (a replica restarted where its agents expect it); free ones otherwise. */
     ports?: { http: number; grpc: number };
+    /** Extra node flags (a bench's --cpu-prof). */
+    nodeArgs?: string[];
   } = {},
 ): Promise<ControlPlane> {
   const httpPort = options.ports?.http ?? (await freePort());
@@ -84,7 +86,7 @@ export async function startControlPlane(
   if (options.natsUrl) env.NATS_URL = options.natsUrl;
   if (options.natsPrefix) env.GANTRY_NATS_PREFIX = options.natsPrefix;
   Object.assign(env, options.env);
-  const { child, output } = spawnNode(['--import', 'tsx', 'services/main.ts'], env);
+  const { child, output } = spawnNode([...(options.nodeArgs ?? []), '--import', 'tsx', 'services/main.ts'], env);
   const url = `http://127.0.0.1:${httpPort}`;
   await waitFor(
     async () => {

@@ -11,6 +11,7 @@ import * as createPackages from './202611221250_create_packages.ts';
 import * as createReleasesDeployments from './202611221300_create_releases_deployments.ts';
 import * as createIdempotencyKeys from './202611231000_create_idempotency_keys.ts';
 import * as alterMachinesSessions from './202611231010_alter_machines_sessions.ts';
+import * as createDeploymentLogChunks from './202611231020_create_deployment_log_chunks.ts';
 import * as dashboardSessions from './202611232000_dashboard_sessions.ts';
 
 export interface Migration {
@@ -27,5 +28,6 @@ export const migrations: ReadonlyArray<readonly [string, Migration]> = [
   ['202611221300_create_releases_deployments', createReleasesDeployments],
   ['202611231000_create_idempotency_keys', createIdempotencyKeys],
   ['202611231010_alter_machines_sessions', alterMachinesSessions],
+  ['202611231020_create_deployment_log_chunks', createDeploymentLogChunks],
   ['202611232000_dashboard_sessions', dashboardSessions],
 ];

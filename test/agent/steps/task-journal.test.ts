@@ -11,7 +11,8 @@ import {
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { TaskJournal, type StoredLogLine, type TaskRecord } from '../../../agent/steps/task-journal.ts';
+import { chunkOfLines, type StoredChunk } from '../../../agent/steps/log-chunks.ts';
+import { TaskJournal, type TaskRecord } from '../../../agent/steps/task-journal.ts';
 
 const record = (taskId: string, patch: Partial<TaskRecord> = {}): TaskRecord => ({
   taskId,
@@ -24,12 +25,17 @@ const record = (taskId: string, patch: Partial<TaskRecord> = {}): TaskRecord => 
   ...patch,
 });
 
-const line = (seq: number, text = `line ${seq}`): StoredLogLine => ({
-  seq,
-  stream: 'STDOUT',
-  text,
-  unixNanos: String(seq),
-});
+const line = (seq: number, text = `line ${seq}`) => ({ seq, stream: 'STDOUT' as const, text, unixNanos: String(seq) });
+/** Consecutive lines as the chunk an agent journals. */
+const chunk = (...lines: Array<ReturnType<typeof line>>): StoredChunk => chunkOfLines(lines)!;
+/** The lines of the chunks read back: seq and text of each. */
+const linesOf = (chunks: StoredChunk[]) =>
+  chunks.flatMap((c) =>
+    c.text
+      .split('\n')
+      .slice(0, c.count)
+      .map((text, i) => ({ seq: c.firstSeq + i, text })),
+  );
 const newRoot = () => mkdtempSync(path.join(os.tmpdir(), 'gantry-journal-'));
 const fileOf = (root: string) => path.join(root, 'journal.ndjson');
 
@@ -85,18 +91,20 @@ describe('TaskJournal', () => {
     const root = newRoot();
     const journal = new TaskJournal(root);
     journal.save(record('t-1'));
-    journal.appendLogs('t-1', [line(1, 'aaaa'), line(2, 'bbbb')]);
+    journal.appendChunk('t-1', chunk(line(1, 'aaaa'), line(2, 'bbbb')));
     journal.save(record('t-2'));
-    journal.appendLogs('t-2', [line(1, 'other task')]);
-    journal.appendLogs('t-1', [line(3, 'cccc'), line(4, 'dddd')]);
+    journal.appendChunk('t-2', chunk(line(1, 'other task')));
+    journal.appendChunk('t-1', chunk(line(3, 'cccc'), line(4, 'dddd')));
     expect(journal.lastSeq('t-1')).toBe(4);
-    expect(journal.readLogs('t-1', 0, 1_000).map((l) => l.text)).toEqual(['aaaa', 'bbbb', 'cccc', 'dddd']);
-    expect(journal.readLogs('t-1', 1, 8).map((l) => l.seq)).toEqual([2, 3]);
-    expect(journal.readLogs('t-1', 3, 1).map((l) => l.seq)).toEqual([4]); // at least one line
+    expect(linesOf(journal.readChunks('t-1', 0, 1_000)).map((l) => l.text)).toEqual(['aaaa', 'bbbb', 'cccc', 'dddd']);
+    // From inside a chunk: the chunk is cut to start after the seq; whole chunks up to maxBytes.
+    expect(linesOf(journal.readChunks('t-1', 1, 8)).map((l) => l.seq)).toEqual([2]);
+    expect(linesOf(journal.readChunks('t-1', 1, 20)).map((l) => l.seq)).toEqual([2, 3, 4]);
+    expect(linesOf(journal.readChunks('t-1', 3, 1)).map((l) => l.seq)).toEqual([4]); // at least one chunk
     const reopened = new TaskJournal(root);
     expect(reopened.lastSeq('t-1')).toBe(4);
-    expect(reopened.readLogs('t-1', 2, 1_000).map((l) => l.text)).toEqual(['cccc', 'dddd']);
-    expect(reopened.readLogs('t-2', 0, 1_000).map((l) => l.text)).toEqual(['other task']);
+    expect(linesOf(reopened.readChunks('t-1', 2, 1_000)).map((l) => l.text)).toEqual(['cccc', 'dddd']);
+    expect(linesOf(reopened.readChunks('t-2', 0, 1_000)).map((l) => l.text)).toEqual(['other task']);
   });
 
   it('reads back a record longer than its read buffer (1 MiB) at start', () => {
@@ -104,10 +112,10 @@ describe('TaskJournal', () => {
     const journal = new TaskJournal(root);
     journal.save(record('t-big'));
     const big = 'x'.repeat(1536 * 1024);
-    journal.appendLogs('t-big', [line(1, 'small'), line(2, big)]);
+    journal.appendChunk('t-big', chunk(line(1, 'small'), line(2, big)));
     journal.save(record('t-after', { status: 'running' }));
     const reopened = new TaskJournal(root);
-    expect(reopened.readLogs('t-big', 1, 10 * 1024 * 1024).map((l) => l.text.length)).toEqual([big.length]);
+    expect(linesOf(reopened.readChunks('t-big', 1, 10 * 1024 * 1024)).map((l) => l.text.length)).toEqual([big.length]);
     expect(reopened.get('t-after')).toMatchObject({ status: 'running' });
   });
 
@@ -115,13 +123,13 @@ describe('TaskJournal', () => {
     const root = newRoot();
     const journal = new TaskJournal(root);
     journal.save(record('t-1', { status: 'finished', finishedUnixMs: 10 }));
-    journal.appendLogs('t-1', [line(1, 'hello')]);
+    journal.appendChunk('t-1', chunk(line(1, 'hello')));
     journal.save(record('t-2', { status: 'finished', finishedUnixMs: 20 }));
     journal.forget(journal.get('t-2')!);
     expect(journal.lastSeq('t-1')).toBe(1);
     journal.forget(journal.get('t-1')!);
     expect(journal.lastSeq('t-1')).toBe(0);
-    expect(journal.readLogs('t-1', 0, 1_000)).toEqual([]);
+    expect(journal.readChunks('t-1', 0, 1_000)).toEqual([]);
     expect(journal.get('t-1')).toMatchObject({ forgotten: true });
     expect(new TaskJournal(root).lastSeq('t-1')).toBe(0);
 
@@ -139,22 +147,25 @@ describe('TaskJournal', () => {
     const root = newRoot();
     const journal = new TaskJournal(root, { compactAtBytes: 16 * 1024 });
     journal.save(record('kept'));
-    journal.appendLogs('kept', [line(1, 'still needed')]);
+    journal.appendChunk('kept', chunk(line(1, 'still needed')));
     for (let i = 0; i < 300; i++) {
       const id = `t-${i}`;
       journal.save(record(id));
-      journal.appendLogs(id, [line(1, 'x'.repeat(200))]);
+      journal.appendChunk(id, chunk(line(1, 'x'.repeat(200))));
       journal.save(record(id, { status: 'finished', finishedUnixMs: 5 }));
       journal.forget(journal.get(id)!);
     }
-    journal.appendLogs('kept', [line(2, 'also needed')]);
+    journal.appendChunk('kept', chunk(line(2, 'also needed')));
     // 300 tasks wrote ~150 KiB; what is live is their tombstones and two lines.
     expect(statSync(fileOf(root)).size).toBeLessThan(120 * 1024);
     expect(existsSync(`${fileOf(root)}.next`)).toBe(false);
     for (const journalNow of [journal, new TaskJournal(root)]) {
       expect(journalNow.all()).toHaveLength(301);
       expect(journalNow.get('t-299')).toMatchObject({ forgotten: true });
-      expect(journalNow.readLogs('kept', 0, 1_000).map((l) => l.text)).toEqual(['still needed', 'also needed']);
+      expect(linesOf(journalNow.readChunks('kept', 0, 1_000)).map((l) => l.text)).toEqual([
+        'still needed',
+        'also needed',
+      ]);
       expect(journalNow.lastSeq('kept')).toBe(2);
     }
   });
@@ -187,7 +198,7 @@ describe('TaskJournal', () => {
     const journal = new TaskJournal(root);
     expect(journal.get('t-old')).toMatchObject({ status: 'running', pid: 9 });
     expect(journal.get('t-newer')).toMatchObject({ status: 'finished' });
-    expect(journal.readLogs('t-newer', 0, 1_000).map((l) => l.seq)).toEqual([1, 2]);
+    expect(linesOf(journal.readChunks('t-newer', 0, 1_000)).map((l) => l.seq)).toEqual([1, 2]);
     expect(readdirSync(root)).toEqual(['journal.ndjson']);
     const reopened = new TaskJournal(root);
     expect(
@@ -197,5 +208,16 @@ describe('TaskJournal', () => {
         .sort(),
     ).toEqual(['t-newer', 't-old']);
     expect(reopened.lastSeq('t-newer')).toBe(2);
+  });
+
+  it('reads the per-line log records of an agent before chunks as chunks', () => {
+    const root = newRoot();
+    writeFileSync(
+      fileOf(root),
+      `${JSON.stringify({ state: record('t-lines') })}\n${JSON.stringify({ logs: { taskId: 't-lines', lines: [line(1, 'one'), line(2, 'two')] } })}\n`,
+    );
+    const journal = new TaskJournal(root);
+    expect(journal.lastSeq('t-lines')).toBe(2);
+    expect(linesOf(journal.readChunks('t-lines', 1, 1_000))).toEqual([{ seq: 2, text: 'two' }]);
   });
 });

@@ -217,7 +217,7 @@ describe('TaskManager idempotency and acknowledgements', () => {
     h.manager.onMessage({ ackLogs: { taskId: task.taskId, seq: String(done.lastLogSeq) } });
     expect(h.journal.get(task.taskId)?.forgotten).toBe(true);
     expect(records()).toBe(before + 1);
-    expect(h.journal.readLogs(task.taskId, 0, 1_000_000)).toEqual([]);
+    expect(h.journal.readChunks(task.taskId, 0, 1_000_000)).toEqual([]);
     h.manager.onMessage({ runTask: task });
     await waitFor(() => h.link.results(task.taskId).length === 2);
     expect(h.link.lines(task.taskId).length).toBe(1);

@@ -195,9 +195,9 @@ describe('GET /api/deployment/events', () => {
       ...t.deps.store,
       deploymentLogs: {
         ...t.deps.store.deploymentLogs,
-        read: (...args: Parameters<typeof t.deps.store.deploymentLogs.read>) => {
+        readPage: (...args: Parameters<typeof t.deps.store.deploymentLogs.readPage>) => {
           reads++;
-          return t.deps.store.deploymentLogs.read(...args);
+          return t.deps.store.deploymentLogs.readPage(...args);
         },
       },
     };

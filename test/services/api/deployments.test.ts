@@ -196,8 +196,8 @@ describe('GET /api/deployment', () => {
       ...store,
       deploymentLogs: {
         ...store.deploymentLogs,
-        async read(...args) {
-          const lines = await store.deploymentLogs.read(...args);
+        async readPage(...args) {
+          const lines = await store.deploymentLogs.readPage(...args);
           if (!raced) {
             raced = true;
             await store.deploymentLogs.append(id, [{ level: 'Information', data: 'last' }], new Date());
@@ -218,6 +218,36 @@ describe('GET /api/deployment', () => {
     const view = await getDeployment({ ...t.deps, store: racing }, principal, { deploymentId: id });
     expect(view.deployment.lastLogTick).toBe(view.logs!.at(-1)!.tick);
     expect(view.logs!.map((l) => l.data)).toEqual(['first', 'last']);
+  });
+
+  it('caps a page near 1 MiB however long the lines, and pages on with getLogsAfter without loss', async () => {
+    const id = (await t.admin.post('/api/release/deploy', { releaseId, environments: ['Staging'] })).body
+      .deploymentIds[0];
+    const line = (i: number) => `${String(i).padStart(4, '0')} ${'x'.repeat(4091)}`;
+    await t.deps.store.deploymentLogs.append(
+      id,
+      Array.from({ length: 600 }, (_, i) => ({ level: 'Information' as const, data: line(i) })),
+      new Date(),
+    );
+    const seen: string[] = [];
+    const sizes: number[] = [];
+    let after = '';
+    for (let pages = 0; pages < 10; pages++) {
+      const response = await t.admin.raw({
+        method: 'GET',
+        path: `/api/deployment?deploymentId=${id}${after ? `&getLogsAfter=${after}` : ''}`,
+      });
+      expect(response.status).toBe(200);
+      const logs = response.body.logs as Array<{ Data: string }>;
+      if (logs.length === 0) break;
+      sizes.push(response.text.length);
+      seen.push(...logs.map((l) => l.Data));
+      after = [...response.text.matchAll(/"CreatedUtcTick":(\d+)/g)].at(-1)![1]!;
+    }
+    expect(seen).toEqual(Array.from({ length: 600 }, (_, i) => line(i)));
+    // 2.5 MB of lines: three pages, none much above 1 MiB (it was one 2.5 MB page).
+    expect(sizes.length).toBeGreaterThanOrEqual(3);
+    for (const size of sizes) expect(size).toBeLessThan(1.1 * 1024 * 1024);
   });
 
   it('refuses an unknown deployment and a getLogsAfter that is not an integer', async () => {

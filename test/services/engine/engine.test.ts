@@ -64,16 +64,16 @@ function fleet(
           const result = behaviour(task, machineId);
           if (!result) continue; // stays running until cancelled
           const lines = result.lines ?? [`hello from ${task.stepName}`];
-          await engine.agentPort.recordLogs(
-            machineId,
-            task.taskId,
-            lines.map((text, i) => ({
-              seq: i + 1,
-              stream: 'STDOUT',
-              text,
-              unixNanos: `${BigInt(Date.now()) * 1_000_000n}`,
-            })),
-          );
+          await engine.agentPort.recordLogs(machineId, task.taskId, [
+            {
+              firstSeq: 1,
+              lineCount: lines.length,
+              firstUnixNanos: `${BigInt(Date.now()) * 1_000_000n}`,
+              text: lines.map((line) => `${line}\n`).join(''),
+              streams: null,
+              timeDeltasNs: null,
+            },
+          ]);
           await engine.agentPort.recordResult(machineId, task.taskId, {
             outcome: result.outcome,
             exitCode: result.outcome === 'SUCCEEDED' ? 0 : 3,

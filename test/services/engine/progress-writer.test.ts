@@ -2,7 +2,8 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '../../../services/core/index.ts';
 import { ProgressWriter } from '../../../services/engine/progress-writer.ts';
-import type { Store } from '../../../services/store/index.ts';
+import { dateToTicks } from '../../../services/core/index.ts';
+import type { NewLogChunk, Store, TaskFinish } from '../../../services/store/index.ts';
 import { testApp, type TestContext } from '../../helpers/app.ts';
 import { deployment, environmentId, release, step } from '../../helpers/engine-fixtures.ts';
 
@@ -46,6 +47,46 @@ async function runningTasks(count: number): Promise<string[]> {
   return ids;
 }
 
+/** Lines 1.. of a task as its agent's chunk. */
+function chunk(taskId: string, lines: string[], firstSeq = 1): NewLogChunk {
+  return {
+    taskId,
+    stepId: null,
+    parentLogId: taskId,
+    firstSeq,
+    lineCount: lines.length,
+    firstTick: dateToTicks(new Date()),
+    tickSteps: null,
+    spanTicks: BigInt(lines.length - 1),
+    levels: null,
+    warnings: 0,
+    data: lines.map((line) => `${line}\n`).join(''),
+  };
+}
+
+function end(
+  taskId: string,
+  data: string,
+  status: TaskFinish['status'] = 'Succeeded',
+  lastLogSeq: number | null = null,
+): TaskFinish {
+  return {
+    taskId,
+    status,
+    exitCode: status === 'Succeeded' ? 0 : 1,
+    message: 'done',
+    finishedUtc: new Date(),
+    line: { level: 'Information', data, taskId },
+    lastLogSeq,
+  };
+}
+
+/** What a reader sees of the task: its lines (chunks) and entries, in tick order. */
+async function linesOfTask(taskId: string): Promise<string[]> {
+  const all = await t.deps.store.deploymentLogs.read(deploymentId, null, 100_000);
+  return all.filter((entry) => entry.taskId === taskId).map((entry) => entry.data);
+}
+
 describe('ProgressWriter', () => {
   it('stores fifty concurrent reports of one deployment in far fewer statements, each caller told when its own are stored', async () => {
     statements = 0;
@@ -53,36 +94,18 @@ describe('ProgressWriter', () => {
     const tasks = await runningTasks(50);
     const results = await Promise.all(
       tasks.flatMap((taskId, i) => [
-        writer.write(deploymentId, [{ level: 'Information', data: `line of ${taskId}`, taskId, agentSeq: 1 }]),
-        writer.write(
-          deploymentId,
-          [],
-          [
-            {
-              taskId,
-              status: i === 0 ? 'Failed' : 'Succeeded',
-              exitCode: i === 0 ? 1 : 0,
-              message: 'done',
-              finishedUtc: new Date(),
-              line: { level: 'Information', data: `end of ${taskId}`, taskId },
-            },
-          ],
-        ),
+        writer.write(deploymentId, [], [], [chunk(taskId, [`line of ${taskId}`])]),
+        writer.write(deploymentId, [], [end(taskId, `end of ${taskId}`, i === 0 ? 'Failed' : 'Succeeded', 1)]),
       ]),
     );
-    expect(statements).toBeLessThan(20);
-    // Log writes finish no task; each end reports exactly its own task.
-    expect(results.filter((_, i) => i % 2 === 0).every((finished) => finished.size === 0)).toBe(true);
-    expect(results.filter((_, i) => i % 2 === 1).map((finished) => [...finished])).toEqual(tasks.map((id) => [id]));
-    const stored = await t
-      .db('deployment_logs')
-      .where({ deployment_id: deploymentId })
-      .whereIn('task_id', tasks)
-      .orderBy('tick');
-    expect(stored).toHaveLength(100);
+    // A task's end waits for its lines' statement, but fifty tasks share each statement.
+    expect(statements).toBeLessThan(10);
+    // Chunk writes finish no task; each end reports exactly its own task.
+    expect(results.filter((_, i) => i % 2 === 0).map((r) => [...r.storedChunks])).toEqual(tasks.map((id) => [id]));
+    expect(results.filter((_, i) => i % 2 === 1).map((r) => [...r.finished])).toEqual(tasks.map((id) => [id]));
     for (const taskId of tasks) {
-      const own = stored.filter((row) => row.task_id === taskId).map((row) => row.data);
-      expect(own).toEqual([`line of ${taskId}`, `end of ${taskId}`]); // in the order each agent sent them
+      // In the order each agent sent them: the line, then the end.
+      expect(await linesOfTask(taskId)).toEqual([`line of ${taskId}`, `end of ${taskId}`]);
     }
     const rows = await t.db('deployment_tasks').whereIn('id', tasks);
     expect(rows.every((row) => row.status === (row.id === tasks[0] ? 'Failed' : 'Succeeded'))).toBe(true);
@@ -91,51 +114,34 @@ describe('ProgressWriter', () => {
   it('writes the reports taken in one turn in one statement, in the order they were taken', async () => {
     statements = 0;
     const writer = new ProgressWriter({ store: counted, clock: t.deps.clock });
-    const [taskId] = await runningTasks(1);
-    const lines = writer.write(deploymentId, [
-      { level: 'Information', data: `last ${taskId}`, taskId: taskId!, agentSeq: 1 },
+    const [a, b] = await runningTasks(2);
+    const [first, second] = await Promise.all([
+      writer.write(deploymentId, [], [], [chunk(a!, [`last ${a}`])]),
+      writer.write(deploymentId, [], [end(b!, `ended ${b}`)]),
     ]);
-    const end = writer.write(
-      deploymentId,
-      [],
-      [
-        {
-          taskId: taskId!,
-          status: 'Succeeded',
-          exitCode: 0,
-          message: 'done',
-          finishedUtc: new Date(),
-          line: { level: 'Information', data: `ended ${taskId}`, taskId: taskId! },
-        },
-      ],
-    );
-    const [, finished] = await Promise.all([lines, end]);
     expect(statements).toBe(1);
-    expect([...finished]).toEqual([taskId]);
-    const stored = await t.db('deployment_logs').where({ task_id: taskId }).orderBy('tick');
-    expect(stored.map((row) => row.data)).toEqual([`last ${taskId}`, `ended ${taskId}`]);
+    expect([...first.storedChunks, ...second.finished]).toEqual([a, b]);
+    const all = await t.deps.store.deploymentLogs.read(deploymentId, null, 100_000);
+    expect(all.filter((e) => e.taskId === a || e.taskId === b).map((e) => e.data)).toEqual([`last ${a}`, `ended ${b}`]);
+  });
+
+  it("holds a task's end until the lines it covers are stored", async () => {
+    const writer = new ProgressWriter({ store: t.deps.store, clock: t.deps.clock });
+    const [taskId] = await runningTasks(1);
+    const early = await writer.write(deploymentId, [], [end(taskId!, `too early ${taskId}`, 'Succeeded', 2)]);
+    expect(early.finished.size).toBe(0);
+    await writer.write(deploymentId, [], [], [chunk(taskId!, ['one', 'two'])]);
+    const later = await writer.write(deploymentId, [], [end(taskId!, `in time ${taskId}`, 'Succeeded', 2)]);
+    expect([...later.finished]).toEqual([taskId]);
+    expect(await linesOfTask(taskId!)).toEqual(['one', 'two', `in time ${taskId}`]);
   });
 
   it('ends a task once: a repeated end reports nothing finished and stores no second line', async () => {
     const writer = new ProgressWriter({ store: t.deps.store, clock: t.deps.clock });
     const [taskId] = await runningTasks(1);
-    const end = () =>
-      writer.write(
-        deploymentId,
-        [],
-        [
-          {
-            taskId: taskId!,
-            status: 'Succeeded',
-            exitCode: 0,
-            message: 'done',
-            finishedUtc: new Date(),
-            line: { level: 'Information', data: `once ${taskId}`, taskId: taskId! },
-          },
-        ],
-      );
-    const [first, second] = await Promise.all([end(), end()]);
-    expect([...first, ...second]).toEqual([taskId]);
+    const once = () => writer.write(deploymentId, [], [end(taskId!, `once ${taskId}`)]);
+    const [first, second] = await Promise.all([once(), once()]);
+    expect([...first.finished, ...second.finished]).toEqual([taskId]);
     expect(
       await t
         .db('deployment_logs')
@@ -147,28 +153,14 @@ describe('ProgressWriter', () => {
   it('counts only the first of two ends of one task sharing a statement (a re-sent result)', async () => {
     const writer = new ProgressWriter({ store: t.deps.store, clock: t.deps.clock });
     const [x, y] = await runningTasks(2);
-    const end = (taskId: string, data: string) =>
-      writer.write(
-        deploymentId,
-        [],
-        [
-          {
-            taskId,
-            status: 'Succeeded',
-            exitCode: 0,
-            message: 'done',
-            finishedUtc: new Date(),
-            line: { level: 'Information', data, taskId },
-          },
-        ],
-      );
+    const ending = (taskId: string, data: string) => writer.write(deploymentId, [], [end(taskId, data)]);
     // x may go out alone; the two ends of y then share the next statement.
     const [ofX, firstOfY, secondOfY] = await Promise.all([
-      end(x!, `x ${x}`),
-      end(y!, `y ${y}`),
-      end(y!, `y again ${y}`),
+      ending(x!, `x ${x}`),
+      ending(y!, `y ${y}`),
+      ending(y!, `y again ${y}`),
     ]);
-    expect([[...ofX], [...firstOfY], [...secondOfY]]).toEqual([[x], [y], []]);
+    expect([[...ofX.finished], [...firstOfY.finished], [...secondOfY.finished]]).toEqual([[x], [y], []]);
     expect((await t.db('deployment_logs').where({ task_id: y }).select('data')).map((row) => row.data)).toEqual([
       `y ${y}`,
     ]);

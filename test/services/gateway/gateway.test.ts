@@ -365,9 +365,12 @@ describe('Connect', () => {
     expect(stream.of('runTask')).toEqual([]);
     stream.send({ heartbeat: { sentUnixMs: Date.now() } });
     await waitFor(() => stream.of('runTask').length === 1, { description: 'the task after a heartbeat' });
+    const syncs = port.callsOf('assignmentsFor', machineId).length;
     stream.send({ heartbeat: { sentUnixMs: Date.now() } });
-    await waitFor(() => port.callsOf('heartbeat', machineId).length === 2, { description: 'second heartbeat' });
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    // The next heartbeat's sync has read the same task again, and sent nothing twice.
+    await waitFor(() => port.callsOf('assignmentsFor', machineId).length > syncs, { description: 'the next sync' });
+    stream.send({ heartbeat: { sentUnixMs: Date.now() } });
+    await waitFor(() => port.callsOf('assignmentsFor', machineId).length > syncs + 1, { description: 'one more sync' });
     expect(stream.of('runTask').map((r) => r.taskId)).toEqual(['lost-1']);
   });
 
@@ -424,18 +427,113 @@ describe('Connect', () => {
     });
     await waitFor(() => stream.of('ackLogs').length === 1, { description: 'AckLogs' });
     expect(stream.of('ackLogs')).toEqual([{ taskId: 'task-l', seq: '3' }]);
+    // An agent before chunks (one LogLine per line): its lines reach the engine as one chunk.
     expect(port.callsOf('recordLogs', machineId)).toEqual([
       {
         method: 'recordLogs',
         machineId,
         taskId: 'task-l',
-        lines: [
-          { seq: 1, stream: 'STDOUT', text: 'hello', unixNanos: '1732270000000000001' },
-          { seq: 2, stream: 'STDERR', text: 'warn', unixNanos: '1732270000000000002' },
-          { seq: 3, stream: 'SYSTEM', text: 'exit 0', unixNanos: '1732270000000000003' },
+        chunks: [
+          {
+            firstSeq: 1,
+            lineCount: 3,
+            firstUnixNanos: '1732270000000000001',
+            text: 'hello\nwarn\nexit 0\n',
+            streams: Uint8Array.from([1, 2, 3]),
+            timeDeltasNs: [1, 1],
+          },
         ],
       },
     ]);
+  });
+
+  it('stores a LogBatch chunk as it came, checked, and answers AckLogs with its last seq', async () => {
+    const { machineId, stream } = await helloedAgent();
+    stream.send({
+      logBatch: {
+        taskId: 'task-c',
+        chunk: {
+          firstSeq: 5,
+          count: 2,
+          firstUnixNanos: '1732270000000000001',
+          text: Buffer.from('five\nsix\n'),
+          streams: Buffer.from([1, 2]),
+          timeDeltas: Buffer.from([0x90, 0x4e]),
+        },
+      },
+    });
+    await waitFor(() => stream.of('ackLogs').length === 1, { description: 'AckLogs' });
+    expect(stream.of('ackLogs')).toEqual([{ taskId: 'task-c', seq: '6' }]);
+    expect(port.callsOf('recordLogs', machineId)[0]?.chunks[0]).toMatchObject({
+      firstSeq: 5,
+      lineCount: 2,
+      text: 'five\nsix\n',
+      timeDeltasNs: [10_000],
+    });
+  });
+
+  it('hears the agent while a slow store holds its lines, and stores the batches queued meanwhile in one write', async () => {
+    port.recordLogsDelayMs = 1_500;
+    try {
+      const { machineId, stream } = await helloedAgent();
+      const batch = (seq: number) => ({
+        logBatch: {
+          taskId: 'task-slow',
+          chunk: {
+            firstSeq: seq,
+            count: 1,
+            firstUnixNanos: `${1732270000000000000n + BigInt(seq)}`,
+            text: Buffer.from(`line ${seq}\n`),
+            streams: Buffer.alloc(0),
+            timeDeltas: Buffer.alloc(0),
+          },
+        },
+      });
+      for (let seq = 1; seq <= 5; seq++) stream.send(batch(seq));
+      await waitFor(() => port.callsOf('heartbeat', machineId).length === 1, {
+        description: 'heard at the first batch',
+      });
+      // A heartbeat interval later, still storing the first batch: a message counts when it
+      // arrives, not when its turn comes (it used to wait behind the lines, and the agent was lost).
+      await new Promise((resolve) => setTimeout(resolve, 1_300));
+      stream.send({ heartbeat: { sentUnixMs: Date.now() } });
+      await waitFor(() => port.callsOf('heartbeat', machineId).length === 2, { description: 'heard again' });
+      expect(stream.of('ackLogs')).toEqual([]);
+      await waitFor(() => stream.of('ackLogs').length === 2, { timeoutMs: 10_000, description: 'two acks' });
+      expect(stream.of('ackLogs')).toEqual([
+        { taskId: 'task-slow', seq: '1' },
+        { taskId: 'task-slow', seq: '5' },
+      ]);
+      expect(port.callsOf('recordLogs', machineId).map((c) => c.chunks.map((chunk) => chunk.firstSeq))).toEqual([
+        [1],
+        [2, 3, 4, 5],
+      ]);
+    } finally {
+      port.recordLogsDelayMs = 0;
+    }
+  });
+
+  it('holds a TaskResult back until the lines it covers are stored, then acks it', async () => {
+    port.holdResultsForLines = true;
+    try {
+      const { machineId, stream } = await helloedAgent();
+      stream.send({ taskResult: { taskId: 'task-w', outcome: 'SUCCEEDED', exitCode: 0, message: '', lastLogSeq: 2 } });
+      await waitFor(() => port.callsOf('recordResult', machineId).length === 1, { description: 'the result offered' });
+      expect(stream.of('ackResult')).toEqual([]);
+      stream.send({
+        logBatch: {
+          taskId: 'task-w',
+          lines: [
+            { seq: 1, stream: 'STDOUT', text: 'a', unixNanos: '1' },
+            { seq: 2, stream: 'STDOUT', text: 'b', unixNanos: '2' },
+          ],
+        },
+      });
+      await waitFor(() => stream.of('ackResult').length === 1, { description: 'AckResult after the lines' });
+      expect(stream.received.map((m) => m.payload).slice(-2)).toEqual(['ackLogs', 'ackResult']);
+    } finally {
+      port.holdResultsForLines = false;
+    }
   });
 
   it('acks a TaskResult only after the engine recorded it', async () => {

@@ -5,9 +5,10 @@
 import * as grpc from '@grpc/grpc-js';
 import type {
   AgentInfo,
-  AgentLogLine,
+  AgentLogChunk,
   AgentPort,
   AgentTaskResult,
+  ResultReceipt,
   RunTaskPayload,
 } from '../../../services/engine/agent-port.ts';
 import { loadAgentProto, METADATA_AGENT_CREDENTIAL, METADATA_MACHINE_ID } from '../../../services/gateway/index.ts';
@@ -23,8 +24,14 @@ export type PortCall =
   | { method: 'heartbeat'; machineId: string }
   | { method: 'assignmentsFor'; machineId: string }
   | { method: 'dispatchedTasks'; machineId: ''; taskIds: string[] }
-  | { method: 'recordLogs'; machineId: string; taskId: string; lines: AgentLogLine[] }
-  | { method: 'recordResult'; machineId: string; taskId: string; result: AgentTaskResult };
+  | { method: 'recordLogs'; machineId: string; taskId: string; chunks: readonly AgentLogChunk[] }
+  | {
+      method: 'recordResult';
+      machineId: string;
+      taskId: string;
+      result: AgentTaskResult;
+      options?: { force?: boolean };
+    };
 
 export class FakeAgentPort implements AgentPort {
   readonly calls: PortCall[] = [];
@@ -71,18 +78,46 @@ export class FakeAgentPort implements AgentPort {
     );
   }
 
-  async recordLogs(machineId: string, taskId: string, lines: AgentLogLine[]): Promise<number> {
-    this.calls.push({ method: 'recordLogs', machineId, taskId, lines });
+  /** Lines of a task stored so far (what recordLogs was given), by task. */
+  readonly storedSeq = new Map<string, number>();
+  /** Each recordLogs takes this long (a slow store). */
+  recordLogsDelayMs = 0;
+  /** recordResult answers 'waiting-for-lines' while fewer lines than the result covers are stored. */
+  holdResultsForLines = false;
+
+  async recordLogs(machineId: string, taskId: string, chunks: readonly AgentLogChunk[]): Promise<number> {
+    this.calls.push({ method: 'recordLogs', machineId, taskId, chunks });
     this.#maybeFail('recordLogs', machineId);
-    const seqs = this.callsOf('recordLogs', machineId)
-      .filter((c) => c.taskId === taskId)
-      .flatMap((c) => c.lines.map((l) => l.seq));
-    return Math.max(0, ...seqs);
+    if (this.recordLogsDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, this.recordLogsDelayMs));
+    const chunk = chunks.at(-1)!;
+    const last = Math.max(this.storedSeq.get(taskId) ?? 0, chunk.firstSeq + chunk.lineCount - 1);
+    this.storedSeq.set(taskId, last);
+    return last;
   }
 
-  async recordResult(machineId: string, taskId: string, result: AgentTaskResult): Promise<void> {
-    this.calls.push({ method: 'recordResult', machineId, taskId, result });
+  async recordResult(
+    machineId: string,
+    taskId: string,
+    result: AgentTaskResult,
+    options?: { force?: boolean },
+  ): Promise<ResultReceipt> {
+    this.calls.push({ method: 'recordResult', machineId, taskId, result, ...(options?.force ? { options } : {}) });
     this.#maybeFail('recordResult', machineId);
+    if (this.holdResultsForLines && !options?.force && (this.storedSeq.get(taskId) ?? 0) < result.lastLogSeq)
+      return 'waiting-for-lines';
+    return 'recorded';
+  }
+
+  /** The lines recordLogs was given for a machine, as seq:text. */
+  linesOf(machineId: string): string[] {
+    return this.callsOf('recordLogs', machineId).flatMap(({ chunks }) =>
+      chunks.flatMap((chunk) =>
+        chunk.text
+          .split('\n')
+          .slice(0, chunk.lineCount)
+          .map((text, i) => `${chunk.firstSeq + i}:${text}`),
+      ),
+    );
   }
 }
 

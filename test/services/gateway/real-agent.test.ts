@@ -104,11 +104,19 @@ describe('the real agent', () => {
         description: 'task result',
       }).catch(withOutput);
       expect(result?.result).toMatchObject({ outcome: 'SUCCEEDED', exitCode: 0 });
-      const lines = port.callsOf('recordLogs', machineId).flatMap((c) => c.lines);
+      // The real agent sends chunks (the gateway's Welcome says it reads them): one line on
+      // stdout, one on stderr, in the order printed.
+      const chunks = port.callsOf('recordLogs', machineId).flatMap((c) => c.chunks);
+      const lines = chunks.flatMap((chunk) =>
+        chunk.text
+          .split('\n')
+          .slice(0, chunk.lineCount)
+          .map((text, i) => ({ text, stream: chunk.streams?.[i] ?? 1 })),
+      );
       expect(lines).toEqual(
         expect.arrayContaining([
-          expect.objectContaining({ stream: 'STDOUT', text: 'hello from hi' }),
-          expect.objectContaining({ stream: 'STDERR', text: 'oops' }),
+          { stream: 1, text: 'hello from hi' },
+          { stream: 2, text: 'oops' },
         ]),
       );
 

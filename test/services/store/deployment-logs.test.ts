@@ -1,5 +1,6 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { dateToTicks, newId } from '../../../services/core/index.ts';
+import { dateToTicks, newId, ticksToDate } from '../../../services/core/index.ts';
+import type { LogReport, NewLogChunk, TaskFinish } from '../../../services/store/index.ts';
 import { testApp, type TestContext } from '../../helpers/app.ts';
 
 let t: TestContext;
@@ -38,6 +39,57 @@ beforeAll(async () => {
 
 const append = (entries: Parameters<TestContext['deps']['store']['deploymentLogs']['append']>[1], now = new Date()) =>
   t.deps.store.deploymentLogs.append(deploymentId, entries, now);
+const record = (reports: LogReport[]) => t.deps.store.deploymentLogs.record(deploymentId, reports, new Date());
+const readAll = () => t.deps.store.deploymentLogs.read(deploymentId, null, 100_000, 1024 ** 3);
+
+async function runningTask(): Promise<string> {
+  const taskId = newId();
+  await t.deps.store.deploymentTasks.insertMany([
+    { id: taskId, deploymentId, stageIndex: 0, stepId: 'step-x', stepName: 'X', machineId: null, machineName: null },
+  ]);
+  await t.deps.store.deploymentTasks.startMany([taskId], new Date());
+  return taskId;
+}
+
+/** Lines of a task's agent from `firstSeq`, printed now (or at `printed`), one tick apart. */
+function chunk(
+  taskId: string,
+  firstSeq: number,
+  lines: string[],
+  levels: Buffer | null = null,
+  printed = new Date(),
+): NewLogChunk {
+  return {
+    taskId,
+    stepId: 'step-x',
+    parentLogId: taskId,
+    firstSeq,
+    lineCount: lines.length,
+    firstTick: dateToTicks(printed),
+    tickSteps: null,
+    spanTicks: BigInt(lines.length - 1),
+    levels,
+    warnings: levels ? levels.filter((level) => level === 1).length : 0,
+    data: lines.map((line) => `${line}\n`).join(''),
+  };
+}
+
+function finish(
+  taskId: string,
+  lastLogSeq: number | null,
+  status: TaskFinish['status'] = 'Succeeded',
+  data = `end of ${taskId}`,
+): TaskFinish {
+  return {
+    taskId,
+    status,
+    exitCode: status === 'Failed' ? 1 : 0,
+    message: 'done',
+    finishedUtc: new Date(),
+    line: { level: status === 'Failed' ? 'Error' : 'Information', data, taskId },
+    lastLogSeq,
+  };
+}
 
 describe('deployment logs', () => {
   it('gives every line a unique, increasing tick beyond 2^53, even when written concurrently at the same instant', async () => {
@@ -69,36 +121,126 @@ describe('deployment logs', () => {
     expect(after.map((e) => e.id)).toEqual(all.slice(10).map((e) => e.id));
   });
 
-  it('stores a re-sent agent line once and counts errors and warnings once', async () => {
+  it("stores a task's chunk once, only after the lines stored before it, and counts its warnings once", async () => {
+    const taskId = await runningTask();
     const before = await t.deps.store.deployments.get(deploymentId);
-    const batch = [
-      { level: 'Warning' as const, data: 'careful', taskId: 'task-1', agentSeq: 1 },
-      { level: 'Error' as const, data: 'broken', taskId: 'task-1', agentSeq: 2 },
-    ];
-    expect(await append(batch)).toHaveLength(2);
-    expect(await append(batch)).toHaveLength(0);
-    expect(
-      await append([...batch, { level: 'Information' as const, data: 'next', taskId: 'task-1', agentSeq: 3 }]),
-    ).toHaveLength(1);
+    const first = chunk(taskId, 1, ['careful', 'fine'], Buffer.from([1, 0]));
+    expect((await record([{ chunks: [first] }])).storedChunks).toEqual(new Set([taskId]));
+    // Sent again (a reconnect): refused, saying what is stored.
+    const again = await record([{ chunks: [first] }]);
+    expect(again.storedChunks.size).toBe(0);
+    expect(again.refusedChunks.get(taskId)).toEqual({ lastLogSeq: 2, running: true });
+    expect((await record([{ chunks: [chunk(taskId, 3, ['next'])] }])).storedChunks).toEqual(new Set([taskId]));
     const after = await t.deps.store.deployments.get(deploymentId);
-    expect(after!.errorCount - before!.errorCount).toBe(1);
     expect(after!.warningCount - before!.warningCount).toBe(1);
-    const stored = await t.db('deployment_logs').where({ task_id: 'task-1' }).orderBy('agent_seq');
-    expect(stored.map((r) => r.data)).toEqual(['careful', 'broken', 'next']);
-    expect(after!.lastLogTick).toBe(BigInt(stored[2].tick));
+    const lines = (await readAll()).filter((e) => e.taskId === taskId);
+    expect(lines.map((e) => [e.id, e.data, e.level])).toEqual([
+      [`${taskId}.1`, 'careful', 'Warning'],
+      [`${taskId}.2`, 'fine', 'Information'],
+      [`${taskId}.3`, 'next', 'Information'],
+    ]);
+    expect(after!.lastLogTick).toBe(lines.at(-1)!.tick);
   });
 
-  it('stores a batch sent twice at the same moment (two replicas) once', async () => {
-    const batch = Array.from({ length: 10 }, (_, i) => ({
-      level: 'Information' as const,
-      data: `dup ${i}`,
-      taskId: 'task-2',
-      agentSeq: i + 1,
-    }));
-    const results = await Promise.all([append(batch), append(batch), append(batch)]);
-    expect(results.reduce((n, r) => n + r.length, 0)).toBe(10);
-    const stored = await t.db('deployment_logs').where({ task_id: 'task-2' }).orderBy('tick');
-    expect(stored.map((r) => r.agent_seq)).toEqual(Array.from({ length: 10 }, (_, i) => i + 1));
+  it('stores a chunk sent twice at the same moment (two replicas) once', async () => {
+    const taskId = await runningTask();
+    const same = chunk(
+      taskId,
+      1,
+      Array.from({ length: 10 }, (_, i) => `dup ${i}`),
+    );
+    const results = await Promise.all([1, 2, 3].map(() => record([{ chunks: [same] }])));
+    expect(results.filter((r) => r.storedChunks.has(taskId))).toHaveLength(1);
+    expect((await readAll()).filter((e) => e.taskId === taskId).map((e) => e.data)).toEqual(
+      Array.from({ length: 10 }, (_, i) => `dup ${i}`),
+    );
+  });
+
+  it('refuses lines of a task that has ended: a final deployment never changes', async () => {
+    const taskId = await runningTask();
+    await record([{ chunks: [chunk(taskId, 1, ['in time'])] }]);
+    await record([{ finishes: [finish(taskId, 1)] }]);
+    const before = await t.deps.store.deployments.get(deploymentId);
+    const late = await record([{ chunks: [chunk(taskId, 2, ['too late', 'and more'], Buffer.from([1, 1]))] }]);
+    expect(late.refusedChunks.get(taskId)).toEqual({ lastLogSeq: 1, running: false });
+    const after = await t.deps.store.deployments.get(deploymentId);
+    expect(after!.warningCount).toBe(before!.warningCount);
+    expect(after!.lastLogTick).toBe(before!.lastLogTick);
+    expect((await readAll()).some((e) => e.data === 'too late')).toBe(false);
+  });
+
+  it("gives a chunk's lines their own times as ticks when the order allows, and ticks after the last otherwise", async () => {
+    const taskId = await runningTask();
+    const at = new Date(Date.now() + 1_000);
+    const steps = Buffer.from([0x90, 0x4e, 0x90, 0x4e]); // 10,000 ticks (1 ms) each
+    await record([
+      {
+        chunks: [
+          { ...chunk(taskId, 1, ['a', 'b', 'c']), firstTick: dateToTicks(at), tickSteps: steps, spanTicks: 20_000n },
+        ],
+      },
+    ]);
+    const lines = (await readAll()).filter((e) => e.taskId === taskId);
+    expect(lines.map((e) => e.tick - dateToTicks(at))).toEqual([0n, 10_000n, 20_000n]);
+    expect(lines.map((e) => e.createdUtc.getTime() - at.getTime())).toEqual([0, 1, 2]);
+    // Printed earlier than what is stored already: after it, one tick apart, and its time says so.
+    const late = await runningTask();
+    await record([{ chunks: [chunk(late, 1, ['x', 'y'], null, new Date(0))] }]);
+    const [x, y] = (await readAll()).filter((e) => e.taskId === late);
+    expect(x!.tick).toBe(lines.at(-1)!.tick + 1n);
+    expect(y!.tick).toBe(x!.tick + 1n);
+    expect(x!.createdUtc.getTime()).toBe(ticksToDate(x!.tick).getTime());
+  });
+
+  it('caps a page by bytes as well as by count (at least one item), and pages on without loss', async () => {
+    const taskId = await runningTask();
+    const long = 'L'.repeat(100 * 1024);
+    await record([
+      {
+        chunks: [
+          chunk(
+            taskId,
+            1,
+            Array.from({ length: 30 }, (_, i) => `${i} ${long}`),
+          ),
+        ],
+      },
+    ]);
+    const first = await t.deps.store.deploymentLogs.readPage(deploymentId, null, 5_000, 1024 * 1024);
+    const start = first.entries.findIndex((e) => e.taskId === taskId);
+    let page = await t.deps.store.deploymentLogs.readPage(
+      deploymentId,
+      first.entries[start]!.tick - 1n,
+      5_000,
+      1024 * 1024,
+    );
+    const seen: string[] = [];
+    for (let guard = 0; guard < 10; guard++) {
+      expect(page.entries.reduce((n, e) => n + e.data.length, 0)).toBeLessThanOrEqual(1024 * 1024);
+      seen.push(...page.entries.filter((e) => e.taskId === taskId).map((e) => e.data.split(' ')[0]!));
+      if (!page.more) break;
+      page = await t.deps.store.deploymentLogs.readPage(deploymentId, page.entries.at(-1)!.tick, 5_000, 1024 * 1024);
+    }
+    expect(seen).toEqual(Array.from({ length: 30 }, (_, i) => String(i)));
+    const one = await t.deps.store.deploymentLogs.readPage(deploymentId, first.entries[start]!.tick - 1n, 5_000, 10);
+    expect(one.entries).toHaveLength(1);
+    expect(one.more).toBe(true);
+  });
+
+  it("stores a contiguous run of a task's chunks in one statement, all or none", async () => {
+    const taskId = await runningTask();
+    const run = [chunk(taskId, 1, ['a', 'b']), chunk(taskId, 3, ['c']), chunk(taskId, 4, ['d', 'e'])];
+    expect((await record([{ chunks: run }])).storedChunks).toEqual(new Set([taskId]));
+    expect((await t.deps.store.deploymentTasks.get(taskId))!.lastLogSeq).toBe(5);
+    // A run overlapping what is stored is refused whole (the engine stores its new part).
+    const overlapping = await record([{ chunks: [chunk(taskId, 5, ['e']), chunk(taskId, 6, ['f'])] }]);
+    expect(overlapping.refusedChunks.get(taskId)).toEqual({ lastLogSeq: 5, running: true });
+    const lines = (await readAll()).filter((e) => e.taskId === taskId);
+    expect(lines.map((e) => e.data)).toEqual(['a', 'b', 'c', 'd', 'e']);
+    for (let i = 1; i < lines.length; i++) expect(lines[i]!.tick > lines[i - 1]!.tick).toBe(true);
+    await expect(record([{ chunks: [chunk(taskId, 6, ['f']), chunk(taskId, 8, ['h'])] }])).rejects.toThrow(
+      /must be contiguous/,
+    );
   });
 
   it('keeps ticks increasing with the agent clock behind the server clock', async () => {
@@ -107,7 +249,7 @@ describe('deployment logs', () => {
       { level: 'Information', data: 'late 1', createdUtc: past },
       { level: 'Information', data: 'late 2', createdUtc: past },
     ]);
-    const before = await t.deps.store.deploymentLogs.read(deploymentId, null, 1000);
+    const before = await readAll();
     const previous = before.filter((e) => !e.data.startsWith('late')).at(-1)!.tick;
     expect(stored[0]!.tick).toBe(previous + 1n);
     expect(stored[1]!.tick).toBe(previous + 2n);
@@ -135,46 +277,19 @@ describe('deployment logs', () => {
     await t.deps.store.deploymentTasks.insertMany([
       { id: taskId, deploymentId, stageIndex: 0, stepId: 'step-f', stepName: 'F', machineId: null, machineName: null },
     ]);
-    const finish = async () =>
-      (
-        await t.deps.store.deploymentLogs.record(
-          deploymentId,
-          [{ level: 'Information', data: `output of ${taskId}`, taskId, agentSeq: 1 }],
-          [
-            {
-              taskId,
-              status: 'Failed',
-              exitCode: 3,
-              message: 'failed with exit code 3',
-              finishedUtc: new Date(),
-              line: { level: 'Error', data: `F finished ${taskId}` },
-            },
-          ],
-          new Date(),
-        )
-      ).finished;
-    expect(await finish()).toEqual(new Set()); // still Pending: the end is refused, the output line is kept
+    const end = async () =>
+      (await record([{ finishes: [finish(taskId, null, 'Failed', `F finished ${taskId}`)] }])).finished;
+    expect(await end()).toEqual(new Set()); // still Pending: the end is refused
     expect(await t.deps.store.deploymentTasks.startMany([taskId], new Date())).toEqual([taskId]);
     const before = await t.deps.store.deployments.get(deploymentId);
-    expect(await finish()).toEqual(new Set([taskId]));
-    expect(await finish()).toEqual(new Set());
+    expect(await end()).toEqual(new Set([taskId]));
+    expect(await end()).toEqual(new Set());
     const task = await t.deps.store.deploymentTasks.get(taskId);
-    expect(task).toMatchObject({
-      status: 'Failed',
-      exitCode: 3,
-      message: 'failed with exit code 3',
-      parentLogId: taskId,
-    });
+    expect(task).toMatchObject({ status: 'Failed', exitCode: 1, message: 'done', parentLogId: taskId });
     expect(
       await t
         .db('deployment_logs')
         .where({ data: `F finished ${taskId}` })
-        .count({ n: '*' }),
-    ).toEqual([{ n: '1' }]);
-    expect(
-      await t
-        .db('deployment_logs')
-        .where({ data: `output of ${taskId}` })
         .count({ n: '*' }),
     ).toEqual([{ n: '1' }]);
     expect((await t.deps.store.deployments.get(deploymentId))!.errorCount).toBe(before!.errorCount + 1);

@@ -17,10 +17,9 @@ import { Capability } from '../../../core/index.ts';
 import { followDeployment, type DeploymentEvent } from '../../../domain/index.ts';
 import { errorResponses, Id, TicksText } from '../../schemas.ts';
 import type { Routes } from '../route-types.ts';
-import { toLog, toStatus } from './index.ts';
-import { LogSchema, StatusSchema } from './schemas.ts';
-
-const LogBatchSchema = Type.Array(LogSchema);
+import { toStatus } from './index.ts';
+import { logItemsJson } from './log-json.ts';
+import { StatusSchema } from './schemas.ts';
 
 export const deploymentEventRoutes: Routes = async (app) => {
   const { deps } = app;
@@ -60,13 +59,12 @@ export const deploymentEventRoutes: Routes = async (app) => {
       // The client went away: stop waiting for the next change at once.
       reply.raw.once('close', () => abort.abort());
       const status = reply.compileSerializationSchema(StatusSchema);
-      const logs = reply.compileSerializationSchema(LogBatchSchema);
       const format = (event: DeploymentEvent): string => {
         switch (event.type) {
           case 'status':
             return `event: status\ndata: ${status(toStatus(event.deployment))}\n\n`;
           case 'logs':
-            return `id: ${event.lines.at(-1)!.tick}\nevent: logs\ndata: ${logs(event.lines.map(toLog) as unknown as Record<string, unknown>)}\n\n`;
+            return `id: ${event.lines.at(-1)!.tick}\nevent: logs\ndata: ${logItemsJson(event.lines)}\n\n`;
           case 'end':
             return `event: end\ndata: ${status(toStatus(event.deployment))}\n\n`;
           case 'keepalive':

@@ -3,8 +3,12 @@
 
 export interface Welcome {
   'heartbeatIntervalMs'?: (number);
+  'acceptsLogChunks'?: (boolean);
+  'maxUnackedLogBytes'?: (number);
 }
 
 export interface Welcome__Output {
   'heartbeatIntervalMs': (number);
+  'acceptsLogChunks': (boolean);
+  'maxUnackedLogBytes': (number);
 }
