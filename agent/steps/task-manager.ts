@@ -26,7 +26,10 @@ export interface TaskManagerOptions {
   readonly scriptsRoot: string;
   readonly baseEnv: Readonly<Record<string, string>>;
   readonly logger: Logger;
-  /** Log lines are sent at least this often while a script writes (default 100 ms)… */
+  /**
+   * Log lines are sent at least this often while a script writes (default 25 ms: what someone
+   * watching the live log waits for; the control plane coalesces a deployment's writes)…
+   */
   readonly flushIntervalMs?: number;
   /** …or as soon as this much text is waiting (default 64 KiB). */
   readonly maxBatchBytes?: number;
@@ -98,7 +101,7 @@ export class TaskManager implements SessionHandler {
 
   constructor(options: TaskManagerOptions) {
     this.#options = options;
-    this.#flushIntervalMs = options.flushIntervalMs ?? 100;
+    this.#flushIntervalMs = options.flushIntervalMs ?? 25;
     this.#maxBatchBytes = options.maxBatchBytes ?? 64 * 1024;
     mkdirSync(options.scriptsRoot, { recursive: true, mode: 0o700 });
   }

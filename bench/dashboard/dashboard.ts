@@ -20,7 +20,6 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { gzipSync } from 'node:zlib';
-import pg from 'pg';
 import { readServerSentEvents } from '../../client/index.ts';
 import { buildApp } from '../../services/api/app.ts';
 import { createSecretBox, systemClock } from '../../services/core/index.ts';
@@ -38,8 +37,8 @@ import {
   workspaceOf,
 } from '../../test/e2e/harness.ts';
 import { percentile, table } from '../deploy/stats.ts';
+import { freshDatabase } from '../shared/database.ts';
 
-const PG_ADMIN_URL = process.env.GANTRY_BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const args = process.argv.slice(2);
 const only = args.includes('--only') ? args[args.indexOf('--only') + 1] : undefined;
 const useNats = args.includes('--nats');
@@ -47,24 +46,6 @@ const GOALS = { overviewP95Ms: 50, sseP95Ms: 100, bundleKiB: 300 };
 const rows: string[][] = [];
 const mark = (ok: boolean) => (ok ? '✓' : '✗');
 const f1 = (n: number) => n.toFixed(1);
-
-async function admin(sql: string): Promise<void> {
-  const client = new pg.Client({ connectionString: PG_ADMIN_URL });
-  await client.connect();
-  try {
-    await client.query(sql);
-  } finally {
-    await client.end();
-  }
-}
-
-async function freshDatabase(prefix: string): Promise<{ url: string; drop: () => Promise<void> }> {
-  const name = `${prefix}_${Date.now()}_${randomBytes(3).toString('hex')}`;
-  await admin(`create database "${name}"`);
-  const url = new URL(PG_ADMIN_URL);
-  url.pathname = `/${name}`;
-  return { url: url.toString(), drop: () => admin(`drop database if exists "${name}" with (force)`) };
-}
 
 async function benchOverview(): Promise<void> {
   const PROJECTS = 500;
@@ -238,7 +219,7 @@ async function benchSse(): Promise<void> {
     const layout = useNats ? 'PostgreSQL + NATS' : 'embedded PostgreSQL + in-process bus';
     for (const [kind, what] of [
       ['first', "a task's first line (the agent sends it at once)"],
-      ['later', 'later lines (the agent batches them for up to 100 ms first)'],
+      ['later', 'later lines (the agent batches them for up to 25 ms first)'],
     ] as const) {
       const samples = latencies[kind];
       const p95 = percentile(samples, 95);

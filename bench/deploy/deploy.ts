@@ -18,7 +18,6 @@ import { writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import pg from 'pg';
 import { waitFor } from '../../test/helpers/wait-for.ts';
 import {
   api,
@@ -31,6 +30,7 @@ import {
 } from '../../test/e2e/harness.ts';
 import { combine, NO_CPU, snapshot, type CpuSplit } from './cpu.ts';
 import { median, ms, percentile, table } from './stats.ts';
+import { freshDatabase } from '../shared/database.ts';
 
 const TARGET_FIRST_LINE_P95_MS = 250;
 const TARGET_OVERHEAD_MS = 30;
@@ -42,7 +42,6 @@ const POLL_FINE_MS = 10;
  * then waits for. A pipeline waiting for its deployment polls about this often (or slower).
  */
 const POLL_CLIENT_MS = 200;
-const PG_ADMIN_URL = process.env.GANTRY_BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 
 const args = process.argv.slice(2);
 const flag = (name: string) => args.includes(name);
@@ -96,16 +95,6 @@ interface Result {
   cpu: CpuSplit;
 }
 
-async function adminQuery(sql: string): Promise<void> {
-  const client = new pg.Client({ connectionString: PG_ADMIN_URL });
-  await client.connect();
-  try {
-    await client.query(sql);
-  } finally {
-    await client.end();
-  }
-}
-
 /** Runs `bash -c SCRIPT` `count` times, all at once or one after another; ms until every output is read. */
 async function directBash(count: number, parallel: boolean): Promise<number> {
   const once = () =>
@@ -134,12 +123,9 @@ async function setUp(n: number): Promise<{
   let databaseUrl: string | undefined;
   let dropDatabase = async () => {};
   if (usePostgres) {
-    const name = `gantry_bench_deploy_${Date.now()}_${randomBytes(3).toString('hex')}`;
-    await adminQuery(`create database "${name}"`);
-    const url = new URL(PG_ADMIN_URL);
-    url.pathname = `/${name}`;
-    databaseUrl = url.toString();
-    dropDatabase = () => adminQuery(`drop database if exists "${name}" with (force)`);
+    const database = await freshDatabase('gantry_bench_deploy');
+    databaseUrl = database.url;
+    dropDatabase = database.drop;
   }
   const plane = await startControlPlane({
     env: {

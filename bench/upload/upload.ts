@@ -134,7 +134,7 @@ async function main(): Promise<void> {
     const copySeconds = Number(process.hrtime.bigint() - copyStart) / 1e9;
     await fs.rm(path.join(work, 'copy.tar'));
 
-    server = spawn(process.execPath, ['--import', 'tsx', 'services/main.ts'], {
+    server = spawn(process.execPath, ['--max-old-space-size=1536', '--import', 'tsx', 'services/main.ts'], {
       env: {
         ...process.env,
         DATABASE_URL: dbUrl.toString(),

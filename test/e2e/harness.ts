@@ -86,7 +86,12 @@ export async function startControlPlane(
   if (options.natsUrl) env.NATS_URL = options.natsUrl;
   if (options.natsPrefix) env.GANTRY_NATS_PREFIX = options.natsPrefix;
   Object.assign(env, options.env);
-  const { child, output } = spawnNode([...(options.nodeArgs ?? []), '--import', 'tsx', 'services/main.ts'], env);
+  // As `npm start` runs it (its default GANTRY_HEAP_MB): the heap limit also sets how far V8 lets
+  // garbage pile up between full collections (4× the live heap from a 2 GiB limit up).
+  const { child, output } = spawnNode(
+    ['--max-old-space-size=1536', ...(options.nodeArgs ?? []), '--import', 'tsx', 'services/main.ts'],
+    env,
+  );
   const url = `http://127.0.0.1:${httpPort}`;
   await waitFor(
     async () => {

@@ -1,6 +1,8 @@
 import { parseJson } from '../../../client/json.ts';
 import { describe, expect, it } from 'vitest';
-import { logItemsJson } from '../../../services/api/routes/deployments/log-json.ts';
+import { logItemsJson as logItemsPieces } from '../../../services/api/routes/deployments/log-json.ts';
+
+const logItemsJson = (entries: readonly LogEntry[]) => Buffer.concat(logItemsPieces(entries)).toString();
 import { LogSchema } from '../../../services/api/routes/deployments/schemas.ts';
 import type { LogEntry } from '../../../services/store/index.ts';
 
@@ -22,6 +24,14 @@ const entry = (over: Partial<LogEntry>): LogEntry => ({
 describe('log items written by hand', () => {
   it('is empty brackets for no entries', () => {
     expect(logItemsJson([])).toBe('[]');
+  });
+
+  it('cuts a long page into pieces of whole bytes (a character never straddles two)', () => {
+    const entries = Array.from({ length: 400 }, (_, i) => entry({ id: `x${i}`, data: `${i} ${'é😀'.repeat(100)}` }));
+    const pieces = logItemsPieces(entries);
+    expect(pieces.length).toBeGreaterThan(3);
+    const items = JSON.parse(Buffer.concat(pieces).toString()) as Array<{ Data: string }>;
+    expect(items.map((item) => item.Data)).toEqual(entries.map((e) => e.data));
   });
 
   it('writes every LogSchema property in order, with the values of the entry', () => {

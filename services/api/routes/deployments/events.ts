@@ -21,6 +21,8 @@ import { toStatus } from './index.ts';
 import { logItemsJson } from './log-json.ts';
 import { StatusSchema } from './schemas.ts';
 
+const EVENT_END = Buffer.from('\n\n');
+
 export const deploymentEventRoutes: Routes = async (app) => {
   const { deps } = app;
 
@@ -59,12 +61,16 @@ export const deploymentEventRoutes: Routes = async (app) => {
       // The client went away: stop waiting for the next change at once.
       reply.raw.once('close', () => abort.abort());
       const status = reply.compileSerializationSchema(StatusSchema);
-      const format = (event: DeploymentEvent): string => {
+      const format = (event: DeploymentEvent): string | Buffer => {
         switch (event.type) {
           case 'status':
             return `event: status\ndata: ${status(toStatus(event.deployment))}\n\n`;
           case 'logs':
-            return `id: ${event.lines.at(-1)!.tick}\nevent: logs\ndata: ${logItemsJson(event.lines)}\n\n`;
+            return Buffer.concat([
+              Buffer.from(`id: ${event.lines.at(-1)!.tick}\nevent: logs\ndata: `),
+              ...logItemsJson(event.lines),
+              EVENT_END,
+            ]);
           case 'end':
             return `event: end\ndata: ${status(toStatus(event.deployment))}\n\n`;
           case 'keepalive':

@@ -46,6 +46,8 @@ export function toStatus(d: Deployment) {
   };
 }
 
+const CLOSE_BRACE = Buffer.from('}');
+
 export const deploymentRoutes: Routes = async (app) => {
   const { deps } = app;
 
@@ -99,7 +101,9 @@ export const deploymentRoutes: Routes = async (app) => {
       const status = reply.compileSerializationSchema(StatusSchema)(toStatus(view.deployment));
       return reply
         .type('application/json; charset=utf-8')
-        .send(`{"status":${status},"logs":${logItemsJson(view.logs ?? [])}}`);
+        .send(
+          Buffer.concat([Buffer.from(`{"status":${status},"logs":`), ...logItemsJson(view.logs ?? []), CLOSE_BRACE]),
+        );
     },
   );
 

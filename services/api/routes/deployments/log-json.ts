@@ -15,10 +15,19 @@ const LEVEL_COUNTS: Record<string, string> = {
 };
 const NO_COUNTS = '"ErrorCount":0,"WarningCount":0';
 
-/** `[item, …]` for these entries. */
-export function logItemsJson(entries: readonly LogEntry[]): string {
-  if (entries.length === 0) return '[]';
-  const parts: string[] = new Array<string>(entries.length);
+/** Text is turned into bytes in pieces of about this many characters (see logItemsJson). */
+const PIECE_CHARS = 32 * 1024;
+
+/**
+ * `[item, …]` for these entries, as UTF-8 in pieces. A page is about a megabyte: as one string it
+ * would be allocated where only a full garbage collection frees it, and a follower reading page
+ * after page would grow the heap by hundreds of megabytes between collections; pieces of a few
+ * kilobytes die young, and the bytes live outside the heap.
+ */
+export function logItemsJson(entries: readonly LogEntry[]): Buffer[] {
+  if (entries.length === 0) return [Buffer.from('[]')];
+  const pieces: Buffer[] = [];
+  let piece = '[';
   // Neighbouring lines mostly share their deployment, parent and step: quote each once.
   let deploymentId = '';
   let deploymentJson = '';
@@ -47,11 +56,17 @@ export function logItemsJson(entries: readonly LogEntry[]): string {
       millis = ms;
       createdJson = `"${entry.createdUtc.toISOString()}"`;
     }
-    parts[i] =
+    piece +=
+      (i === 0 ? '' : ',') +
       `{"CreatedLocalTime":null,"CreatedUtc":${createdJson},"CreatedUtcTick":${entry.tick},"Data":${json(entry.data)},` +
       `"DeploymentId":${deploymentJson},"DeploymentMonitorId":null,${LEVEL_COUNTS[entry.level] ?? NO_COUNTS},` +
       `"ExceptionData":${entry.exceptionData === null ? 'null' : json(entry.exceptionData)},"Id":${json(entry.id)},` +
       `"LogLevel":"${entry.level}","ParentLogId":${parentJson},"StepId":${stepJson}}`;
+    if (piece.length >= PIECE_CHARS) {
+      pieces.push(Buffer.from(piece));
+      piece = '';
+    }
   }
-  return `[${parts.join(',')}]`;
+  pieces.push(Buffer.from(`${piece}]`));
+  return pieces;
 }
