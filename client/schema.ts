@@ -3051,6 +3051,7 @@ export interface paths {
                         name?: string;
                         description?: string | null;
                         runMode?: string | null;
+                        /** @enum {string} */
                         errorAction?: "Stop" | "ContinueOnError" | "Continue";
                         disabled?: boolean;
                         parallelMachines?: number | null;
@@ -5461,6 +5462,7 @@ export interface paths {
                         environmentName?: string;
                         environments?: (string | {
                             environmentName: string;
+                            /** @enum {string} */
                             machineMode?: "All" | "Include" | "Exclude";
                             machineIds?: string[];
                         })[];
@@ -5547,6 +5549,7 @@ export interface paths {
                         environmentName?: string;
                         environments?: (string | {
                             environmentName: string;
+                            /** @enum {string} */
                             machineMode?: "All" | "Include" | "Exclude";
                             machineIds?: string[];
                         })[];

@@ -25,6 +25,10 @@ export const Description = Type.Union([Type.String({ maxLength: 10_000 }), Type.
 
 export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
 
+/** One of the values of a core vocabulary object (ErrorAction, DeploymentStatus …), as a string enum. */
+export const OneOf = <T extends string>(values: Readonly<Record<string, T>>) =>
+  Type.Unsafe<T>({ type: 'string', enum: Object.values(values) });
+
 export const PageQuery = {
   skip: Type.Optional(Int32({ minimum: 0, default: 0 })),
   take: Type.Optional(Int32({ minimum: 1, maximum: MAX_TAKE, default: 50 })),

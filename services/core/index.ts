@@ -12,6 +12,20 @@ export {
 } from './errors.ts';
 export type { ValidationError, ResourceUsageError } from './errors.ts';
 export { newId, ID_PATTERN, isWellFormedId } from './ids.ts';
+export {
+  DeploymentStatus,
+  FINAL_STATUSES,
+  ACTIVE_STATUSES,
+  isFinalStatus,
+  TaskStatus,
+  FINAL_TASK_STATUSES,
+  ErrorAction,
+  MachineMode,
+  MachineOrder,
+  OnMachineFailure,
+  OnMemberFailure,
+  OnNoTargets,
+} from './vocabulary.ts';
 export { isStorableText, findUnstorableText } from './text.ts';
 export { encodeVarints, decodeVarints } from './varints.ts';
 export { BoundedCache } from './bounded-cache.ts';

@@ -3,6 +3,7 @@
  * deployment of it needs, so later edits to the project never change what a release deploys.
  * Stored as JSON in releases.snapshot; `v` versions the shape.
  */
+import type { ErrorAction, MachineOrder, OnMachineFailure, OnMemberFailure, OnNoTargets } from './vocabulary.ts';
 
 export interface SnapshotPhaseEnvironment {
   environmentId: string;
@@ -47,7 +48,7 @@ export interface SnapshotStep {
   stepId: string;
   name: string;
   sortOrder: number;
-  errorAction: 'Stop' | 'ContinueOnError' | 'Continue';
+  errorAction: ErrorAction;
   disabled: boolean;
   parallelMachines: number | null;
   environmentIds: string[];
@@ -65,12 +66,12 @@ export interface SnapshotRollingGroup {
   rollingGroupId: string;
   name: string;
   windowSize: number;
-  machineOrder: 'MachineName' | 'TagPriority';
+  machineOrder: MachineOrder;
   machineOrderTagIds: string[];
   waitBetweenMachineGroups: boolean;
-  onMachineFailure: 'StopStep' | 'ContinueToOtherMachines';
-  onMemberFailure: 'SkipRestOnThisMachine' | 'ContinueMembers';
-  onNoTargets: 'Skip' | 'Warn' | 'Fail';
+  onMachineFailure: OnMachineFailure;
+  onMemberFailure: OnMemberFailure;
+  onNoTargets: OnNoTargets;
   memberStepIds: string[];
 }
 

@@ -2,6 +2,7 @@
  * What a dashboard cell says about a deployment that has not started: why it waits. Honest and
  * specific ("Waiting for 1.4.0 to finish in Production"), the thing peers' dashboards leave out.
  */
+import { isFinalStatus } from '../core/index.ts';
 import type { CellDeployment } from '../store/index.ts';
 
 export interface WaitContext {
@@ -16,8 +17,7 @@ export function waitReason(
   d: Pick<CellDeployment, 'status' | 'scheduledFor' | 'cancellationRequestedUtc'>,
   context: WaitContext,
 ): string | null {
-  if (d.cancellationRequestedUtc && !['Completed', 'Failed', 'Cancelled'].includes(d.status))
-    return 'Cancelling: waiting for the agents to stop';
+  if (d.cancellationRequestedUtc && !isFinalStatus(d.status)) return 'Cancelling: waiting for the agents to stop';
   switch (d.status) {
     case 'Queued':
       return d.scheduledFor && d.scheduledFor > context.now

@@ -7,8 +7,8 @@
  * Bounded: lines are read a page at a time, and the generator only reads the next page when its
  * consumer (the HTTP response, under socket backpressure) asks for the next event.
  */
-import { authorize, Capability, parseTicks, unknownId, type Principal } from '../core/index.ts';
-import { FINAL_STATUSES, type Deployment, type LogEntry, type LogPage } from '../store/index.ts';
+import { authorize, Capability, parseTicks, unknownId, type Principal, FINAL_STATUSES } from '../core/index.ts';
+import { type Deployment, type LogEntry, type LogPage } from '../store/index.ts';
 import type { DomainDeps } from './deps.ts';
 import { canSeeWorkspace } from './scope.ts';
 

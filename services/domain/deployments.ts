@@ -12,9 +12,10 @@ import {
   type PageRequest,
   type Paged,
   type Principal,
+  type DeploymentStatus,
 } from '../core/index.ts';
 import { semverEquivalent } from '../core/semver.ts';
-import type { Deployment, DeploymentStatus, DeploymentTask, LogEntry } from '../store/index.ts';
+import type { Deployment, DeploymentTask, LogEntry } from '../store/index.ts';
 import type { DomainDeps } from './deps.ts';
 import { visibleProject } from './projects.ts';
 import { canSeeWorkspace, visibleResource, visibleWorkspace } from './scope.ts';

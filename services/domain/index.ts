@@ -108,7 +108,6 @@ export {
 } from './step-templates.ts';
 export type { TemplateProperty, StepTemplateInput } from './step-templates.ts';
 export {
-  ErrorAction,
   visibleStep,
   listProjectSteps,
   createProjectStep,

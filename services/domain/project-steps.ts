@@ -3,16 +3,21 @@
  * change to the list itself (append, delete, reorder, clone) runs in one transaction holding the
  * project's row lock, so positions stay 1..n and rolling groups stay unbroken.
  */
-import { authorize, Capability, InvalidParameterError, newId, unknownId, type Principal } from '../core/index.ts';
+import {
+  authorize,
+  Capability,
+  ErrorAction,
+  InvalidParameterError,
+  newId,
+  unknownId,
+  type Principal,
+} from '../core/index.ts';
 import type { ProjectStep, TagSet } from '../store/project-steps.ts';
 import type { DomainDeps } from './deps.ts';
 import { visibleProject } from './projects.ts';
 import { validateReorder, type StepSlot } from './rolling-group-rules.ts';
 import { visibleResource, withUniqueName } from './scope.ts';
 import { requireTags } from './tags.ts';
-
-export const ErrorAction = { Stop: 'Stop', ContinueOnError: 'ContinueOnError', Continue: 'Continue' } as const;
-export type ErrorAction = (typeof ErrorAction)[keyof typeof ErrorAction];
 
 /** Loads a step of a live project the principal may see, else 400 naming `property`. */
 export async function visibleStep(

@@ -3,12 +3,17 @@
  * steps with their templates and resolved properties, rolling groups, variables (Sensitive values
  * stay sealed) and the lifecycle. Pure mapping; releases.ts reads the rows inside its transaction.
  */
-import type {
-  SnapshotLifecycle,
-  SnapshotRollingGroup,
-  SnapshotStep,
-  SnapshotStepTemplate,
-  SnapshotVariable,
+import {
+  ErrorAction,
+  MachineOrder,
+  OnMachineFailure,
+  OnMemberFailure,
+  OnNoTargets,
+  type SnapshotLifecycle,
+  type SnapshotRollingGroup,
+  type SnapshotStep,
+  type SnapshotStepTemplate,
+  type SnapshotVariable,
 } from '../core/index.ts';
 import type { ProjectStep } from '../store/project-steps.ts';
 import type { RollingGroupRecord } from '../store/rolling-groups.ts';
@@ -105,7 +110,7 @@ export function stepSnapshot(
     stepId: step.id,
     name: step.name,
     sortOrder: step.sortOrder,
-    errorAction: oneOf(step.errorAction, ['Stop', 'ContinueOnError', 'Continue'] as const, 'Stop'),
+    errorAction: oneOf(step.errorAction, Object.values(ErrorAction), ErrorAction.Stop),
     disabled: step.disabled,
     parallelMachines: step.parallelMachines,
     environmentIds: step.environmentIds,
@@ -140,16 +145,12 @@ export function rollingGroupSnapshots(
       rollingGroupId: g.id,
       name: g.name,
       windowSize: g.windowSize,
-      machineOrder: oneOf(g.machineOrder, ['MachineName', 'TagPriority'] as const, 'MachineName'),
+      machineOrder: oneOf(g.machineOrder, Object.values(MachineOrder), MachineOrder.MachineName),
       machineOrderTagIds: g.machineOrderTagIds,
       waitBetweenMachineGroups: g.waitBetweenMachineGroups,
-      onMachineFailure: oneOf(g.onMachineFailure, ['StopStep', 'ContinueToOtherMachines'] as const, 'StopStep'),
-      onMemberFailure: oneOf(
-        g.onMemberFailure,
-        ['SkipRestOnThisMachine', 'ContinueMembers'] as const,
-        'SkipRestOnThisMachine',
-      ),
-      onNoTargets: oneOf(g.onNoTargets, ['Skip', 'Warn', 'Fail'] as const, 'Skip'),
+      onMachineFailure: oneOf(g.onMachineFailure, Object.values(OnMachineFailure), OnMachineFailure.StopStep),
+      onMemberFailure: oneOf(g.onMemberFailure, Object.values(OnMemberFailure), OnMemberFailure.SkipRestOnThisMachine),
+      onNoTargets: oneOf(g.onNoTargets, Object.values(OnNoTargets), OnNoTargets.Skip),
       memberStepIds: members.map((s) => s.id),
     }));
 }

@@ -6,19 +6,7 @@
  * Glossary: a *layout* is the project's steps in order, each with the group it belongs to (or
  * null). A group's *run* is the stretch of the layout its members occupy; it must be unbroken.
  */
-import type { ValidationError } from '../core/index.ts';
-
-export const MachineOrder = { MachineName: 'MachineName', TagPriority: 'TagPriority' } as const;
-export type MachineOrder = (typeof MachineOrder)[keyof typeof MachineOrder];
-export const OnMachineFailure = { StopStep: 'StopStep', ContinueToOtherMachines: 'ContinueToOtherMachines' } as const;
-export type OnMachineFailure = (typeof OnMachineFailure)[keyof typeof OnMachineFailure];
-export const OnMemberFailure = {
-  SkipRestOnThisMachine: 'SkipRestOnThisMachine',
-  ContinueMembers: 'ContinueMembers',
-} as const;
-export type OnMemberFailure = (typeof OnMemberFailure)[keyof typeof OnMemberFailure];
-export const OnNoTargets = { Skip: 'Skip', Warn: 'Warn', Fail: 'Fail' } as const;
-export type OnNoTargets = (typeof OnNoTargets)[keyof typeof OnNoTargets];
+import { MachineOrder, OnMachineFailure, OnMemberFailure, OnNoTargets, type ValidationError } from '../core/index.ts';
 
 /** The organization default of `maxParallelMachines` (spec §8). */
 export const DEFAULT_MAX_PARALLEL_MACHINES = 8;

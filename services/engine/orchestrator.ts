@@ -7,8 +7,7 @@
  * happens once), so two replicas, a redelivered message or a crash in the middle never start a
  * step twice. Agents are woken through the bus; they pull their tasks from the database.
  */
-import type { Clock, Logger } from '../core/index.ts';
-import { BoundedCache, newId } from '../core/index.ts';
+import { BoundedCache, isFinalStatus, newId, type Clock, type Logger, type TaskStatus } from '../core/index.ts';
 import type { Bus } from '../bus/index.ts';
 import { EventSubject } from '../bus/index.ts';
 import type { Deployment, DeploymentTask, LogLevel, NewLogEntry, Store, TargetMachine } from '../store/index.ts';
@@ -17,7 +16,7 @@ import { toPlanInput } from './plan-input.ts';
 import { planDeployment, planTargets } from './planner.ts';
 import type { ProgressWriter } from './progress-writer.ts';
 import { nextActions } from './scheduler.ts';
-import { targetKey, type NextActions, type Plan, type Stage, type TargetStatus } from './plan-types.ts';
+import { targetKey, type NextActions, type Plan, type Stage } from './plan-types.ts';
 
 export interface OrchestratorTiming {
   /** How long one replica may hold a deployment before another may take it over. */
@@ -81,7 +80,7 @@ export class Orchestrator {
     );
     if (!claimed) {
       const current = await store.deployments.get(deploymentId);
-      return current && !['Completed', 'Failed', 'Cancelled'].includes(current.status) ? 'busy' : 'done';
+      return current && !isFinalStatus(current.status) ? 'busy' : 'done';
     }
     try {
       // Each state hands on the deployment as it left it, so Validating → Running → dispatch
@@ -530,7 +529,7 @@ function decide(plan: Plan, tasks: DeploymentTask[]): Decisions {
   const byKey = new Map(tasks.map((t) => [targetKey(t.stepId, t.machineId ?? ''), t]));
   const actions = nextActions(
     plan,
-    new Map<string, TargetStatus>(tasks.map((t) => [targetKey(t.stepId, t.machineId ?? ''), t.status])),
+    new Map<string, TaskStatus>(tasks.map((t) => [targetKey(t.stepId, t.machineId ?? ''), t.status])),
   );
   return {
     start: actions.start.flatMap((start) => byKey.get(targetKey(start.stepId, start.machineId)) ?? []),

@@ -9,38 +9,17 @@
  * - rank: a machine's position class inside a rolling group (TagPriority order); ranks run in order.
  *
  * The orchestrator fills PlanInput from the release snapshot and the topology; nothing here does I/O.
+ * The values steps and groups take (error actions, machine order …) are core's vocabulary.
  */
-
-export const ErrorAction = { Stop: 'Stop', ContinueOnError: 'ContinueOnError', Continue: 'Continue' } as const;
-export type ErrorAction = (typeof ErrorAction)[keyof typeof ErrorAction];
-
-export const MachineOrder = { MachineName: 'MachineName', TagPriority: 'TagPriority' } as const;
-export type MachineOrder = (typeof MachineOrder)[keyof typeof MachineOrder];
-
-export const OnMachineFailure = { StopStep: 'StopStep', ContinueToOtherMachines: 'ContinueToOtherMachines' } as const;
-export type OnMachineFailure = (typeof OnMachineFailure)[keyof typeof OnMachineFailure];
-
-export const OnMemberFailure = {
-  SkipRestOnThisMachine: 'SkipRestOnThisMachine',
-  ContinueMembers: 'ContinueMembers',
-} as const;
-export type OnMemberFailure = (typeof OnMemberFailure)[keyof typeof OnMemberFailure];
-
-export const OnNoTargets = { Skip: 'Skip', Warn: 'Warn', Fail: 'Fail' } as const;
-export type OnNoTargets = (typeof OnNoTargets)[keyof typeof OnNoTargets];
-
-export const MachineMode = { All: 'All', Include: 'Include', Exclude: 'Exclude' } as const;
-export type MachineMode = (typeof MachineMode)[keyof typeof MachineMode];
-
-export const TargetStatus = {
-  Pending: 'Pending',
-  Running: 'Running',
-  Succeeded: 'Succeeded',
-  Failed: 'Failed',
-  Skipped: 'Skipped',
-  Cancelled: 'Cancelled',
-} as const;
-export type TargetStatus = (typeof TargetStatus)[keyof typeof TargetStatus];
+import type {
+  ErrorAction,
+  MachineMode,
+  MachineOrder,
+  OnMachineFailure,
+  OnMemberFailure,
+  OnNoTargets,
+  TaskStatus,
+} from '../core/index.ts';
 
 // ---------------------------------------------------------------------------------------------
 // Input
@@ -177,7 +156,7 @@ export interface Plan {
 // Scheduling
 
 /** Current status of every target, keyed by targetKey(stepId, machineId); missing = Pending. */
-export type TargetStatuses = ReadonlyMap<string, TargetStatus>;
+export type TargetStatuses = ReadonlyMap<string, TaskStatus>;
 
 export function targetKey(stepId: string, machineId: string): string {
   return `${stepId}\u0000${machineId}`;

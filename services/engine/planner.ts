@@ -4,8 +4,6 @@
  * through states (see scheduler.ts for what runs when).
  */
 import {
-  MachineMode,
-  MachineOrder,
   StepSkipReason,
   type Plan,
   type PlanInput,
@@ -21,6 +19,7 @@ import {
   type StepSkip,
   type StepStage,
 } from './plan-types.ts';
+import { MachineMode, MachineOrder } from '../core/index.ts';
 
 /** Case-insensitive name order; exact name then ID break ties so the plan is deterministic. */
 export function compareMachineNames(a: PlannedMachine, b: PlannedMachine): number {

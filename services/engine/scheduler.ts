@@ -4,12 +4,7 @@
  * can call it again after a crash and reach the same decision. Cancellation is the orchestrator's.
  */
 import {
-  ErrorAction,
-  OnMachineFailure,
-  OnMemberFailure,
-  OnNoTargets,
   TargetSkipReason,
-  TargetStatus,
   targetKey,
   type DeploymentOutcome,
   type NextActions,
@@ -23,33 +18,34 @@ import {
   type StepStage,
   type TargetStatuses,
 } from './plan-types.ts';
+import { ErrorAction, OnMachineFailure, OnMemberFailure, OnNoTargets, TaskStatus } from '../core/index.ts';
 
-function isTerminal(status: TargetStatus): boolean {
-  return status !== TargetStatus.Pending && status !== TargetStatus.Running;
+function isTerminal(status: TaskStatus): boolean {
+  return status !== TaskStatus.Pending && status !== TaskStatus.Running;
 }
 
 /** A cancelled target counts as failed for every policy: it did not do its work. */
-function isFailure(status: TargetStatus): boolean {
-  return status === TargetStatus.Failed || status === TargetStatus.Cancelled;
+function isFailure(status: TaskStatus): boolean {
+  return status === TaskStatus.Failed || status === TaskStatus.Cancelled;
 }
 
 /** Decisions accumulate on a private copy of the statuses, so later rules see earlier ones. */
 class Working {
   readonly start: StartAction[] = [];
   readonly skip: SkipAction[] = [];
-  private readonly statuses: Map<string, TargetStatus>;
+  private readonly statuses: Map<string, TaskStatus>;
   constructor(state: TargetStatuses) {
     this.statuses = new Map(state);
   }
-  status(stepId: string, machineId: string): TargetStatus {
-    return this.statuses.get(targetKey(stepId, machineId)) ?? TargetStatus.Pending;
+  status(stepId: string, machineId: string): TaskStatus {
+    return this.statuses.get(targetKey(stepId, machineId)) ?? TaskStatus.Pending;
   }
   begin(stageIndex: number, stepId: string, machineId: string): void {
-    this.statuses.set(targetKey(stepId, machineId), TargetStatus.Running);
+    this.statuses.set(targetKey(stepId, machineId), TaskStatus.Running);
     this.start.push({ stageIndex, stepId, machineId });
   }
   pass(stageIndex: number, stepId: string, machineId: string, reason: TargetSkipReason, message: string): void {
-    this.statuses.set(targetKey(stepId, machineId), TargetStatus.Skipped);
+    this.statuses.set(targetKey(stepId, machineId), TaskStatus.Skipped);
     this.skip.push({ stageIndex, stepId, machineId, reason, message });
   }
 }
@@ -70,17 +66,17 @@ function isStageDone(stage: Stage, w: Working): boolean {
 
 /** A plain step runs on all its targets at once, at most `parallelism` at a time. */
 function advanceStep(index: number, stage: StepStage, w: Working): void {
-  let running = stage.targets.filter((t) => w.status(stage.stepId, t.machineId) === TargetStatus.Running).length;
+  let running = stage.targets.filter((t) => w.status(stage.stepId, t.machineId) === TaskStatus.Running).length;
   for (const t of stage.targets) {
     if (running >= stage.parallelism) break;
-    if (w.status(stage.stepId, t.machineId) !== TargetStatus.Pending) continue;
+    if (w.status(stage.stepId, t.machineId) !== TaskStatus.Pending) continue;
     w.begin(index, stage.stepId, t.machineId);
     running += 1;
   }
 }
 
 const machineStarted = (m: RollingMachine, w: Working): boolean =>
-  m.stepIds.some((s) => w.status(s, m.machineId) !== TargetStatus.Pending);
+  m.stepIds.some((s) => w.status(s, m.machineId) !== TaskStatus.Pending);
 const machineDone = (m: RollingMachine, w: Working): boolean =>
   m.stepIds.every((s) => isTerminal(w.status(s, m.machineId)));
 const machineFailed = (m: RollingMachine, w: Working): boolean =>
@@ -93,7 +89,7 @@ const machineFailed = (m: RollingMachine, w: Working): boolean =>
 function advanceGroup(index: number, g: RollingStage, w: Working): void {
   if (g.onMemberFailure === OnMemberFailure.SkipRestOnThisMachine) {
     for (const m of g.machines.filter((m) => machineFailed(m, w))) {
-      for (const stepId of m.stepIds.filter((s) => w.status(s, m.machineId) === TargetStatus.Pending)) {
+      for (const stepId of m.stepIds.filter((s) => w.status(s, m.machineId) === TaskStatus.Pending)) {
         w.pass(
           index,
           stepId,
@@ -123,8 +119,8 @@ function advanceGroup(index: number, g: RollingStage, w: Working): void {
   for (const m of g.machines) {
     if (!machineStarted(m, w) || machineDone(m, w)) continue;
     active += 1;
-    const busy = m.stepIds.some((s) => w.status(s, m.machineId) === TargetStatus.Running);
-    const next = m.stepIds.find((s) => w.status(s, m.machineId) === TargetStatus.Pending);
+    const busy = m.stepIds.some((s) => w.status(s, m.machineId) === TaskStatus.Running);
+    const next = m.stepIds.find((s) => w.status(s, m.machineId) === TaskStatus.Pending);
     if (!busy && next !== undefined) w.begin(index, next, m.machineId);
   }
   for (const m of g.machines) {
@@ -196,7 +192,7 @@ export function nextActions(plan: Plan, state: TargetStatuses): NextActions {
   for (const [index, stage] of plan.stages.entries()) {
     if (stopped.length > 0) {
       for (const t of stageTargets(stage)) {
-        if (w.status(t.stepId, t.machineId) === TargetStatus.Pending) {
+        if (w.status(t.stepId, t.machineId) === TaskStatus.Pending) {
           w.pass(
             index,
             t.stepId,
@@ -223,7 +219,7 @@ export function nextActions(plan: Plan, state: TargetStatuses): NextActions {
   // A later stage never started after a Stop failure; anything still running there would be a
   // bug upstream, so the outcome waits for it rather than report a deployment that is not over.
   const stillRunning = plan.stages.some((s) =>
-    stageTargets(s).some((t) => w.status(t.stepId, t.machineId) === TargetStatus.Running),
+    stageTargets(s).some((t) => w.status(t.stepId, t.machineId) === TaskStatus.Running),
   );
   if (stillRunning) return { start: w.start, skip: w.skip, finishedStages };
   const deploymentOutcome: DeploymentOutcome = {

@@ -6,7 +6,7 @@
  */
 import type { Page, Paged, SnapshotLifecycle } from '../core/index.ts';
 import type { Db } from './db.ts';
-import type { DeploymentStatus } from './deployments.ts';
+import type { DeploymentStatus } from '../core/index.ts';
 import { pageOf } from './paging.ts';
 
 /** What a matrix cell shows of the latest deployment there. */

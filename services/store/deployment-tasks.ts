@@ -1,19 +1,9 @@
 /** Deployment tasks: one step on one machine (or a machine-less step record), the unit agents run. */
 import type { Knex } from 'knex';
+import type { TaskStatus } from '../core/index.ts';
 import type { Db } from './db.ts';
 import { MACHINE_COLUMNS, toTargetMachine, type MachineRow, type TargetMachine } from './deployment-machines.ts';
 import type { Deployment } from './deployments.ts';
-
-export const TaskStatus = {
-  Pending: 'Pending',
-  Running: 'Running',
-  Succeeded: 'Succeeded',
-  Failed: 'Failed',
-  Skipped: 'Skipped',
-  Cancelled: 'Cancelled',
-} as const;
-export type TaskStatus = (typeof TaskStatus)[keyof typeof TaskStatus];
-export const FINAL_TASK_STATUSES: readonly TaskStatus[] = ['Succeeded', 'Failed', 'Skipped', 'Cancelled'];
 
 export interface DeploymentTask {
   id: string;

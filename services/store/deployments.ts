@@ -2,13 +2,9 @@
  * Deployments: the engine's durable state (contract §5). Leases say which replica drives a
  * deployment; any replica may take over once a lease expires.
  */
-import type { Page, Paged } from '../core/index.ts';
+import { ACTIVE_STATUSES, type DeploymentStatus, type Page, type Paged } from '../core/index.ts';
 import type { Db } from './db.ts';
 import { pageOf } from './paging.ts';
-
-export const FINAL_STATUSES = ['Completed', 'Failed', 'Cancelled'] as const;
-export const ACTIVE_STATUSES = ['Queued', 'Validating', 'AwaitingSlot', 'Running'] as const;
-export type DeploymentStatus = (typeof FINAL_STATUSES)[number] | (typeof ACTIVE_STATUSES)[number];
 
 export interface Deployment {
   id: string;

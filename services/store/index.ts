@@ -88,10 +88,8 @@ export type { ServiceAccount, ApiKey } from './service-accounts.ts';
 export type { Environment } from './environments.ts';
 export type { Project } from './projects.ts';
 export type { Release } from './releases.ts';
-export type { Deployment, DeploymentStatus, NewDeployment, DeploymentFilter } from './deployments.ts';
-export { FINAL_STATUSES, ACTIVE_STATUSES } from './deployments.ts';
+export type { Deployment, NewDeployment, DeploymentFilter } from './deployments.ts';
 export type { DeploymentTask, DispatchedTask } from './deployment-tasks.ts';
-export { TaskStatus, FINAL_TASK_STATUSES } from './deployment-tasks.ts';
 export type {
   LogEntry,
   LogPage,

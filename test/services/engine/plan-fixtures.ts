@@ -7,7 +7,6 @@ import { planDeployment } from '../../../services/engine/planner.ts';
 import { nextActions } from '../../../services/engine/scheduler.ts';
 import {
   targetKey,
-  TargetStatus,
   type DeploymentOutcome,
   type Plan,
   type PlanInput,
@@ -16,6 +15,7 @@ import {
   type PlanStepInput,
   type SkipAction,
 } from '../../../services/engine/plan-types.ts';
+import { TaskStatus } from '../../../services/core/index.ts';
 
 export function step(stepId: string, overrides: Partial<PlanStepInput> = {}): PlanStepInput {
   return {
@@ -79,7 +79,7 @@ export interface SimulationEvent {
   kind: 'start' | 'end' | 'skip';
   stepId: string;
   machineId: string;
-  status?: TargetStatus;
+  status?: TaskStatus;
   reason?: SkipAction['reason'];
 }
 
@@ -92,7 +92,7 @@ export interface Simulation {
   peakMachines: Map<number, number>;
   /** Per stage index: the most targets ever running at once. */
   peakRunning: Map<number, number>;
-  statuses: Map<string, TargetStatus>;
+  statuses: Map<string, TaskStatus>;
   outcome: DeploymentOutcome;
   finishedStages: number[];
 }
@@ -106,7 +106,7 @@ export function simulate(
   verdict: (stepId: string, machineId: string) => Verdict = () => 'Succeeded',
   mode: 'all' | 'oldest' = 'all',
 ): Simulation {
-  const statuses = new Map<string, TargetStatus>();
+  const statuses = new Map<string, TaskStatus>();
   const running: Array<{ stepId: string; machineId: string; stageIndex: number }> = [];
   const sim: Omit<Simulation, 'outcome' | 'finishedStages'> = {
     events: [],
@@ -119,13 +119,13 @@ export function simulate(
   for (let tick = 0; tick < 10_000; tick += 1) {
     const actions = nextActions(p, statuses);
     for (const s of actions.skip) {
-      statuses.set(targetKey(s.stepId, s.machineId), TargetStatus.Skipped);
+      statuses.set(targetKey(s.stepId, s.machineId), TaskStatus.Skipped);
       sim.events.push({ tick, kind: 'skip', stepId: s.stepId, machineId: s.machineId, reason: s.reason });
       sim.skips.push(`${s.stepId}@${s.machineId}`);
     }
     for (const s of actions.start) {
       expect(statuses.get(targetKey(s.stepId, s.machineId)) ?? 'Pending').toBe('Pending');
-      statuses.set(targetKey(s.stepId, s.machineId), TargetStatus.Running);
+      statuses.set(targetKey(s.stepId, s.machineId), TaskStatus.Running);
       running.push(s);
       sim.events.push({ tick, kind: 'start', stepId: s.stepId, machineId: s.machineId });
       sim.starts.push(`${s.stepId}@${s.machineId}`);
@@ -152,11 +152,11 @@ export function simulate(
 
 function recordPeaks(
   p: Plan,
-  statuses: Map<string, TargetStatus>,
+  statuses: Map<string, TaskStatus>,
   sim: Omit<Simulation, 'outcome' | 'finishedStages'>,
 ): void {
-  const st = (stepId: string, machineId: string): TargetStatus =>
-    statuses.get(targetKey(stepId, machineId)) ?? TargetStatus.Pending;
+  const st = (stepId: string, machineId: string): TaskStatus =>
+    statuses.get(targetKey(stepId, machineId)) ?? TaskStatus.Pending;
   p.stages.forEach((stage, index) => {
     let machines = 0;
     let runningTargets = 0;
@@ -187,6 +187,6 @@ export function machineStartOrder(sim: Simulation, stepIds?: string[]): string[]
   return seen;
 }
 
-export function statusOf(sim: Simulation, stepId: string, machineId: string): TargetStatus {
-  return sim.statuses.get(targetKey(stepId, machineId)) ?? TargetStatus.Pending;
+export function statusOf(sim: Simulation, stepId: string, machineId: string): TaskStatus {
+  return sim.statuses.get(targetKey(stepId, machineId)) ?? TaskStatus.Pending;
 }

@@ -5,7 +5,6 @@ import {
   type PlanRollingGroupInput,
   type PlanStepInput,
   type RollingStage,
-  type TargetStatus,
 } from '../../../services/engine/plan-types.ts';
 import {
   group,
@@ -18,8 +17,9 @@ import {
   type Simulation,
   type Verdict,
 } from './plan-fixtures.ts';
+import { type TaskStatus } from '../../../services/core/index.ts';
 
-const state = (entries: Array<[string, string, TargetStatus]>): Map<string, TargetStatus> =>
+const state = (entries: Array<[string, string, TaskStatus]>): Map<string, TaskStatus> =>
   new Map(entries.map(([s, m, st]) => [targetKey(s, m), st]));
 const six = ['f', 'E', 'd', 'C', 'b', 'A'].map((n) => machine(n));
 

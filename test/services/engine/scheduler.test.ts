@@ -1,10 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { isFinished, nextActions } from '../../../services/engine/scheduler.ts';
-import { targetKey, type ErrorAction, type TargetStatus } from '../../../services/engine/plan-types.ts';
+import { targetKey } from '../../../services/engine/plan-types.ts';
 import { group, machine, plan, simulate, statusOf, step, type Verdict } from './plan-fixtures.ts';
+import { type ErrorAction, type TaskStatus } from '../../../services/core/index.ts';
 
 const five = ['e', 'D', 'c', 'B', 'a'].map((n) => machine(n));
-const state = (entries: Array<[string, string, TargetStatus]>): Map<string, TargetStatus> =>
+const state = (entries: Array<[string, string, TaskStatus]>): Map<string, TaskStatus> =>
   new Map(entries.map(([s, m, st]) => [targetKey(s, m), st]));
 
 describe('nextActions: plain steps', () => {
@@ -78,7 +79,7 @@ describe('nextActions: plain steps', () => {
     const firstOfS2 = Math.min(...sim.events.filter((e) => e.kind === 'start' && e.stepId === 's2').map((e) => e.tick));
     expect(firstOfS2).toBeGreaterThan(lastOfS1);
     expect(
-      nextActions(p, state(five.map((m) => ['s1', m.machineId, 'Succeeded'] as [string, string, TargetStatus])))
+      nextActions(p, state(five.map((m) => ['s1', m.machineId, 'Succeeded'] as [string, string, TaskStatus])))
         .finishedStages,
     ).toEqual([0]);
   });
@@ -233,7 +234,7 @@ describe('nextActions: offline machines', () => {
 
 describe('isFinished', () => {
   const p = plan({ steps: [step('s1'), step('s2')], machines: [machine('a'), machine('b')] });
-  const cases: Array<{ when: string; entries: Array<[string, string, TargetStatus]>; finished: boolean }> = [
+  const cases: Array<{ when: string; entries: Array<[string, string, TaskStatus]>; finished: boolean }> = [
     { when: 'nothing ran yet', entries: [], finished: false },
     {
       when: 'a target is running',

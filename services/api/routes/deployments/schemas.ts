@@ -1,5 +1,6 @@
 import { Type } from '@sinclair/typebox';
-import { Id, Nullable, PageQuery, TicksText } from '../../schemas.ts';
+import { DeploymentStatus, MachineMode } from '../../../core/index.ts';
+import { Id, Nullable, OneOf, PageQuery, TicksText } from '../../schemas.ts';
 
 /** .NET ticks and change ticks exceed 2^53: integers on the wire, BigInt in code (never Number). */
 export const Int64 = Type.Unsafe<bigint>({ type: 'integer', format: 'int64' });
@@ -8,7 +9,7 @@ const EnvironmentTarget = Type.Union([
   Type.String({ minLength: 1, maxLength: 200 }),
   Type.Object({
     environmentName: Type.String({ minLength: 1, maxLength: 200 }),
-    machineMode: Type.Optional(Type.Union([Type.Literal('All'), Type.Literal('Include'), Type.Literal('Exclude')])),
+    machineMode: Type.Optional(OneOf(MachineMode)),
     machineIds: Type.Optional(Type.Array(Id, { maxItems: 1000 })),
   }),
 ]);
@@ -78,17 +79,7 @@ export const ListQuery = Type.Object({
   projectId: Type.Optional(Id),
   releaseId: Type.Optional(Id),
   version: Type.Optional(Type.String({ maxLength: 300 })),
-  status: Type.Optional(
-    Type.Union([
-      Type.Literal('Queued'),
-      Type.Literal('Validating'),
-      Type.Literal('AwaitingSlot'),
-      Type.Literal('Running'),
-      Type.Literal('Completed'),
-      Type.Literal('Failed'),
-      Type.Literal('Cancelled'),
-    ]),
-  ),
+  status: Type.Optional(OneOf(DeploymentStatus)),
   changedAfterTick: Type.Optional(TicksText('Deployments changed strictly after this change tick')),
   ...PageQuery,
 });

@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox';
-import { Description, Id, Name, Nullable } from '../../schemas.ts';
+import { ErrorAction } from '../../../core/index.ts';
+import { Description, Id, Name, Nullable, OneOf } from '../../schemas.ts';
 
-const ErrorAction = Type.Union([Type.Literal('Stop'), Type.Literal('ContinueOnError'), Type.Literal('Continue')]);
 const IdList = Type.Array(Id, { maxItems: 1000 });
 const TagSet = Type.Object({ tagIds: Type.Array(Id, { minItems: 1, maxItems: 100 }) });
 
@@ -33,7 +33,7 @@ export const UpdateProjectStepBody = Type.Object({
   name: Type.Optional(Name),
   description: Type.Optional(Description),
   runMode: Type.Optional(Nullable(Type.String({ minLength: 1, maxLength: 100 }))),
-  errorAction: Type.Optional(ErrorAction),
+  errorAction: Type.Optional(OneOf(ErrorAction)),
   disabled: Type.Optional(Type.Boolean()),
   parallelMachines: Type.Optional(Nullable(Type.Integer({ minimum: 1, maximum: 100_000 }))),
   environments: Type.Optional(IdList),
