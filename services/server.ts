@@ -8,13 +8,13 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { FastifyInstance } from 'fastify';
 import type { Knex } from 'knex';
-import { buildApp } from './api/app.ts';
+import { buildApp } from './api/index.ts';
 import type { Config } from './config.ts';
 import { createLogger, createSecretBox, loadMasterKey, systemClock, toError, type Logger } from './core/index.ts';
 import { bootstrap, type DomainDeps } from './domain/index.ts';
 import { createDb, createStore, migrateToLatest, startEmbeddedPostgres, type EmbeddedDatabase } from './store/index.ts';
 import { createBus } from './bus/index.ts';
-import { createEngine } from './engine/engine.ts';
+import { createEngine } from './engine/index.ts';
 import { createGateway, heartbeatIntervalFor, type PackageSource } from './gateway/index.ts';
 import {
   createAzureBlobStore,

@@ -1,7 +1,7 @@
 // A task's output as the agent keeps and sends it: chunks of consecutive lines (the LogChunk of
 // agent.proto) rather than one object per line, so a step printing millions of lines costs little
 // per line — in memory, in the journal and on the wire.
-import { decodeVarints, encodeVarints } from '../../proto/log-chunk.ts';
+import { decodeVarints, encodeVarints } from '../../proto/index.ts';
 import type { LogLine } from '../connection/index.ts';
 import type { LogStream } from './step-execution.ts';
 

@@ -54,3 +54,12 @@ export type {
   SnapshotPackage,
   SnapshotScriptModule,
 } from './release-snapshot.ts';
+export {
+  isValidSemVer,
+  compareSemVer,
+  maxSemVer,
+  sortSemVerDescending,
+  semverEqual,
+  semverEquivalent,
+  expandQuery,
+} from './semver.ts';

@@ -5,7 +5,7 @@
 import { RE2JS } from 're2js';
 import semver from 'semver';
 import { BoundedCache } from '../core/index.ts';
-import { isValidSemVer } from '../core/semver.ts';
+import { isValidSemVer } from '../core/index.ts';
 
 /** A rule as stored on a channel or on one of its package rules; null means "no constraint". */
 export interface VersionRule {

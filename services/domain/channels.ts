@@ -12,7 +12,7 @@ import {
   type Principal,
   type ValidationError,
 } from '../core/index.ts';
-import type { Channel, ChannelPatch, PackageRule } from '../store/channels.ts';
+import type { Channel, ChannelPatch, PackageRule } from '../store/index.ts';
 import { compilePreReleaseTag, isValidVersionRange } from './channel-rules.ts';
 import type { DomainDeps } from './deps.ts';
 import { visibleProject } from './projects.ts';

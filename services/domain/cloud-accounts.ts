@@ -17,7 +17,7 @@ import {
   type Paged,
   type Principal,
 } from '../core/index.ts';
-import type { CloudAccount } from '../store/cloud-accounts.ts';
+import type { CloudAccount } from '../store/index.ts';
 import type { DomainDeps } from './deps.ts';
 import { visibleResource, visibleWorkspace, withUniqueName } from './scope.ts';
 

@@ -10,7 +10,7 @@ import type { DomainDeps } from './deps.ts';
 import { computeProgression, type EnvironmentAvailability } from './lifecycle-progression.ts';
 import { viewableProjectIds, visibleProject } from './projects.ts';
 import { packageReferences, stepProperties, templateSnapshot } from './release-snapshot-builder.ts';
-import { maxSemVer, sortSemVerDescending } from '../core/semver.ts';
+import { maxSemVer, sortSemVerDescending } from '../core/index.ts';
 import { visibleWorkspace } from './scope.ts';
 
 /** Allowed, or the reason the account may not (shown beside the disabled control). */

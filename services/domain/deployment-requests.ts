@@ -12,7 +12,7 @@ import {
   unknownId,
   type Principal,
 } from '../core/index.ts';
-import { maxSemVer } from '../core/semver.ts';
+import { maxSemVer } from '../core/index.ts';
 import type { Deployment, Environment, Release, Store } from '../store/index.ts';
 import type { DomainDeps } from './deps.ts';
 import { idempotent, type RememberAnswer } from './idempotency.ts';

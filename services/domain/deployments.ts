@@ -14,7 +14,7 @@ import {
   type Principal,
   type DeploymentStatus,
 } from '../core/index.ts';
-import { semverEquivalent } from '../core/semver.ts';
+import { semverEquivalent } from '../core/index.ts';
 import type { Deployment, DeploymentTask, LogEntry } from '../store/index.ts';
 import type { DomainDeps } from './deps.ts';
 import { visibleProject } from './projects.ts';

@@ -13,7 +13,7 @@ import {
   type Paged,
   type Principal,
 } from '../core/index.ts';
-import type { Feed } from '../store/feeds.ts';
+import type { Feed } from '../store/index.ts';
 import type { DomainDeps } from './deps.ts';
 import { visibleResource, visibleWorkspace, withUniqueName } from './scope.ts';
 

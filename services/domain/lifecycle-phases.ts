@@ -6,7 +6,7 @@
  */
 import { authorize, Capability, newId, unknownId, type Principal } from '../core/index.ts';
 import type { Store } from '../store/index.ts';
-import { HowToTrigger, type Lifecycle, type Phase } from '../store/lifecycles.ts';
+import { HowToTrigger, type Lifecycle, type Phase } from '../store/index.ts';
 import type { DomainDeps } from './deps.ts';
 import {
   countFor,

@@ -10,7 +10,7 @@ import {
   ProgressRequirementErrorMode,
   type Phase,
   type PhaseFields,
-} from '../store/lifecycles.ts';
+} from '../store/index.ts';
 
 export interface PhaseEnvironmentInput {
   environmentId: string;

@@ -23,7 +23,7 @@ import {
   ProgressRequirementErrorMode,
   type Lifecycle,
   type Phase,
-} from '../store/lifecycles.ts';
+} from '../store/index.ts';
 import type { DomainDeps } from './deps.ts';
 import { draftPhaseList, savePhase, type PhaseInput } from './lifecycle-rules.ts';
 import { visibleResource, visibleWorkspace, withUniqueName } from './scope.ts';

@@ -15,7 +15,7 @@ import {
   type Paged,
   type Principal,
 } from '../core/index.ts';
-import type { Machine } from '../store/machines.ts';
+import type { Machine } from '../store/index.ts';
 import type { DomainDeps } from './deps.ts';
 import { visibleResource, visibleWorkspace, withUniqueName } from './scope.ts';
 import { requireTags } from './tags.ts';

@@ -12,7 +12,7 @@ import {
   unknownId,
   type Principal,
 } from '../core/index.ts';
-import type { ProjectStep, TagSet } from '../store/project-steps.ts';
+import type { ProjectStep, TagSet } from '../store/index.ts';
 import type { DomainDeps } from './deps.ts';
 import { visibleProject } from './projects.ts';
 import { validateReorder, type StepSlot } from './rolling-group-rules.ts';

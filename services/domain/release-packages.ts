@@ -5,9 +5,9 @@
  * request time among those the channel's package rule allows.
  */
 import { InvalidParameterError, type SnapshotPackage, type ValidationError } from '../core/index.ts';
-import { isValidSemVer, maxSemVer } from '../core/semver.ts';
-import type { Channel } from '../store/channels.ts';
-import type { PackagesStore, StoredPackage } from '../store/packages.ts';
+import { isValidSemVer, maxSemVer } from '../core/index.ts';
+import type { Channel } from '../store/index.ts';
+import type { PackagesStore, StoredPackage } from '../store/index.ts';
 import { versionSatisfiesChannel, type VersionRule } from './channel-rules.ts';
 
 /** A package the project's steps reference, under the spelling the release uses for it. */

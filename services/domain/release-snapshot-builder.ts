@@ -15,10 +15,10 @@ import {
   type SnapshotStepTemplate,
   type SnapshotVariable,
 } from '../core/index.ts';
-import type { ProjectStep } from '../store/project-steps.ts';
-import type { RollingGroupRecord } from '../store/rolling-groups.ts';
-import type { StepTemplate } from '../store/step-templates.ts';
-import type { Variable, VariableValue } from '../store/variables.ts';
+import type { ProjectStep } from '../store/index.ts';
+import type { RollingGroupRecord } from '../store/index.ts';
+import type { StepTemplate } from '../store/index.ts';
+import type { Variable, VariableValue } from '../store/index.ts';
 import type { LifecycleReadModel } from './lifecycles.ts';
 import { PACKAGE_SELECTOR } from './step-templates.ts';
 

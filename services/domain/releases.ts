@@ -16,10 +16,10 @@ import {
   type ReleaseSnapshot,
   type SnapshotStepTemplate,
 } from '../core/index.ts';
-import { expandQuery, isValidSemVer, semverEqual, semverEquivalent, sortSemVerDescending } from '../core/semver.ts';
+import { expandQuery, isValidSemVer, semverEqual, semverEquivalent, sortSemVerDescending } from '../core/index.ts';
 import type { Release, Store } from '../store/index.ts';
-import type { Channel } from '../store/channels.ts';
-import type { Project } from '../store/projects.ts';
+import type { Channel } from '../store/index.ts';
+import type { Project } from '../store/index.ts';
 import { versionSatisfiesChannel } from './channel-rules.ts';
 import type { DomainDeps } from './deps.ts';
 import { idempotent, type RememberAnswer } from './idempotency.ts';

@@ -12,7 +12,7 @@ import {
   type Principal,
   type ValidationError,
 } from '../core/index.ts';
-import type { RollingGroupRecord, RollingGroupSettings } from '../store/rolling-groups.ts';
+import type { RollingGroupRecord, RollingGroupSettings } from '../store/index.ts';
 import type { Store } from '../store/index.ts';
 import type { DomainDeps } from './deps.ts';
 import { layoutOf, visibleStep } from './project-steps.ts';

@@ -14,7 +14,7 @@ import {
   type Principal,
 } from '../core/index.ts';
 import { isForeignKeyViolation } from '../store/index.ts';
-import type { ScriptModule } from '../store/script-modules.ts';
+import type { ScriptModule } from '../store/index.ts';
 import type { DomainDeps } from './deps.ts';
 import { visibleProject } from './projects.ts';
 import { visibleResource, visibleWorkspace, withUniqueName } from './scope.ts';

@@ -13,7 +13,7 @@ import {
   type Paged,
   type Principal,
 } from '../core/index.ts';
-import type { StepTemplate } from '../store/step-templates.ts';
+import type { StepTemplate } from '../store/index.ts';
 import type { DomainDeps } from './deps.ts';
 import { visibleResource, visibleWorkspace, withUniqueName } from './scope.ts';
 

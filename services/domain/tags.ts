@@ -10,7 +10,7 @@ import {
   type Paged,
   type Principal,
 } from '../core/index.ts';
-import type { Tag } from '../store/tags.ts';
+import type { Tag } from '../store/index.ts';
 import type { DomainDeps } from './deps.ts';
 import { visibleResource, visibleWorkspace, withUniqueName } from './scope.ts';
 

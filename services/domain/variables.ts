@@ -18,7 +18,7 @@ import {
   type VariableValue,
   type VariableValueFilters,
   type VariableWithValues,
-} from '../store/variables.ts';
+} from '../store/index.ts';
 import type { DomainDeps } from './deps.ts';
 import { visibleProject } from './projects.ts';
 import { visibleWorkspace, withUniqueName } from './scope.ts';

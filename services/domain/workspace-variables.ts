@@ -12,7 +12,7 @@ import {
   type Paged,
   type Principal,
 } from '../core/index.ts';
-import type { VariableType } from '../store/variables.ts';
+import type { VariableType } from '../store/index.ts';
 import type { DomainDeps } from './deps.ts';
 import { visibleProject } from './projects.ts';
 import { visibleWorkspace } from './scope.ts';

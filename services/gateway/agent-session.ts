@@ -6,7 +6,7 @@
 // last line).
 import * as grpc from '@grpc/grpc-js';
 import { newId, toError, type Logger } from '../core/index.ts';
-import type { AgentInfo, AgentPort, RunTaskPayload } from '../engine/agent-port.ts';
+import type { AgentInfo, AgentPort, RunTaskPayload } from '../engine/index.ts';
 import { grpcStatus, toGrpcStatus, type GrpcStatus } from './grpc-errors.ts';
 import type { AgentMessage, Hello, ServerMessage, TaskResult } from './proto.ts';
 import { contiguousRuns, MAX_RUN_BYTES, toAgentLogChunk } from './log-batches.ts';

@@ -4,7 +4,7 @@
 import * as grpc from '@grpc/grpc-js';
 import { toError, type Clock, type Logger } from '../core/index.ts';
 import { EventSubject, isMessageEnvelope, type Bus, type EventMessage, type Subscription } from '../bus/index.ts';
-import type { AgentPort } from '../engine/agent-port.ts';
+import type { AgentPort } from '../engine/index.ts';
 import { authenticateAgent, registerAgent, type GatewayStore } from './agent-auth.ts';
 import { AgentSession, type AgentCall } from './agent-session.ts';
 import { grpcStatus, toGrpcStatus } from './grpc-errors.ts';

@@ -4,8 +4,8 @@
 // per line). Batches of agents that send one LogLine message per line (before chunks) are turned
 // into the same chunk.
 import * as grpc from '@grpc/grpc-js';
-import type { AgentLogChunk } from '../engine/agent-port.ts';
-import { ChunkStream, decodeVarints } from '../../proto/log-chunk.ts';
+import type { AgentLogChunk } from '../engine/index.ts';
+import { ChunkStream, decodeVarints } from '../../proto/index.ts';
 import { grpcStatus } from './grpc-errors.ts';
 import type { LogBatch, LogLine } from './proto.ts';
 

@@ -1,6 +1,6 @@
 // Proto ↔ engine mapping. The proto carries int64 as decimal strings and enums as names
 // (LOADER_OPTIONS); the engine's AgentPort speaks plain numbers and narrow string unions.
-import type { AgentTaskResult, RunTaskPayload } from '../engine/agent-port.ts';
+import type { AgentTaskResult, RunTaskPayload } from '../engine/index.ts';
 import type { RunTask, TaskResult } from './proto.ts';
 
 export function toRunTask(task: RunTaskPayload): RunTask {

@@ -6,7 +6,7 @@
  */
 import type { Readable } from 'node:stream';
 import { GantryError, toError, type Clock } from '../core/index.ts';
-import type { PackagesStore } from '../store/packages.ts';
+import type { PackagesStore } from '../store/index.ts';
 import { isFilesystemBlobStore, type BlobStore } from './blob-store.ts';
 import type { StagedFile } from './staging.ts';
 import { discard } from './staging.ts';

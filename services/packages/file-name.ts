@@ -4,7 +4,7 @@
  * from a client, so anything that could act as a path is refused before it goes near the disk.
  */
 import { InvalidParameterError } from '../core/index.ts';
-import { isValidSemVer } from '../core/semver.ts';
+import { isValidSemVer } from '../core/index.ts';
 
 export const PackageType = { Nupkg: 'nupkg', Zip: 'zip', Tar: 'tar', TarGz: 'tar.gz' } as const;
 export type PackageType = (typeof PackageType)[keyof typeof PackageType];

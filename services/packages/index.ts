@@ -19,4 +19,4 @@ export { createAzureBlobStore } from './azure-blob-store.ts';
 export { loadUploadKey } from './upload-signature.ts';
 export { parsePackageFileName, packageFileName, PackageType } from './file-name.ts';
 export type { PackageFileName } from './file-name.ts';
-export type { StoredPackage } from '../store/packages.ts';
+export type { StoredPackage } from '../store/index.ts';

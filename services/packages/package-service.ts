@@ -7,10 +7,10 @@
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { authorize, Capability, InvalidParameterError, newId, type Clock, type Principal } from '../core/index.ts';
-import { sortSemVerDescending } from '../core/semver.ts';
+import { sortSemVerDescending } from '../core/index.ts';
 import { visibleWorkspace, type DomainDeps } from '../domain/index.ts';
 import { isUniqueViolation, type Db, type Workspace } from '../store/index.ts';
-import { packagesStore, type StoredPackage } from '../store/packages.ts';
+import { packagesStore, type StoredPackage } from '../store/index.ts';
 import { checkArchive } from './archive-check.ts';
 import type { BlobStore } from './blob-store.ts';
 import { receiveDirectUpload, type DirectUploadRequest, type DirectUploadResult } from './direct-upload.ts';

@@ -1,4 +1,4 @@
-import type { ReleaseSnapshot } from '../core/release-snapshot.ts';
+import type { ReleaseSnapshot } from '../core/index.ts';
 import type { Page, Paged } from '../core/index.ts';
 import type { Db } from './db.ts';
 import { pageOf } from './paging.ts';

@@ -1,108 +1,57 @@
 /**
- * The layering of README's folder map, enforced: every import in services/ and agent/ follows the
- * allowed arrows. The table below is the architecture; change it only with the design.
+ * The folder map is enforced by lint (eslint.config.js LAYERS, `npm run lint`): this holds the
+ * rule to what it must refuse, so a config edit cannot silently turn it into a no-op.
  */
-import fs from 'node:fs';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { ESLint } from 'eslint';
 import { describe, expect, it } from 'vitest';
 
-const root = fileURLToPath(new URL('../../', import.meta.url));
+const eslint = new ESLint();
 
-/** concern → concerns it may import at run time. Type-only imports may also reach `typesFrom`. */
-const ALLOWED: Record<string, { runtime: string[]; typesFrom?: string[] }> = {
-  'services/core': { runtime: [] },
-  'services/store': { runtime: ['services/core'] },
-  'services/domain': { runtime: ['services/core', 'services/store'] },
-  'services/bus': { runtime: ['services/core'] },
-  'services/engine': { runtime: ['services/core', 'services/domain', 'services/store', 'services/bus'] },
-  'services/packages': { runtime: ['services/core', 'services/store', 'services/domain'] },
-  'services/gateway': {
-    runtime: ['services/core', 'services/store', 'services/bus', 'proto'],
-    typesFrom: ['services/engine'],
-  },
-  'services/api': {
-    runtime: ['services/core', 'services/domain', 'services/engine', 'services/packages'],
-    typesFrom: ['services/store'],
-  },
-  agent: { runtime: ['proto'] },
-  proto: { runtime: [] },
-  // The CLI reaches the server only over HTTP, through the generated client (design §7).
-  cli: { runtime: ['client'] },
-  client: { runtime: [] },
-};
-
-/** Composition roots: the only files that may import every concern. */
-const ROOTS = new Set([
-  'services/main.ts',
-  'services/server.ts',
-  'services/config.ts',
-  'services/store/migrate-cli.ts',
-]);
-
-function concernOf(file: string): string | null {
-  const rel = path.relative(root, file).split(path.sep).join('/');
-  if (rel.startsWith('agent/')) return 'agent';
-  if (rel.startsWith('proto/')) return 'proto';
-  if (rel.startsWith('cli/')) return 'cli';
-  if (rel.startsWith('client/')) return 'client';
-  const match = /^services\/([^/]+)\//.exec(rel);
-  return match ? `services/${match[1]}` : null;
+/** Lints `code` as if it were the file at `filePath` (an existing file: the type-aware rules need it in the project). */
+async function importErrors(filePath: string, code: string): Promise<string[]> {
+  const [result] = await eslint.lintText(code, { filePath });
+  return result!.messages.filter((m) => m.ruleId === '@typescript-eslint/no-restricted-imports').map((m) => m.message);
 }
 
-function sourceFiles(dir: string): string[] {
-  return fs
-    .readdirSync(path.join(root, dir), { recursive: true, withFileTypes: true })
-    .filter((e) => e.isFile() && e.name.endsWith('.ts'))
-    .map((e) => path.join(e.parentPath, e.name));
-}
-
-const IMPORT = /^\s*(import|export)\s+(type\s+)?[^'"]*?from\s+'(\.[^']+)'/gm;
-
-function violations(): string[] {
-  const found: string[] = [];
-  for (const file of [
-    ...sourceFiles('services'),
-    ...sourceFiles('agent'),
-    ...sourceFiles('proto'),
-    ...sourceFiles('cli'),
-    ...sourceFiles('client'),
-  ]) {
-    const rel = path.relative(root, file).split(path.sep).join('/');
-    if (ROOTS.has(rel)) continue;
-    const from = concernOf(file);
-    if (!from) continue;
-    const rules = ALLOWED[from];
-    if (!rules) {
-      found.push(`${rel}: concern ${from} has no rule`);
-      continue;
-    }
-    for (const match of fs.readFileSync(file, 'utf8').matchAll(IMPORT)) {
-      const typeOnly = match[2] !== undefined;
-      const target = path.resolve(path.dirname(file), match[3]!);
-      const targetRel = path.relative(root, target).split(path.sep).join('/');
-      if (ROOTS.has(targetRel)) {
-        found.push(`${rel} imports the composition root ${targetRel}`);
-        continue;
-      }
-      const to = concernOf(target);
-      if (!to || to === from) continue;
-      const allowed = rules.runtime.includes(to) || (typeOnly && (rules.typesFrom ?? []).includes(to));
-      if (!allowed) found.push(`${rel} → ${targetRel}${typeOnly ? ' (type)' : ''}`);
-    }
-  }
-  return found;
-}
-
-describe('import rules', () => {
-  it('keeps every import inside the allowed arrows', () => {
-    expect(violations()).toEqual([]);
+describe('import rules (lint)', () => {
+  it('refuses a deep import into another folder and an import against the arrows', async () => {
+    const errors = await importErrors(
+      'services/domain/channels.ts',
+      "import { FINAL_STATUSES } from '../core/vocabulary.ts';\nimport { createEngine } from '../engine/index.ts';\nexport const probe = [FINAL_STATUSES, createEngine];\n",
+    );
+    expect(errors).toEqual([
+      expect.stringContaining('Another folder is imported only through its index.ts'),
+      expect.stringContaining('services/domain may not import engine'),
+    ]);
   });
 
-  it('reads imports at all (the rule table is not vacuous)', () => {
-    const api = sourceFiles('services/api')
-      .map((f) => fs.readFileSync(f, 'utf8'))
-      .join('\n');
-    expect([...api.matchAll(IMPORT)].length).toBeGreaterThan(50);
+  it('lets types cross where the table says so, and not values', async () => {
+    const code = "import type { AgentPort } from '../engine/index.ts';\nexport type P = AgentPort;\n";
+    expect(await importErrors('services/gateway/wire.ts', code)).toEqual([]);
+    expect(await importErrors('services/gateway/wire.ts', code.replace('import type', 'import'))).toEqual([
+      expect.stringContaining('services/gateway may not import engine at run time'),
+    ]);
   });
+
+  it('keeps the CLI on the generated client and the agent off the server', async () => {
+    expect(
+      await importErrors(
+        'cli/api.ts',
+        "import { createDb } from '../services/store/index.ts';\nexport { createDb };\n",
+      ),
+    ).toEqual([expect.stringContaining('cli may not import store')]);
+    expect(
+      await importErrors('agent/version.ts', "import { newId } from '../services/core/index.ts';\nexport { newId };\n"),
+    ).toEqual([expect.stringContaining('agent may not import core')]);
+  });
+
+  it('passes the tree as it is', async () => {
+    const results = await eslint.lintFiles(['services', 'agent', 'proto', 'cli', 'client']);
+    const broken = results.flatMap((r) =>
+      r.messages
+        .filter((m) => m.ruleId === '@typescript-eslint/no-restricted-imports')
+        .map((m) => `${r.filePath}: ${m.message}`),
+    );
+    expect(broken).toEqual([]);
+  }, 120_000);
 });

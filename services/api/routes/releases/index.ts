@@ -3,7 +3,7 @@ import { Capability } from '../../../core/index.ts';
 import type { ReleaseSnapshot } from '../../../core/index.ts';
 import { createRelease, getReleaseDetails, listReleases } from '../../../domain/index.ts';
 import type { Progression } from '../../../domain/index.ts';
-import type { Release } from '../../../store/releases.ts';
+import type { Release } from '../../../store/index.ts';
 import { errorResponses, IdempotencyHeaders } from '../../schemas.ts';
 import type { Routes } from '../route-types.ts';
 import {
