@@ -16,7 +16,7 @@ const LAYERS = {
   'services/domain': { runtime: ['core', 'store'] },
   'services/packages': { runtime: ['core', 'store', 'domain'] },
   'services/engine': { runtime: ['core', 'domain', 'store', 'bus'] },
-  'services/gateway': { runtime: ['core', 'store', 'bus', 'proto'], types: ['engine'] },
+  'services/gateway': { runtime: ['core', 'domain', 'bus', 'proto'], types: ['engine'] },
   'services/api': { runtime: ['core', 'domain', 'engine', 'packages'], types: ['store'] },
   agent: { runtime: ['proto'] },
   proto: { runtime: [] },

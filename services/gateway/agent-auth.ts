@@ -1,9 +1,14 @@
-// Agent identity: Register trades a one-time registration token for a credential, and Connect /
-// DownloadPackage present machine ID + credential in call metadata. Only SHA-256 hashes of both
-// secrets are stored (services/store/machines.ts); neither secret is ever logged.
+// The gateway's side of agent identity: Register's token and the call metadata of Connect /
+// DownloadPackage, checked for shape here and redeemed by the domain (domain/agent-identity.ts).
+// Neither secret is ever logged.
 import * as grpc from '@grpc/grpc-js';
-import { hashSecret, newSecret, type Clock } from '../core/index.ts';
-import type { Store } from '../store/index.ts';
+import type { Clock } from '../core/index.ts';
+import {
+  machineForCredential,
+  redeemRegistrationToken,
+  type AgentIdentityStore,
+  type AgentMachine,
+} from '../domain/index.ts';
 import { grpcStatus } from './grpc-errors.ts';
 import {
   METADATA_AGENT_CREDENTIAL,
@@ -12,19 +17,10 @@ import {
   type RegisterResponse,
 } from './proto.ts';
 
-/** The slice of the store the gateway uses. */
-export interface GatewayStore {
-  machines: Pick<Store['machines'], 'findByRegistrationTokenHash' | 'completeRegistration' | 'findByCredentialHash'>;
-}
-
-export type AuthenticatedMachine = NonNullable<Awaited<ReturnType<GatewayStore['machines']['findByCredentialHash']>>>;
+export type GatewayStore = AgentIdentityStore;
+export type AuthenticatedMachine = AgentMachine;
 
 const MAX_SECRET_LENGTH = 512;
-
-// Reported info is free text from the agent: keep it to a sane length before it reaches the DB.
-function clip(value: string): string | undefined {
-  return value === '' ? undefined : value.slice(0, 200);
-}
 
 export async function registerAgent(
   store: GatewayStore,
@@ -37,15 +33,9 @@ export async function registerAgent(
   );
   const token = request.registrationToken;
   if (token === '' || token.length > MAX_SECRET_LENGTH) throw refused;
-  const now = clock.now();
-  const machine = await store.machines.findByRegistrationTokenHash(hashSecret(token), now);
-  if (!machine) throw refused;
-  const credential = newSecret();
-  const info = { hostname: clip(request.hostname), os: clip(request.os), agentVersion: clip(request.agentVersion) };
-  // completeRegistration clears the token only if it is still pending: of two concurrent
-  // registrations with one token, exactly one wins.
-  if (!(await store.machines.completeRegistration(machine.id, hashSecret(credential), info, now))) throw refused;
-  return { machineId: machine.id, agentCredential: credential };
+  const redeemed = await redeemRegistrationToken(store, clock, token, request);
+  if (!redeemed) throw refused;
+  return { machineId: redeemed.machineId, agentCredential: redeemed.credential };
 }
 
 function single(metadata: grpc.Metadata, key: string): string | null {
@@ -65,7 +55,7 @@ export async function authenticateAgent(store: GatewayStore, metadata: grpc.Meta
   const machineId = single(metadata, METADATA_MACHINE_ID);
   const credential = single(metadata, METADATA_AGENT_CREDENTIAL);
   if (machineId === null || credential === null) throw refused;
-  const machine = await store.machines.findByCredentialHash(hashSecret(credential));
-  if (!machine || machine.id !== machineId) throw refused;
+  const machine = await machineForCredential(store, machineId, credential);
+  if (!machine) throw refused;
   return machine;
 }
