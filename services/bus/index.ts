@@ -23,7 +23,6 @@ export type {
   DeploymentChangedEvent,
   DeploymentLogsEvent,
   EventMessage,
-  MachineWorkAvailableEvent,
   TasksDispatchedEvent,
   WorkMessage,
 } from './messages.ts';

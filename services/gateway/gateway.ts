@@ -70,12 +70,6 @@ export function createGateway(options: GatewayOptions): Gateway {
     if (sessions.get(session.machineId) === session) sessions.delete(session.machineId);
   }
 
-  // Replicas of an earlier build announce work per machine; each such wake-up reads that machine's tasks.
-  function onMachineEvent(message: EventMessage): void {
-    if (!isMessageEnvelope(message) || message.type !== 'machine.work-available') return;
-    sessions.get(message.machineId)?.requestTaskSync();
-  }
-
   /** Tasks just started: the ones for agents held here are read together and sent. */
   function onTasksDispatched(message: EventMessage): void {
     if (!isMessageEnvelope(message) || message.type !== 'tasks.dispatched') return;
@@ -155,7 +149,6 @@ export function createGateway(options: GatewayOptions): Gateway {
   return {
     async start(port, host) {
       if (server) throw new Error('The gateway is already started');
-      subscriptions.push(await options.bus.subscribeEvents(EventSubject.allMachineEvents, onMachineEvent));
       subscriptions.push(await options.bus.subscribeEvents(EventSubject.allTasksDispatched, onTasksDispatched));
       subscriptions.push(await options.bus.subscribeEvents(EventSubject.allTaskCancels, onTaskCancel));
       const instance = new grpc.Server(SERVER_CHANNEL_OPTIONS);
