@@ -103,7 +103,6 @@ export async function startServer(
         });
     const packages = createPackageService({
       deps,
-      db,
       clock: deps.clock,
       blobs,
       stagingDir: stagingDirOf(config.dataDir),

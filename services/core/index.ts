@@ -7,6 +7,7 @@ export {
   InsufficientPermissionsError,
   LimitExceededError,
   ConflictError,
+  SignatureRefusedError,
   toError,
   unknownId,
 } from './errors.ts';

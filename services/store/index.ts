@@ -115,7 +115,7 @@ export type { Variable, VariableValue, VariableValueFilters, VariableWithValues 
 export type { ScriptModule } from './script-modules.ts';
 export type { Feed } from './feeds.ts';
 export type { CloudAccount } from './cloud-accounts.ts';
-export { packagesStore, versionPrecedence } from './packages.ts';
+export { versionPrecedence } from './packages.ts';
 export type { PackagesStore, StoredPackage, PendingUpload } from './packages.ts';
 export type { DashboardSession } from './dashboard-sessions.ts';
 export type { CellDeployment, ReleaseRow as DashboardRelease } from './dashboard-reads.ts';
