@@ -5,9 +5,9 @@ import { Readable } from 'node:stream';
 import type * as grpc from '@grpc/grpc-js';
 import type { Logger } from 'pino';
 import { backoffDelayMs, DEFAULT_BACKOFF, type BackoffOptions } from './backoff.ts';
+import { pause } from './pause.ts';
 import { authMetadata, createAgentClient, waitForChannel } from './client.ts';
 import type { AgentIdentity } from './identity.ts';
-import { InterruptibleSleep } from './interruptible-sleep.ts';
 import type { AgentMessage, AgentServiceClient, ServerMessage } from './proto.ts';
 import type { AgentInfo } from './register.ts';
 import type { AgentLink, SessionHandler } from './session-handler.ts';
@@ -41,7 +41,8 @@ const DEFAULT_HEARTBEAT_MS = 15_000;
 export class AgentConnection implements AgentLink {
   readonly #options: AgentConnectionOptions;
   readonly #clients = new Map<string, AgentServiceClient>();
-  readonly #sleep = new InterruptibleSleep();
+  /** Aborted by stop(): ends a reconnect pause at once, so SIGTERM does not wait out a 30 s backoff. */
+  readonly #stopping = new AbortController();
   #server: string;
   #call: ConnectCall | undefined;
   #welcomed = false;
@@ -67,7 +68,7 @@ export class AgentConnection implements AgentLink {
   /** Ends the session (pending writes are flushed first) and stops reconnecting. */
   async stop(): Promise<void> {
     this.#stopped = true;
-    this.#sleep.wake();
+    this.#stopping.abort();
     const call = this.#call;
     if (call) {
       call.end();
@@ -145,7 +146,7 @@ export class AgentConnection implements AgentLink {
         }
       }
       logger.warn({ server, reason: end.reason, delayMs }, 'control-plane session ended; reconnecting');
-      await this.#sleep.sleep(delayMs);
+      await pause(delayMs, this.#stopping.signal);
     }
   }
 

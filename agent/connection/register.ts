@@ -3,9 +3,9 @@
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from 'pino';
 import { backoffDelayMs, type BackoffOptions } from './backoff.ts';
+import { pause } from './pause.ts';
 import { createAgentClient, waitForChannel } from './client.ts';
 import { loadIdentity, saveIdentity, type AgentIdentity } from './identity.ts';
-import { InterruptibleSleep } from './interruptible-sleep.ts';
 
 export interface AgentInfo {
   readonly agentVersion: string;
@@ -55,8 +55,6 @@ export async function ensureIdentity(options: EnsureIdentityOptions): Promise<Ag
       `No identity in ${options.homeDir} and no GANTRY_AGENT_TOKEN: create the machine with POST /api/machine and start the agent with its registrationToken`,
     );
   }
-  const sleep = new InterruptibleSleep();
-  options.signal.addEventListener('abort', () => sleep.wake(), { once: true });
   for (let attempt = 0; ; attempt++) {
     options.signal.throwIfAborted();
     const server = options.servers[attempt % options.servers.length] ?? '';
@@ -84,7 +82,7 @@ export async function ensureIdentity(options: EnsureIdentityOptions): Promise<Ag
       }
       const delayMs = backoffDelayMs(attempt, options.backoff);
       options.logger.warn({ server, delayMs, error: status.message }, 'registration failed; retrying');
-      await sleep.sleep(delayMs);
+      await pause(delayMs, options.signal);
     } finally {
       client.close();
     }
