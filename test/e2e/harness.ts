@@ -7,6 +7,7 @@ import { mkdtempSync, rmSync, chmodSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { afterEach, beforeEach } from 'vitest';
 import { agentBundle } from '../helpers/agent-bundle.ts';
 import { waitFor } from '../helpers/wait-for.ts';
 import { freePort } from '../../services/core/index.ts';
@@ -17,12 +18,36 @@ export const ADMIN = { id: 'e2e-admin', key: 'e2e-admin-key-0123456789abcdef' };
 const processes: ChildProcess[] = [];
 const folders: string[] = [];
 
+/**
+ * Agents a test body started (not a beforeAll): stopped after that test, so none outlives it
+ * (test/setup/leak-check.ts fails a test that leaves one running).
+ */
+const testAgents: ChildProcess[] = [];
+let inTest = false;
+beforeEach(() => {
+  inTest = true;
+});
+afterEach(async () => {
+  inTest = false;
+  for (const child of testAgents.splice(0)) await stopProcess(child);
+});
+
 /** Kills every process and removes every folder the harness made. Call from afterAll. */
 export async function cleanup(): Promise<void> {
   for (const child of processes.splice(0)) {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   }
   for (const folder of folders.splice(0)) rmSync(folder, { recursive: true, force: true });
+}
+
+/** Stops one process the harness started (SIGTERM, then SIGKILL after 5 s) and waits for its exit. */
+export async function stopProcess(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  child.kill('SIGTERM');
+  const kill = setTimeout(() => child.kill('SIGKILL'), 5_000);
+  await exited;
+  clearTimeout(kill);
 }
 
 export function tempDir(prefix: string): string {
@@ -122,6 +147,7 @@ export function startAgent(servers: string[], token: string, env: Record<string,
     GANTRY_AGENT_SHUTDOWN_GRACE_MS: '2000',
     ...env,
   });
+  if (inTest) testAgents.push(child);
   return { home, child, output };
 }
 
