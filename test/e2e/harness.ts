@@ -24,13 +24,16 @@ const folders: string[] = [];
  */
 const testAgents: ChildProcess[] = [];
 let inTest = false;
-beforeEach(() => {
-  inTest = true;
-});
-afterEach(async () => {
-  inTest = false;
-  for (const child of testAgents.splice(0)) await stopProcess(child);
-});
+// Only under vitest: bench/ scripts use this harness too.
+if (process.env.VITEST) {
+  beforeEach(() => {
+    inTest = true;
+  });
+  afterEach(async () => {
+    inTest = false;
+    for (const child of testAgents.splice(0)) await stopProcess(child);
+  });
+}
 
 /** Kills every process and removes every folder the harness made. Call from afterAll. */
 export async function cleanup(): Promise<void> {
