@@ -141,9 +141,21 @@ export function createGateway(options: GatewayOptions): Gateway {
 
     DownloadPackage(call: DownloadCall) {
       authenticateAgent(options.store, call.metadata)
-        .then((machine) =>
-          streamPackage(options.packages, machine.workspaceId, call, logger.child({ machineId: machine.id })),
-        )
+        .then(async (machine) => {
+          const { packageId, version } = call.request;
+          // Only what a task of this machine is running now: a credential reaches no other package.
+          if (options.packages && !(await options.agentPort.mayDownload(machine.id, packageId, version))) {
+            logger.warn(
+              { machineId: machine.id, packageId, version },
+              'package download refused: no task of this machine uses it',
+            );
+            throw grpcStatus(
+              grpc.status.NOT_FOUND,
+              `No task dispatched to this machine uses package ${packageId} version ${version}`,
+            );
+          }
+          await streamPackage(options.packages, machine.workspaceId, call, logger.child({ machineId: machine.id }));
+        })
         .catch((error: unknown) => {
           const status = toGrpcStatus(error);
           if (status.code === grpc.status.UNAVAILABLE) logger.error({ err: toError(error) }, 'package download failed');
