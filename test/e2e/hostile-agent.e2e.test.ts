@@ -184,6 +184,102 @@ async function runTaskOf(session: Session): Promise<RunTask__Output> {
   return task!;
 }
 
+/** How the call ended (waits for it). */
+async function endOf(on: Session, timeoutMs = 20_000): Promise<string> {
+  await waitFor(async () => on.status !== null, { timeoutMs, intervalMs: 20, description: 'the call to end' });
+  return `${codeName(on.status!.code)} "${on.status!.details}"`;
+}
+
+/** Waits until the server acknowledged lines of the task up to at least `seq`; returns the last ack. */
+async function ackedUpTo(on: Session, taskId: string, seq: number): Promise<number> {
+  let last = 0;
+  await waitFor(
+    async () => {
+      if (on.status) throw new Error(`the call ended: ${codeName(on.status.code)} ${on.status.details}`);
+      for (const m of on.received)
+        if (m.payload === 'ackLogs' && m.ackLogs!.taskId === taskId) last = Math.max(last, Number(m.ackLogs!.seq));
+      return last >= seq;
+    },
+    { timeoutMs: 30_000, intervalMs: 20, description: `AckLogs up to ${seq}` },
+  );
+  return last;
+}
+
+/** A fresh session of the hostile machine that says it is already running its task. */
+async function reconnect(): Promise<Session> {
+  session?.close();
+  session = connect();
+  session.send({
+    hello: { agentVersion: 'hostile', os: 'linux', hostname: 'evil', runningTaskIds: [hostileTask.taskId] },
+  });
+  await waitFor(async () => session.received.some((m) => m.payload === 'welcome'), {
+    timeoutMs: 10_000,
+    intervalMs: 20,
+    description: 'Welcome',
+  });
+  return session;
+}
+
+/** A LogChunk of these lines (every line STDOUT), dated `unixNanos`. */
+function chunk(
+  taskId: string,
+  firstSeq: number,
+  lines: string[],
+  unixNanos = `${BigInt(Date.now()) * 1_000_000n}`,
+): AgentMessage {
+  return {
+    logBatch: {
+      taskId,
+      chunk: {
+        firstSeq: String(firstSeq),
+        count: lines.length,
+        firstUnixNanos: unixNanos,
+        text: Buffer.from(lines.map((line) => `${line}\n`).join('')),
+      },
+    },
+  };
+}
+
+/** A LogChunk of `count` empty lines, built without an array per line. */
+function emptyLines(taskId: string, firstSeq: number, count: number): AgentMessage {
+  return {
+    logBatch: {
+      taskId,
+      chunk: { firstSeq: String(firstSeq), count, firstUnixNanos: '0', text: Buffer.alloc(count, 0x0a) },
+    },
+  };
+}
+
+function varint(value: number): Buffer {
+  const bytes: number[] = [];
+  for (; value > 0x7f; value = Math.floor(value / 128)) bytes.push((value & 0x7f) | 0x80);
+  bytes.push(value);
+  return Buffer.from(bytes);
+}
+
+const encodeAgentMessage = (message: AgentMessage): Buffer =>
+  loadAgentProto().gantry.agent.v1.AgentService.service.Connect.requestSerialize(message);
+
+/** A Connect call of the hostile machine that sends bytes as they are (malformed ones too). */
+function rawConnect(): Session & { send(bytes: Buffer): void } {
+  const call = agents.makeBidiStreamRequest<Buffer, Buffer>(
+    '/gantry.agent.v1.AgentService/Connect',
+    (bytes) => bytes,
+    (bytes) => bytes,
+    metadataOf(hostile.machineId, hostile.credential),
+  );
+  const raw = {
+    received: [],
+    status: null as grpc.StatusObject | null,
+    send: (bytes: Buffer) => void call.write(bytes),
+    close: () => call.cancel(),
+  };
+  call.on('status', (status: grpc.StatusObject) => (raw.status = status));
+  call.on('error', () => {});
+  call.on('data', () => {});
+  return raw;
+}
+
 // ---- the world the attacks must not change ----
 
 let victimDeploymentId: string;
@@ -300,6 +396,158 @@ describe('a hostile agent with one machine’s real credential', () => {
     expect(answers.otherVersion).toMatchObject({ code: 'NOT_FOUND', bytes: 0 });
     expect(answers.mine.code).toBe('OK');
     expect(answers.mine.bytes).toBeGreaterThan(minePackage.length);
+  });
+
+  /** Lines of the hostile task stored so far (its seq). */
+  let stored = 0;
+  const hostileLines = async () =>
+    (await logsOf(client, hostileDeploymentId)).filter((l) => l.Data !== undefined && l.LogLevel !== undefined);
+
+  it('defect 3: a line longer than 32 Ki characters is stored cut there, saying so', async () => {
+    const long = 'x'.repeat(100_000);
+    await underAttack(
+      'one line of 100,000 characters in a chunk',
+      async () => {
+        session.send(chunk(hostileTask.taskId, 1, [long, 'after the long line']));
+        return ackedUpTo(session, hostileTask.taskId, 2);
+      },
+      (ack) => `AckLogs seq ${ack}`,
+    );
+    stored = 2;
+    const lines = (await hostileLines()).map((l) => l.Data);
+    const cut = lines.find((l) => l.startsWith('xxx'))!;
+    expect(cut).toBe(`${'x'.repeat(32 * 1024)}… [cut: ${100_000 - 32 * 1024} more characters]`);
+    expect(lines).toContain('after the long line');
+  });
+
+  it('defect 5: times an agent reports are clamped to the server’s receive time, in the server’s order', async () => {
+    const before = Date.now();
+    await underAttack(
+      'lines dated 2262 and 1970',
+      async () => {
+        session.send(chunk(hostileTask.taskId, 3, ['dated 2262'], '9200000000000000000'));
+        session.send(chunk(hostileTask.taskId, 4, ['dated 1970'], '1'));
+        return ackedUpTo(session, hostileTask.taskId, 4);
+      },
+      (ack) => `AckLogs seq ${ack}`,
+    );
+    stored = 4;
+    const deployment = (await client.get('/api/deployment', { deploymentId: hostileDeploymentId })).body;
+    expect(new Date(deployment.status.LastLogDate).getTime()).toBeLessThanOrEqual(Date.now() + 1000);
+    const lines = await hostileLines();
+    const tickOf = (data: string) => BigInt(lines.find((l) => l.Data === data)!.CreatedUtcTick);
+    const ticksOfNow = BigInt(before) * 10_000n + 621_355_968_000_000_000n;
+    expect(tickOf('dated 2262')).toBeGreaterThanOrEqual(tickOf('after the long line'));
+    expect(tickOf('dated 1970')).toBeGreaterThan(tickOf('dated 2262'));
+    expect(tickOf('dated 2262')).toBeLessThan(ticksOfNow + 600_000_000n);
+  });
+
+  it('defect 3: a chunk of 600,000 empty lines is refused before it is stored', async () => {
+    const answer = await underAttack(
+      'one chunk of 600,000 empty lines',
+      async () => {
+        session.send(emptyLines(hostileTask.taskId, stored + 1, 600_000));
+        return endOf(session);
+      },
+      (end) => end,
+    );
+    expect(answer).toMatch(/^INVALID_ARGUMENT .*600000 lines/);
+    expect((await client.get('/api/deployment', { deploymentId: hostileDeploymentId })).body.status.Status).toBe(
+      'Running',
+    );
+    expect((await hostileLines()).some((l) => l.Data === '')).toBe(false);
+    await reconnect();
+  });
+
+  it('defect 3: a 3.9 MB line is refused with a clear status', async () => {
+    const answer = await underAttack(
+      'one line of 3.9 MB',
+      async () => {
+        session.send(chunk(hostileTask.taskId, stored + 1, ['y'.repeat(3_900_000)]));
+        return endOf(session);
+      },
+      (end) => end,
+    );
+    expect(answer).toMatch(/^(RESOURCE_EXHAUSTED|INVALID_ARGUMENT) /);
+    expect((await hostileLines()).some((l) => l.Data.startsWith('yyy'))).toBe(false);
+    await reconnect();
+  });
+
+  it('defect 3: a batch of 900,000 one-message-per-line empty lines is refused without decoding it', async () => {
+    // Encoded by hand (the client would spend seconds building 900,000 objects): AgentMessage
+    // { log_batch (4) { task_id (1), lines (2) × 900,000 empty LogLine } }, 1.8 MB.
+    const taskId = Buffer.from(hostileTask.taskId);
+    const inner = Buffer.concat([
+      Buffer.from([0x0a, taskId.length]),
+      taskId,
+      Buffer.alloc(900_000 * 2, Buffer.from([0x12, 0])),
+    ]);
+    const flood = Buffer.concat([Buffer.from([0x22]), varint(inner.length), inner]);
+    const raw = rawConnect();
+    raw.send(encodeAgentMessage({ hello: { agentVersion: 'hostile', runningTaskIds: [hostileTask.taskId] } }));
+    const answer = await underAttack(
+      'one LogBatch of 900,000 LogLine messages (1.8 MB)',
+      async () => {
+        raw.send(flood);
+        return endOf(raw);
+      },
+      (end) => end,
+    );
+    expect(answer).toMatch(/^INVALID_ARGUMENT "LogBatch refused: 900000 LogLine messages/);
+    await reconnect();
+  });
+
+  it('defect 3: 48 chunks of 1 MiB sent at once are taken in bounded memory', async () => {
+    const line = 'z'.repeat(1023);
+    const perChunk = 1024;
+    const ack = await underAttack(
+      '48 chunks of 1 MiB at once',
+      async () => {
+        const lines = Array.from({ length: perChunk }, () => line);
+        for (let i = 0; i < 48; i++) session.send(chunk(hostileTask.taskId, stored + 1 + i * perChunk, lines));
+        return ackedUpTo(session, hostileTask.taskId, stored + 48 * perChunk);
+      },
+      (acked) => `AckLogs seq ${acked}`,
+    );
+    stored += 48 * perChunk;
+    expect(ack).toBe(stored);
+  }, 90_000);
+
+  it('defect 4: 1,000 downloads that never read are capped and cost bounded memory', async () => {
+    const channels = Array.from({ length: 8 }, () => newClient());
+    const calls: Array<grpc.ClientReadableStream<unknown>> = [];
+    const codes: Record<string, number> = {};
+    try {
+      await underAttack(
+        '1,000 concurrent DownloadPackage streams that never read',
+        async () => {
+          for (let i = 0; i < 1000; i++) {
+            const call = channels[i % channels.length]!.DownloadPackage(
+              { packageId: 'Mine', version: '1.0.0' },
+              metadataOf(hostile.machineId, hostile.credential),
+            );
+            call.on('error', () => {});
+            call.on('status', (status: grpc.StatusObject) => {
+              const name = codeName(status.code);
+              codes[name] = (codes[name] ?? 0) + 1;
+            });
+            calls.push(call);
+          }
+          // Long enough for the server to fill every buffer it is willing to fill.
+          await sleep(3000);
+          return codes;
+        },
+        (c) => JSON.stringify(c),
+      );
+      // Four run (they wait for the agent to read), the rest are turned away at once.
+      expect(codes.RESOURCE_EXHAUSTED).toBeGreaterThanOrEqual(990);
+    } finally {
+      for (const call of calls) call.cancel();
+      for (const channel of channels) channel.close();
+    }
+    // Its own download still works once the stalled ones are gone.
+    await sleep(500);
+    expect((await download('Mine', '1.0.0')).code).toBe('OK');
   });
 
   it('leaves every other deployment as it was', async () => {
