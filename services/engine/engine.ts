@@ -20,7 +20,7 @@ import type { AgentLogChunk, AgentPort, ResultReceipt, RunTaskPayload } from './
 import { DEFAULT_TIMING, Orchestrator, type AdvanceResult, type OrchestratorTiming } from './orchestrator.ts';
 import { ProgressWriter } from './progress-writer.ts';
 import { createDeploymentChangeHub, type DeploymentChangeHub } from './deployment-changes.ts';
-import { buildRunTask } from './task-payload.ts';
+import { buildRunTask, packagesOfStep } from './task-payload.ts';
 
 export interface EngineOptions {
   store: Store;
@@ -241,6 +241,21 @@ export function createEngine(options: EngineOptions): Engine {
 
     async dispatchedTasks(taskIds: readonly string[]) {
       return payloadsOf(await store.deploymentTasks.listDispatchedByIds(taskIds));
+    },
+
+    async mayDownload(machineId, packageId, version) {
+      for (const { deployment, task } of await store.deploymentTasks.listDispatchedTo(machineId)) {
+        const snapshot = (await releaseOf(deployment.releaseId))?.snapshot;
+        const step = snapshot?.steps.find((s) => s.stepId === task.stepId);
+        // Exactly what the task's RunTask lists: the step's packages at the release's versions.
+        if (
+          snapshot &&
+          step &&
+          packagesOfStep(snapshot, step).some((p) => p.packageId === packageId && p.version === version)
+        )
+          return true;
+      }
+      return false;
     },
 
     async recordLogs(machineId: string, taskId: string, chunks: readonly AgentLogChunk[]): Promise<number> {

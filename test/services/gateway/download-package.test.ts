@@ -30,6 +30,8 @@ const source: PackageSource = {
   },
 };
 
+const port = new FakeAgentPort();
+
 async function startGateway(
   packages: PackageSource | null,
   closers: Array<() => Promise<void>> = perTest,
@@ -39,7 +41,7 @@ async function startGateway(
     store: t.deps.store,
     clock: t.deps.clock,
     bus,
-    agentPort: new FakeAgentPort(),
+    agentPort: port,
     packages,
     logger,
     heartbeatIntervalMs: 1000,
@@ -115,6 +117,17 @@ describe('DownloadPackage', () => {
     expect(await codeOf(download(metadata, 'App', '9.9.9'))).toBe(grpc.status.NOT_FOUND);
     expect(await codeOf(download(metadata, '', ''))).toBe(grpc.status.NOT_FOUND);
     expect(opened).not.toContain(`${otherWorkspaceId}/Secret/1.0.0`);
+  });
+
+  it('answers NOT_FOUND, without opening it, for a package no task of the machine uses', async () => {
+    port.refusedDownloads.add('App@1.0.0');
+    try {
+      const before = opened.length;
+      expect(await codeOf(download(await agent(), 'App', '1.0.0'))).toBe(grpc.status.NOT_FOUND);
+      expect(opened.length).toBe(before);
+    } finally {
+      port.refusedDownloads.clear();
+    }
   });
 
   it('refuses with UNAUTHENTICATED when the credential is wrong', async () => {
