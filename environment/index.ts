@@ -23,6 +23,9 @@ function isUrl(raw: string, schemes: readonly string[]): boolean {
   }
 }
 
+/** libpq's form for a Unix socket, which WHATWG URL refuses: postgres://user:pw@/db?host=/socket/folder */
+const POSTGRES_SOCKET_URL = /^postgres(ql)?:\/\/([^@/]*@)?\/[^?]*\?(.*&)?host=%2F/i;
+
 const HOST_PORT = /^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+):(\d{1,5})$/;
 
 function isHostPort(raw: string): boolean {
@@ -41,7 +44,7 @@ function isReadableFile(file: string): boolean {
 }
 
 // Formats are a process-wide registry in TypeBox; registering twice (two bundles) is harmless.
-FormatRegistry.Set('gantry-postgres-url', (v) => isUrl(v, ['postgres', 'postgresql']));
+FormatRegistry.Set('gantry-postgres-url', (v) => isUrl(v, ['postgres', 'postgresql']) || POSTGRES_SOCKET_URL.test(v));
 FormatRegistry.Set('gantry-nats-urls', (v) =>
   v.split(',').every((one) => isUrl(one.trim(), ['nats', 'tls', 'ws', 'wss'])),
 );
@@ -82,7 +85,8 @@ export const ENVIRONMENT = Type.Object({
   GANTRY_DATA_DIR: text('a folder path'),
   DATABASE_URL: Type.String({
     format: 'gantry-postgres-url',
-    accepted: 'a postgres:// or postgresql:// URL with a host (e.g. postgres://gantry:secret@db:5432/gantry)',
+    accepted:
+      'a postgres:// or postgresql:// URL with a host or ?host=<socket folder> (e.g. postgres://gantry:secret@db:5432/gantry)',
     secret: true,
   }),
   GANTRY_EMBEDDED_PG_PORT: port(),

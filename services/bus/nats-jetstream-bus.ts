@@ -55,6 +55,7 @@ export class NatsJetStreamBus implements Bus {
   readonly #consumers = new Map<string, Promise<void>>();
   readonly #watched = new Set<string>();
   #closed = false;
+  #disconnected = false;
 
   private constructor(
     nc: NatsConnection,
@@ -72,6 +73,19 @@ export class NatsJetStreamBus implements Bus {
     this.#stream = workStreamName(prefix);
     this.#tuning = tuning;
     this.#logger = logger;
+    void this.#watchStatus();
+  }
+
+  /** Follows the client's connection events so readiness can say "bus disconnected" without a round trip. */
+  async #watchStatus(): Promise<void> {
+    for await (const status of this.#nc.status()) {
+      if (status.type === 'disconnect' || status.type === 'staleConnection') this.#disconnected = true;
+      else if (status.type === 'reconnect') this.#disconnected = false;
+    }
+  }
+
+  connected(): boolean {
+    return !this.#closed && !this.#disconnected && !this.#nc.isClosed();
   }
 
   /** Connects, checks JetStream and creates (or adopts) the prefix's work stream. */

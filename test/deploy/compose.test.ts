@@ -127,7 +127,7 @@ describe('docker-compose.yml', () => {
         nats: { condition: 'service_healthy' },
       });
       // The healthcheck probes the port this replica really listens on.
-      expect(service(name).healthcheck?.test.join(' ')).toContain(`127.0.0.1:${configOf(name).httpPort}/`);
+      expect(service(name).healthcheck?.test.join(' ')).toContain(`127.0.0.1:${configOf(name).httpPort}/readyz`);
     }
     for (const name of agents) {
       expect(service(name).depends_on).toEqual({
@@ -154,6 +154,12 @@ describe('Dockerfile', () => {
     expect(instructions.at(-1)).toBe('CMD ["npm", "start"]');
     // The lockfile is copied before the sources so the dependency layer is cached.
     expect(dockerfile.indexOf('COPY package.json package-lock.json')).toBeLessThan(dockerfile.indexOf('COPY . .'));
+  });
+
+  it('reports health from GET /readyz (scripts/healthcheck.mjs, which the readiness test runs)', () => {
+    expect(instructions).toContain(
+      'HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 CMD ["node", "scripts/healthcheck.mjs"]',
+    );
   });
 
   it('keeps local dependencies and data out of the build context', () => {

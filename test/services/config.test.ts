@@ -54,6 +54,12 @@ describe('loadConfig', () => {
     });
   });
 
+  it('accepts libpq URLs, including the Unix-socket form WHATWG URL refuses', () => {
+    for (const url of ['postgres://gantry:pw@db:5432/gantry', 'postgresql://u@/gantry?host=%2Fvar%2Frun%2Fpg&port=5']) {
+      expect(loadConfig({ DATABASE_URL: url }).databaseUrl).toBe(url);
+    }
+  });
+
   it.each([
     ['GANTRY_PORT', '70000', 'a port number from 0 to 65535'],
     ['GANTRY_GRPC_PORT', 'eighty', 'a port number from 0 to 65535'],
