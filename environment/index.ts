@@ -118,6 +118,9 @@ export const ENVIRONMENT = Type.Object({
     accepted: 'an http:// or https:// URL (e.g. https://gantry.example.com)',
   }),
   GANTRY_LOG_LEVEL: logLevel,
+  GANTRY_METRICS_PORT: Type.Union([Type.Integer({ minimum: 0, maximum: 65535 }), Type.Literal('off')], {
+    accepted: 'a port number from 0 to 65535 (0 picks a free port), or off',
+  }),
   // Agent
   GANTRY_SERVER: Type.String({
     format: 'gantry-host-ports',
@@ -167,6 +170,7 @@ export const SERVER_VARIABLES = [
   'GANTRY_HEAP_MB',
   'GANTRY_PUBLIC_URL',
   'GANTRY_LOG_LEVEL',
+  'GANTRY_METRICS_PORT',
 ] as const satisfies readonly VariableName[];
 
 export const AGENT_VARIABLES = [
@@ -198,9 +202,9 @@ const NUMBER = /^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$/;
 
 /** Environment text → the schema's type: only plain decimal numbers become numbers ("0x10" and "1e" stay text and are refused). */
 function coerce(schema: TSchema, raw: string): unknown {
-  const kind = (schema as { type?: unknown }).type;
-  if ((kind === 'integer' || kind === 'number') && NUMBER.test(raw.trim())) return Number(raw.trim());
-  return raw;
+  const members = (schema as { anyOf?: TSchema[] }).anyOf ?? [schema];
+  const numeric = members.some((member) => ['integer', 'number'].includes(String((member as { type?: unknown }).type)));
+  return numeric && NUMBER.test(raw.trim()) ? Number(raw.trim()) : raw;
 }
 
 type Values<P extends TProperties> = { [K in keyof P]?: Static<P[K]> };

@@ -49,6 +49,8 @@ export interface Config {
    * machine goes offline; a late result after the timeout is logged, not applied.
    */
   agentLostTimeoutSeconds: number;
+  /** Port of GET /metrics (GANTRY_METRICS_PORT, default 9464, on GANTRY_HOST); null: not served. Never the API port. */
+  metricsPort: number | null;
 }
 
 type Env = Record<string, string | undefined>;
@@ -57,6 +59,14 @@ type Env = Record<string, string | undefined>;
 export function loadConfig(env: Env = process.env): Config {
   const vars = readEnvironment(env, SERVER_VARIABLES);
   const httpPort = vars.GANTRY_PORT ?? 8080;
+  if (
+    vars.GANTRY_METRICS_PORT !== undefined &&
+    vars.GANTRY_METRICS_PORT !== 0 &&
+    vars.GANTRY_METRICS_PORT === httpPort
+  ) {
+    // Unauthenticated metrics must never be reachable where the API is.
+    throw new ConfigurationError([`GANTRY_METRICS_PORT must differ from GANTRY_PORT (${httpPort})`]);
+  }
   const accountId = vars.GANTRY_BOOTSTRAP_ACCOUNT_ID ?? null;
   const apiKey = vars.GANTRY_BOOTSTRAP_API_KEY ?? null;
   if ((accountId === null) !== (apiKey === null)) {
@@ -87,5 +97,6 @@ export function loadConfig(env: Env = process.env): Config {
     azureStorageConnectionString: vars.GANTRY_AZURE_STORAGE_CONNECTION_STRING ?? null,
     azureStorageContainer: vars.GANTRY_AZURE_STORAGE_CONTAINER ?? 'gantry-packages',
     agentLostTimeoutSeconds: vars.GANTRY_AGENT_LOST_TIMEOUT_SECONDS ?? 120,
+    metricsPort: vars.GANTRY_METRICS_PORT === 'off' ? null : (vars.GANTRY_METRICS_PORT ?? 9464),
   };
 }

@@ -13,7 +13,9 @@ import { buildApp } from './api/index.ts';
 import type { Config } from './config.ts';
 import {
   createLogger,
+  createMetrics,
   createSecretBox,
+  serveMetrics,
   loadMasterKey,
   systemClock,
   toError,
@@ -53,6 +55,8 @@ export interface RunningServer {
   url: string;
   /** The port agents connect to over gRPC. */
   grpcPort: number;
+  /** http://host:port/metrics (Prometheus), or null when GANTRY_METRICS_PORT=off. */
+  metricsUrl: string | null;
   stop(): Promise<void>;
 }
 
@@ -170,7 +174,8 @@ export async function startServer(
       stagingDir: stagingDirOf(config.dataDir),
     });
 
-    const bus = await createBus({ natsUrl: config.natsUrl, prefix: config.natsPrefix, logger });
+    const metrics = createMetrics({ processMetrics: config.metricsPort !== null });
+    const bus = await createBus({ natsUrl: config.natsUrl, prefix: config.natsPrefix, logger, metrics });
     const engine = createEngine({
       store: deps.store,
       clock: deps.clock,
@@ -178,6 +183,7 @@ export async function startServer(
       secrets: deps.secrets,
       logger,
       timing: { agentLostMs: config.agentLostTimeoutSeconds * 1000 },
+      metrics,
     });
     deps.wakeDeployments = (ids) => engine.wake(ids);
     deps.deploymentChanges = engine.changes;
@@ -209,10 +215,23 @@ export async function startServer(
     const agentServer = `${new URL(config.publicUrl).hostname}:${grpcPort}`;
     const probeHost = ['0.0.0.0', '::', ''].includes(config.httpHost) ? '127.0.0.1' : config.httpHost;
     const readiness = readinessChecks(db, bus, { host: probeHost, port: () => gatewayPort });
-    const app = await buildApp({ ...deps, packages, agentServer, readiness }, { logger, dashboardDir: DASHBOARD_DIR });
+    const app = await buildApp(
+      { ...deps, packages, agentServer, readiness },
+      { logger, dashboardDir: DASHBOARD_DIR, metrics },
+    );
     const address = await app.listen({ port: config.httpPort, host: config.httpHost });
+    metrics.sources.agentsConnected = () => gateway.connectedMachineIds().length;
+    metrics.sources.activeDeployments = () => deps.store.deployments.countActive();
+    const metricsServer =
+      config.metricsPort === null ? null : await serveMetrics(metrics, config.metricsPort, config.httpHost);
     logger.info(
-      { address, grpcPort, embedded: embedded !== null, nats: config.natsUrl !== null },
+      {
+        address,
+        grpcPort,
+        metricsPort: metricsServer?.port,
+        embedded: embedded !== null,
+        nats: config.natsUrl !== null,
+      },
       'Gantry control plane listening',
     );
     return {
@@ -220,8 +239,10 @@ export async function startServer(
       db,
       url: address.replace('0.0.0.0', '127.0.0.1').replace('[::]', '127.0.0.1'),
       grpcPort,
+      metricsUrl: metricsServer ? `http://${probeHost}:${metricsServer.port}/metrics` : null,
       async stop() {
         // Reverse order: stop taking requests and agents first, then the engine, then storage.
+        await metricsServer?.close();
         await app.close();
         gatewayPort = null;
         await gateway.stop();

@@ -41,6 +41,15 @@ describe('loadConfig', () => {
     }
   });
 
+  it('serves metrics on 9464 unless GANTRY_METRICS_PORT says another port or off, never on the API port', () => {
+    expect(loadConfig({}).metricsPort).toBe(9464);
+    expect(loadConfig({ GANTRY_METRICS_PORT: '9100' }).metricsPort).toBe(9100);
+    expect(loadConfig({ GANTRY_METRICS_PORT: 'off' }).metricsPort).toBeNull();
+    expect(() => loadConfig({ GANTRY_PORT: '9000', GANTRY_METRICS_PORT: '9000' })).toThrow(
+      'GANTRY_METRICS_PORT must differ from GANTRY_PORT (9000)',
+    );
+  });
+
   it('applies the defaults when nothing is set, and treats an empty variable as unset', () => {
     expect(loadConfig({ GANTRY_PORT: '', NATS_URL: '' })).toMatchObject({
       httpPort: 8080,
@@ -72,6 +81,8 @@ describe('loadConfig', () => {
     ['GANTRY_HOST', 'host name', 'a host name or an IP address'],
     ['GANTRY_HEAP_MB', '12', 'a whole number of MiB from 256'],
     ['GANTRY_AZURE_STORAGE_CONTAINER', 'Bad_Name', 'an Azure container name'],
+    ['GANTRY_METRICS_PORT', '65536', 'a port number from 0 to 65535 (0 picks a free port), or off'],
+    ['GANTRY_METRICS_PORT', 'on', 'a port number from 0 to 65535 (0 picks a free port), or off'],
   ])('refuses %s=%s, naming the variable and what it accepts', (name, value, accepted) => {
     expect(() => loadConfig({ [name]: value })).toThrow(`${name}='${value}' is not accepted: expected ${accepted}`);
   });

@@ -72,6 +72,7 @@ beforeAll(async () => {
       NATS_URL: nats.url,
       GANTRY_PORT: '0',
       GANTRY_GRPC_PORT: '0',
+      GANTRY_METRICS_PORT: '0',
       GANTRY_HOST: '127.0.0.1',
       GANTRY_DATA_DIR: path.join(root, 'data'),
       GANTRY_MASTER_KEY: Buffer.alloc(32, 9).toString('base64'),
