@@ -1,9 +1,20 @@
 /** Composition root of the control plane: `npm start`. Stops cleanly on SIGTERM and SIGINT. */
-import { loadConfig } from './config.ts';
+import { ConfigurationError, EXIT_CONFIGURATION, loadConfig, type Config } from './config.ts';
 import { createLogger, toError } from './core/index.ts';
 import { startServer } from './server.ts';
 
-const config = loadConfig();
+function configOrExit(): Config {
+  try {
+    return loadConfig();
+  } catch (error) {
+    if (!(error instanceof ConfigurationError)) throw error;
+    // Before the logger exists (its level is one of the values checked): plain text, no stack.
+    process.stderr.write(`Gantry did not start: ${error.message}\n`);
+    process.exit(EXIT_CONFIGURATION);
+  }
+}
+
+const config = configOrExit();
 const logger = createLogger(config.logLevel);
 
 try {

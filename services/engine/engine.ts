@@ -3,8 +3,8 @@
  * deployments nobody drives (scheduled ones that fell due, leases of a dead replica), and
  * serves the agent gateway through the AgentPort.
  */
-import type { Clock, Logger, SecretBox } from '../core/index.ts';
-import { BoundedCache, dateToTicks, encodeVarints, newId, toError } from '../core/index.ts';
+import type { Clock, Logger, Metrics, SecretBox } from '../core/index.ts';
+import { BoundedCache, createMetrics, dateToTicks, encodeVarints, newId, toError } from '../core/index.ts';
 import { WorkQueue, type Bus, type Subscription } from '../bus/index.ts';
 import { automaticEnvironmentsDue, computeProgression } from '../domain/index.ts';
 import type {
@@ -33,6 +33,8 @@ export interface EngineOptions {
   timing?: Partial<OrchestratorTiming>;
   /** How often this replica looks for deployments nobody drives. */
   sweepIntervalMs?: number;
+  /** Counters and histograms of deployments, tasks and log lines; omitted: counted, never served. */
+  metrics?: Metrics;
 }
 
 export interface Engine {
@@ -55,6 +57,7 @@ export function createEngine(options: EngineOptions): Engine {
   const logger = options.logger.child({ component: 'engine' });
   const replicaId = options.replicaId ?? newId();
   const sweepIntervalMs = options.sweepIntervalMs ?? 2_000;
+  const metrics = options.metrics ?? createMetrics();
   let subscription: Subscription | null = null;
   let sweeper: NodeJS.Timeout | null = null;
   /** Deployments this replica is advancing now; `again`: a wake-up arrived meanwhile. */
@@ -139,6 +142,7 @@ export function createEngine(options: EngineOptions): Engine {
     progress,
     timing: { ...DEFAULT_TIMING, ...options.timing },
     onFinished,
+    metrics,
   });
 
   /** What agents run for these dispatched tasks; a task whose payload cannot be built fails with the reason. */
@@ -275,7 +279,10 @@ export function createEngine(options: EngineOptions): Engine {
           [],
           pending.map((chunk) => toNewChunk(task, chunk, now)),
         );
-        if (outcome.storedChunks.has(task.id)) return lastSeq;
+        if (outcome.storedChunks.has(task.id)) {
+          metrics.logLinesIngested(pending.reduce((sum, chunk) => sum + chunk.lineCount, 0));
+          return lastSeq;
+        }
         const refused = outcome.refusedChunks.get(task.id);
         // Its step has ended (final): the lines are dropped, and acknowledged so the agent forgets them.
         if (!refused || !refused.running || refused.lastLogSeq >= lastSeq)

@@ -76,9 +76,9 @@ export function createStore(db: Db): Store {
   };
 }
 
-export { createDb, isUniqueViolation, isForeignKeyViolation, isDatabaseUnavailable } from './db.ts';
+export { createDb, isUniqueViolation, isForeignKeyViolation, isDatabaseUnavailable, pingDatabase } from './db.ts';
 export type { Db } from './db.ts';
-export { migrateToLatest, rollbackAll, SchemaTooNewError } from './migrate.ts';
+export { migrateToLatest, migrationStatus, rollbackAll, SchemaTooNewError } from './migrate.ts';
 export type { SeedResult } from './seed.ts';
 export { startEmbeddedPostgres } from './embedded-postgres.ts';
 export type { EmbeddedDatabase } from './embedded-postgres.ts';

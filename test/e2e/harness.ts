@@ -80,6 +80,8 @@ function spawnNode(args: string[], env: Record<string, string>): { child: ChildP
 
 export interface ControlPlane {
   url: string;
+  /** GET /metrics of this replica (its own free port), or null with GANTRY_METRICS_PORT=off. */
+  metricsUrl: string | null;
   grpcAddress: string;
   child: ChildProcess;
   output: () => string;
@@ -100,7 +102,10 @@ export async function startControlPlane(
 ): Promise<ControlPlane> {
   const httpPort = options.ports?.http ?? (await freePort());
   const grpcPort = options.ports?.grpc ?? (await freePort());
+  const metricsPort = await freePort();
   const env: Record<string, string> = {
+    // Replicas on one host each need their own (the default 9464 would be taken by the first).
+    GANTRY_METRICS_PORT: String(metricsPort),
     GANTRY_PORT: String(httpPort),
     GANTRY_GRPC_PORT: String(grpcPort),
     GANTRY_HOST: '127.0.0.1',
@@ -131,7 +136,8 @@ export async function startControlPlane(
   ).catch((error: unknown) => {
     throw new Error(`${String(error)}\n${output()}`);
   });
-  return { url, grpcAddress: `127.0.0.1:${grpcPort}`, child, output };
+  const metricsUrl = env.GANTRY_METRICS_PORT === 'off' ? null : `http://127.0.0.1:${env.GANTRY_METRICS_PORT}/metrics`;
+  return { url, metricsUrl, grpcAddress: `127.0.0.1:${grpcPort}`, child, output };
 }
 
 export interface Agent {

@@ -23,6 +23,7 @@ function config() {
     GANTRY_PORT: '0',
     GANTRY_HOST: '127.0.0.1',
     GANTRY_LOG_LEVEL: 'silent',
+    GANTRY_METRICS_PORT: 'off',
   });
 }
 
@@ -89,6 +90,7 @@ describe('embedded default', () => {
           GANTRY_PORT: '0',
           GANTRY_HOST: '127.0.0.1',
           GANTRY_LOG_LEVEL: 'silent',
+          GANTRY_METRICS_PORT: 'off',
         });
         await expect(startServer(config)).rejects.toThrow(`${closed} is closed to other users`);
         await expect(fs.stat(path.join(closed, 'data'))).rejects.toThrow();
