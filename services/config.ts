@@ -2,6 +2,10 @@
  * Process configuration (contract §7), parsed once at the edge. Nothing else reads process.env.
  */
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** Where npm run build:agent (run by npm start when the agent changed) writes the agent. */
+const DEFAULT_AGENT_BUNDLE_DIR = fileURLToPath(new URL('../dist/agent/', import.meta.url));
 
 export interface Config {
   /** HTTP API port (GANTRY_PORT). */
@@ -45,6 +49,8 @@ export interface Config {
    * machine goes offline; a late result after the timeout is logged, not applied.
    */
   agentLostTimeoutSeconds: number;
+  /** The built agent (npm run build:agent) that GET /api/agent/install.sh installs (GANTRY_AGENT_BUNDLE_DIR, default dist/agent). */
+  agentBundleDir: string;
 }
 
 type Env = Record<string, string | undefined>;
@@ -104,5 +110,6 @@ export function loadConfig(env: Env = process.env): Config {
     azureStorageConnectionString: optional(env, 'GANTRY_AZURE_STORAGE_CONNECTION_STRING'),
     azureStorageContainer: env.GANTRY_AZURE_STORAGE_CONTAINER ?? 'gantry-packages',
     agentLostTimeoutSeconds: secondsVar(env, 'GANTRY_AGENT_LOST_TIMEOUT_SECONDS', 120),
+    agentBundleDir: path.resolve(optional(env, 'GANTRY_AGENT_BUNDLE_DIR') ?? DEFAULT_AGENT_BUNDLE_DIR),
   };
 }

@@ -22,6 +22,7 @@ import {
   createPackageService,
   loadUploadKey,
   stagingDirOf,
+  loadAgentDistribution,
   type BlobStore,
 } from './packages/index.ts';
 
@@ -145,7 +146,11 @@ export async function startServer(
     await engine.start();
     const grpcPort = await gateway.start(config.grpcPort, config.httpHost);
     const agentServer = `${new URL(config.publicUrl).hostname}:${grpcPort}`;
-    const app = await buildApp({ ...deps, packages, agentServer }, { logger, dashboardDir: DASHBOARD_DIR });
+    const agentDistribution = await loadAgentDistribution(config.agentBundleDir, logger);
+    const app = await buildApp(
+      { ...deps, packages, agentServer, publicUrl: config.publicUrl, agentDistribution },
+      { logger, dashboardDir: DASHBOARD_DIR },
+    );
     const address = await app.listen({ port: config.httpPort, host: config.httpHost });
     logger.info(
       { address, grpcPort, embedded: embedded !== null, nats: config.natsUrl !== null },

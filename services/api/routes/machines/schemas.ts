@@ -29,7 +29,14 @@ export const CreateMachineBody = Type.Object({
   environmentIds: Type.Optional(IdList),
   tagIds: Type.Optional(IdList),
 });
-export const CreatedMachine = Type.Object({ machineId: Id, registrationToken: Type.String() });
+export const CreatedMachine = Type.Object({
+  machineId: Id,
+  registrationToken: Type.String(),
+  installCommand: Type.String({
+    description:
+      'Gantry extension: the one line that installs the agent on the new machine as a systemd service (its token inside)',
+  }),
+});
 
 export const UpdateMachineBody = Type.Object({
   machineId: Id,
