@@ -1446,6 +1446,12 @@ export interface paths {
                                 agentVersion: string | null;
                                 os: string | null;
                                 hostname: string | null;
+                                /** @description Gantry extension: Unhealthy is online with too little free disk in the agent home or an agent older than supported */
+                                health: "Pending" | "Online" | "Offline" | "Unhealthy";
+                                /** @description Gantry extension: why the health is not Online */
+                                healthReasons: string[];
+                                interpreters: string[] | null;
+                                freeDiskBytes: number | null;
                             }[];
                             totalCount: number;
                         };
@@ -1644,6 +1650,12 @@ export interface paths {
                             agentVersion: string | null;
                             os: string | null;
                             hostname: string | null;
+                            /** @description Gantry extension: Unhealthy is online with too little free disk in the agent home or an agent older than supported */
+                            health: "Pending" | "Online" | "Offline" | "Unhealthy";
+                            /** @description Gantry extension: why the health is not Online */
+                            healthReasons: string[];
+                            interpreters: string[] | null;
+                            freeDiskBytes: number | null;
                         };
                     };
                 };

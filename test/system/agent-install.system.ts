@@ -74,6 +74,10 @@ describe('curl … /api/agent/install.sh | sudo sh under a real systemd', () => 
         machineId: string;
         status: string;
         agentVersion: string | null;
+        health: string;
+        interpreters: string[] | null;
+        freeDiskBytes: number | null;
+        os: string | null;
       }>
     ).find((m) => m.machineId === machineId);
 
@@ -145,7 +149,10 @@ describe('curl … /api/agent/install.sh | sudo sh under a real systemd', () => 
       intervalMs: 250,
       description: 'the installed agent to register and come online',
     });
-    expect((await machine())?.agentVersion).toBe('0.1.0');
+    // Its health, as the agent inside the sandbox sees its host.
+    expect(await machine()).toMatchObject({ agentVersion: '0.1.0', health: 'Online', os: `linux ${process.arch}` });
+    expect((await machine())?.interpreters).toEqual(['bash', 'sh', 'python3']);
+    expect((await machine())?.freeDiskBytes).toBeGreaterThan(0);
     // Registered: the one-time token is dropped from agent.env on the next run; identity is in the home.
     expect((await host.ok('ls /var/lib/gantry-agent')).split('\n')).toContain('identity.json');
   });

@@ -49,6 +49,10 @@ function toMachineDto(m: MachineView) {
     agentVersion: m.agentVersion,
     os: m.os,
     hostname: m.hostname,
+    health: m.health,
+    healthReasons: m.healthReasons,
+    interpreters: m.interpreters,
+    freeDiskBytes: m.homeFreeBytes,
   };
 }
 
