@@ -14,6 +14,7 @@ import {
   RegistrationError,
 } from './connection/index.ts';
 import { PackageCache, TaskJournal, TaskManager } from './steps/index.ts';
+import { hostHealth } from './host-facts.ts';
 import { AGENT_VERSION } from './version.ts';
 
 async function main(): Promise<void> {
@@ -80,7 +81,15 @@ async function main(): Promise<void> {
     throw error;
   }
   if (stopping.signal.aborted) return;
-  connection = new AgentConnection({ servers: config.servers, credentials, identity, info, handler: manager, logger });
+  connection = new AgentConnection({
+    servers: config.servers,
+    credentials,
+    identity,
+    info,
+    health: () => hostHealth(config.homeDir, process.env.PATH),
+    handler: manager,
+    logger,
+  });
   manager.attach(connection);
   connection.start();
   logger.info({ machineId: identity.machineId, servers: config.servers, home: config.homeDir }, 'agent started');

@@ -1446,6 +1446,12 @@ export interface paths {
                                 agentVersion: string | null;
                                 os: string | null;
                                 hostname: string | null;
+                                /** @description Gantry extension: Unhealthy is online with too little free disk in the agent home or an agent older than supported */
+                                health: "Pending" | "Online" | "Offline" | "Unhealthy";
+                                /** @description Gantry extension: why the health is not Online */
+                                healthReasons: string[];
+                                interpreters: string[] | null;
+                                freeDiskBytes: number | null;
                             }[];
                             totalCount: number;
                         };
@@ -1538,6 +1544,8 @@ export interface paths {
                         "application/json": {
                             machineId: string;
                             registrationToken: string;
+                            /** @description Gantry extension: the one line that installs the agent on the new machine as a systemd service (its token inside) */
+                            installCommand: string;
                         };
                     };
                 };
@@ -1642,6 +1650,12 @@ export interface paths {
                             agentVersion: string | null;
                             os: string | null;
                             hostname: string | null;
+                            /** @description Gantry extension: Unhealthy is online with too little free disk in the agent home or an agent older than supported */
+                            health: "Pending" | "Online" | "Offline" | "Unhealthy";
+                            /** @description Gantry extension: why the health is not Online */
+                            healthReasons: string[];
+                            interpreters: string[] | null;
+                            freeDiskBytes: number | null;
                         };
                     };
                 };
@@ -1916,6 +1930,156 @@ export interface paths {
                 };
             };
         };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agent/install.sh": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The agent install script (holds no secret): curl -fsSL …/api/agent/install.sh | sudo sh -s -- --server H:P --token T */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "text/x-shellscript": string;
+                    };
+                };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "text/x-shellscript": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agent/bundle/{file}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The agent bundle (gantry-agent-<version>.tar.gz: the single-file agent and agent.proto) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    file: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": unknown;
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agent/version": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The agent version this control plane ships, with its bundle name and sha256 */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            version: string;
+                            bundle: string;
+                            sha256: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;

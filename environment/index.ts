@@ -83,6 +83,7 @@ export const ENVIRONMENT = Type.Object({
     accepted: 'a host name or an IP address (e.g. 0.0.0.0, 127.0.0.1, ::)',
   }),
   GANTRY_DATA_DIR: text('a folder path'),
+  GANTRY_AGENT_BUNDLE_DIR: text('a folder path (the output of npm run build:agent)'),
   DATABASE_URL: Type.String({
     format: 'gantry-postgres-url',
     accepted:
@@ -171,6 +172,7 @@ export const SERVER_VARIABLES = [
   'GANTRY_PUBLIC_URL',
   'GANTRY_LOG_LEVEL',
   'GANTRY_METRICS_PORT',
+  'GANTRY_AGENT_BUNDLE_DIR',
 ] as const satisfies readonly VariableName[];
 
 export const AGENT_VARIABLES = [

@@ -5,7 +5,11 @@ import { buildSync } from 'esbuild';
 const REQUIRE_SHIM =
   "import { createRequire as __gantryRequire } from 'node:module'; const require = __gantryRequire(import.meta.url);";
 
-export function bundleForNode(entryPoint: string, outfile: string, options: { shebang?: boolean } = {}): void {
+export function bundleForNode(
+  entryPoint: string,
+  outfile: string,
+  options: { shebang?: boolean; define?: Record<string, string> } = {},
+): void {
   buildSync({
     entryPoints: [entryPoint],
     outfile,
@@ -14,6 +18,7 @@ export function bundleForNode(entryPoint: string, outfile: string, options: { sh
     format: 'esm',
     target: 'node20',
     logLevel: 'warning',
+    ...(options.define ? { define: options.define } : {}),
     banner: { js: (options.shebang ? '#!/usr/bin/env node\n' : '') + REQUIRE_SHIM },
   });
 }

@@ -3,9 +3,13 @@
  * The variables and what each accepts are the shared schema in environment/ (also the agent's).
  */
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { ConfigurationError, readEnvironment, SERVER_VARIABLES } from '../environment/index.ts';
 
 export { ConfigurationError, EXIT_CONFIGURATION } from '../environment/index.ts';
+
+/** Where npm run build:agent (run by npm start when the agent changed) writes the agent. */
+const DEFAULT_AGENT_BUNDLE_DIR = fileURLToPath(new URL('../dist/agent/', import.meta.url));
 
 export interface Config {
   /** HTTP API port (GANTRY_PORT). */
@@ -51,6 +55,8 @@ export interface Config {
   agentLostTimeoutSeconds: number;
   /** Port of GET /metrics (GANTRY_METRICS_PORT, default 9464, on GANTRY_HOST); null: not served. Never the API port. */
   metricsPort: number | null;
+  /** The built agent (npm run build:agent) that GET /api/agent/install.sh installs (GANTRY_AGENT_BUNDLE_DIR, default dist/agent). */
+  agentBundleDir: string;
 }
 
 type Env = Record<string, string | undefined>;
@@ -98,5 +104,6 @@ export function loadConfig(env: Env = process.env): Config {
     azureStorageContainer: vars.GANTRY_AZURE_STORAGE_CONTAINER ?? 'gantry-packages',
     agentLostTimeoutSeconds: vars.GANTRY_AGENT_LOST_TIMEOUT_SECONDS ?? 120,
     metricsPort: vars.GANTRY_METRICS_PORT === 'off' ? null : (vars.GANTRY_METRICS_PORT ?? 9464),
+    agentBundleDir: path.resolve(vars.GANTRY_AGENT_BUNDLE_DIR ?? DEFAULT_AGENT_BUNDLE_DIR),
   };
 }

@@ -42,6 +42,7 @@ import {
   createPackageService,
   loadUploadKey,
   stagingDirOf,
+  loadAgentDistribution,
   type BlobStore,
 } from './packages/index.ts';
 
@@ -214,8 +215,9 @@ export async function startServer(
     const agentServer = `${new URL(config.publicUrl).hostname}:${grpcPort}`;
     const probeHost = ['0.0.0.0', '::', ''].includes(config.httpHost) ? '127.0.0.1' : config.httpHost;
     const readiness = readinessChecks(db, bus, { host: probeHost, port: () => gatewayPort });
+    const agentDistribution = await loadAgentDistribution(config.agentBundleDir, logger);
     const app = await buildApp(
-      { ...deps, packages, agentServer, readiness },
+      { ...deps, packages, agentServer, readiness, publicUrl: config.publicUrl, agentDistribution },
       { logger, dashboardDir: DASHBOARD_DIR, metrics },
     );
     const address = await app.listen({ port: config.httpPort, host: config.httpHost });

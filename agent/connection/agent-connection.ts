@@ -17,6 +17,8 @@ export interface AgentConnectionOptions {
   readonly credentials: grpc.ChannelCredentials;
   readonly identity: AgentIdentity;
   readonly info: AgentInfo;
+  /** Health facts sent in Hello and every Heartbeat (asked afresh each time: disks fill, packages get installed). */
+  readonly health?: () => { interpreters: string[]; homeFreeBytes: string };
   readonly handler: SessionHandler;
   readonly logger: Logger;
   readonly backoff?: BackoffOptions;
@@ -192,7 +194,9 @@ export class AgentConnection implements AgentLink {
           // Written even when the stream is congested (write() takes it and only advises to wait):
           // a backlog of log lines must never make the agent look silent. Flow control bounds the rest.
           heartbeat = setInterval(() => {
-            if (this.#call === call) call.write({ heartbeat: { sentUnixMs: String(Date.now()) } });
+            if (this.#call !== call) return;
+            const homeFreeBytes = this.#options.health?.().homeFreeBytes ?? '0';
+            call.write({ heartbeat: { sentUnixMs: String(Date.now()), homeFreeBytes } });
           }, intervalMs);
           logger.info({ server }, 'connected to the control plane');
           handler.onWelcome({
@@ -214,7 +218,12 @@ export class AgentConnection implements AgentLink {
 
       const state = handler.hello();
       call.write({
-        hello: { ...info, runningTaskIds: state.runningTaskIds, unacknowledgedResults: state.unacknowledgedResults },
+        hello: {
+          ...info,
+          ...this.#options.health?.(),
+          runningTaskIds: state.runningTaskIds,
+          unacknowledgedResults: state.unacknowledgedResults,
+        },
       });
     });
   }

@@ -17,7 +17,7 @@ import { listLifecycles } from './lifecycles.ts';
 import { permission, type Permission } from './dashboard.ts';
 import { waitReason } from './dashboard-cells.ts';
 import type { DomainDeps } from './deps.ts';
-import { HEARTBEAT_WINDOW_MS, machineStatus, type MachineView } from './machines.ts';
+import { HEARTBEAT_WINDOW_MS, withStatus, type MachineView } from './machines.ts';
 import { viewableProjectIds, visibleProject } from './projects.ts';
 import { visibleWorkspace } from './scope.ts';
 import { readableDeployment } from './deployment-events.ts';
@@ -146,8 +146,7 @@ export async function getMachinesPage(
   const tagById = new Map(tags.items.map((t) => [t.id, t]));
   return {
     items: page.items.map((m) => ({
-      ...m,
-      status: machineStatus(m, now),
+      ...withStatus(deps, m),
       tags: m.tagIds.flatMap((id) => tagById.get(id) ?? []),
     })),
     totalCount: page.totalCount,

@@ -1,5 +1,6 @@
 import type { Clock, SecretBox } from '../core/index.ts';
 import type { Store } from '../store/index.ts';
+import type { MachineHealthLimits } from './machine-health.ts';
 
 /**
  * Tells a follower of a deployment (the SSE stream) that it changed somewhere: log lines or
@@ -25,4 +26,6 @@ export interface DomainDeps {
   onReleaseCreated?: (releaseId: string) => Promise<void>;
   /** Wakes deployment followers at once; without it they re-read on their slow timer only. */
   deploymentChanges?: DeploymentChanges;
+  /** When an online machine reads Unhealthy (default DEFAULT_MACHINE_HEALTH_LIMITS). */
+  machineHealth?: MachineHealthLimits;
 }

@@ -64,6 +64,8 @@ export {
   removeMachineEnvironment,
 } from './machines.ts';
 export type { MachineView } from './machines.ts';
+export { MachineHealth, machineHealth, DEFAULT_MACHINE_HEALTH_LIMITS } from './machine-health.ts';
+export type { MachineHealthLimits } from './machine-health.ts';
 export {
   HowToTrigger,
   ProgressRequirement,

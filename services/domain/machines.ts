@@ -19,6 +19,7 @@ import type { Machine } from '../store/index.ts';
 import type { DomainDeps } from './deps.ts';
 import { visibleResource, visibleWorkspace, withUniqueName } from './scope.ts';
 import { requireTags } from './tags.ts';
+import { DEFAULT_MACHINE_HEALTH_LIMITS, machineHealth, type MachineHealth } from './machine-health.ts';
 
 /** How long a registration token may wait for its agent. */
 export const REGISTRATION_TOKEN_TTL_MS = 24 * 60 * 60 * 1000;
@@ -53,12 +54,16 @@ export function machineStatus(machine: Machine, now: Date): MachineStatus {
 
 export interface MachineView extends Machine {
   status: MachineStatus;
+  health: MachineHealth;
+  healthReasons: string[];
 }
 
-const withStatus = (deps: DomainDeps, machine: Machine): MachineView => ({
-  ...machine,
-  status: machineStatus(machine, deps.clock.now()),
-});
+/** A stored machine with its status and health as of now. */
+export const withStatus = (deps: DomainDeps, machine: Machine): MachineView => {
+  const now = deps.clock.now();
+  const { health, reasons } = machineHealth(machine, now, deps.machineHealth ?? DEFAULT_MACHINE_HEALTH_LIMITS);
+  return { ...machine, status: machineStatus(machine, now), health, healthReasons: reasons };
+};
 
 async function visibleMachine(deps: DomainDeps, principal: Principal, machineId: string): Promise<Machine> {
   return visibleResource(deps, principal, deps.store.machines.get(machineId), 'machineId');

@@ -56,6 +56,15 @@ export interface AgentInfo {
   agentVersion?: string;
   os?: string;
   hostname?: string;
+  /** Which of bash, sh, python3, pwsh the agent found on its PATH (absent: an older agent). */
+  interpreters?: string[];
+  /** Bytes free in the agent's home (absent: not reported). */
+  homeFreeBytes?: number;
+}
+
+/** What a Heartbeat may carry beyond "alive". */
+export interface AgentHeartbeat {
+  homeFreeBytes?: number;
 }
 
 export interface AgentPort {
@@ -71,8 +80,8 @@ export interface AgentPort {
    * it waits for (the step fails if the agent is not back within the lost-agent timeout).
    */
   disconnected(machineId: string, sessionId: string): Promise<void>;
-  /** The agent is alive (Heartbeat): refreshes its last-seen time. */
-  heartbeat(machineId: string): Promise<void>;
+  /** The agent is alive (any message): refreshes its last-seen time, and what a Heartbeat reported. */
+  heartbeat(machineId: string, report?: AgentHeartbeat): Promise<void>;
   /**
    * The machine's dispatched tasks that are not finished: those to run, and those whose
    * deployment asked to cancel them (one read; on Hello and at every heartbeat, so a lost

@@ -229,8 +229,8 @@ export function createEngine(options: EngineOptions): Engine {
       );
     },
 
-    async heartbeat(machineId: string) {
-      await store.machines.recordHeartbeat(machineId, clock.now());
+    async heartbeat(machineId, report = {}) {
+      await store.machines.recordHeartbeat(machineId, clock.now(), { homeFreeBytes: report.homeFreeBytes });
     },
 
     async assignmentsFor(machineId: string) {

@@ -83,6 +83,8 @@ export class AgentSession {
   #syncRunning = false;
   #syncAgain = false;
   #lastSeenRecordedMs = 0;
+  /** Bytes free in the agent's home, from its latest Heartbeat (recorded with "heard from"). */
+  #homeFreeBytes: number | undefined;
   /** Results whose lines are not all stored yet, by task, since when. */
   readonly #pendingResults = new Map<string, { result: TaskResult; sinceMs: number }>();
 
@@ -229,6 +231,8 @@ export class AgentSession {
       this.close(grpcStatus(grpc.status.INVALID_ARGUMENT, message.refused));
       return;
     }
+    const free = Number(message.heartbeat?.homeFreeBytes ?? 0);
+    if (free > 0) this.#homeFreeBytes = free;
     this.#noteHeardFrom();
     this.#queue.push(message);
     this.#queuedBytes += footprintOf(message);
@@ -336,6 +340,12 @@ export class AgentSession {
       os: nonEmpty(hello.os),
       hostname: nonEmpty(hello.hostname),
     };
+    // Health facts: an older agent sends neither (and then its stored ones are kept).
+    const free = Number(hello.homeFreeBytes);
+    if (hello.interpreters.length > 0 || free > 0) {
+      info.interpreters = hello.interpreters.filter((name) => /^[\w.-]{1,32}$/.test(name)).slice(0, 16);
+      if (free > 0) info.homeFreeBytes = free;
+    }
     await this.#port.connected(this.machineId, this.sessionId, info);
     // The agent is already running these: a RunTask would only be answered with TaskAccepted.
     for (const taskId of hello.runningTaskIds) this.#sentTaskIds.add(taskId);
@@ -376,7 +386,7 @@ export class AgentSession {
       return;
     this.#lastSeenRecordedMs = now;
     this.#port
-      .heartbeat(this.machineId)
+      .heartbeat(this.machineId, { homeFreeBytes: this.#homeFreeBytes })
       .catch((error: unknown) =>
         this.#logger.warn({ err: toError(error) }, 'recording that the agent was heard from failed'),
       );

@@ -20,3 +20,5 @@ export { loadUploadKey } from './upload-signature.ts';
 export { parsePackageFileName, packageFileName, PackageType } from './file-name.ts';
 export type { PackageFileName } from './file-name.ts';
 export type { StoredPackage } from '../store/index.ts';
+export { loadAgentDistribution } from './agent-distribution.ts';
+export type { AgentDistribution } from './agent-distribution.ts';

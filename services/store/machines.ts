@@ -15,6 +15,10 @@ export interface AgentInfo {
   agentVersion?: string | null | undefined;
   os?: string | null | undefined;
   hostname?: string | null | undefined;
+  /** Which of bash, sh, python3, pwsh are on the agent's PATH. */
+  interpreters?: string[] | null | undefined;
+  /** Bytes free in the agent's home; 0 or absent: not reported. */
+  homeFreeBytes?: number | null | undefined;
 }
 
 export interface Machine {
@@ -31,6 +35,9 @@ export interface Machine {
   agentVersion: string | null;
   os: string | null;
   hostname: string | null;
+  /** As the agent last reported them; null when it never did (an older agent). */
+  interpreters: string[] | null;
+  homeFreeBytes: number | null;
   /** Live (non-deleted) environments only, in their workspace order. */
   environments: MachineEnvironment[];
 }
@@ -50,6 +57,9 @@ interface MachineRow {
   agent_version: string | null;
   os: string | null;
   hostname: string | null;
+  interpreters: string[] | null;
+  /** bigint: pg returns it as a string. */
+  home_free_bytes: string | number | null;
 }
 
 function toMachine(row: MachineRow, environments: MachineEnvironment[]): Machine {
@@ -65,6 +75,8 @@ function toMachine(row: MachineRow, environments: MachineEnvironment[]): Machine
     agentVersion: row.agent_version,
     os: row.os,
     hostname: row.hostname,
+    interpreters: row.interpreters,
+    homeFreeBytes: row.home_free_bytes === null ? null : Number(row.home_free_bytes),
     environments,
   };
 }
@@ -75,6 +87,8 @@ function infoColumns(info: AgentInfo): Partial<MachineRow> {
   if (info.agentVersion !== undefined) row.agent_version = info.agentVersion;
   if (info.os !== undefined) row.os = info.os;
   if (info.hostname !== undefined) row.hostname = info.hostname;
+  if (info.interpreters !== undefined) row.interpreters = info.interpreters;
+  if (info.homeFreeBytes) row.home_free_bytes = info.homeFreeBytes;
   return row;
 }
 
@@ -241,10 +255,21 @@ export function machinesStore(db: Db) {
     async recordConnected(id: string, sessionId: string, at: Date, info: AgentInfo): Promise<Date | null> {
       const result = await db.raw<{ rows: Array<{ was: Date | null }> }>(
         `UPDATE machines AS m SET session_id = ?, disconnected_at = NULL, last_seen_at = ?,
-           agent_version = coalesce(?, m.agent_version), os = coalesce(?, m.os), hostname = coalesce(?, m.hostname)
+           agent_version = coalesce(?, m.agent_version), os = coalesce(?, m.os), hostname = coalesce(?, m.hostname),
+           interpreters = coalesce(?::text[], m.interpreters), home_free_bytes = coalesce(?::bigint, m.home_free_bytes)
          FROM (SELECT disconnected_at FROM machines WHERE id = ? FOR UPDATE) AS before
          WHERE m.id = ? RETURNING before.disconnected_at AS was`,
-        [sessionId, at, info.agentVersion ?? null, info.os ?? null, info.hostname ?? null, id, id],
+        [
+          sessionId,
+          at,
+          info.agentVersion ?? null,
+          info.os ?? null,
+          info.hostname ?? null,
+          info.interpreters ?? null,
+          info.homeFreeBytes || null,
+          id,
+          id,
+        ],
       );
       return result.rows[0]?.was ?? null;
     },

@@ -18,6 +18,7 @@ import {
   createPackageService,
   stagingDirOf,
   type BlobStore,
+  type AgentDistribution,
   type PackageService,
 } from '../../services/packages/index.ts';
 import { createTestDatabase } from './database.ts';
@@ -122,6 +123,8 @@ export interface TestAppOptions {
   deploymentChanges?: DeploymentChanges;
   /** Package store settings: a smaller size limit, or another blob backend (default: filesystem). */
   packages?: { maxBytes?: number; blobs?: (dataDir: string) => BlobStore | Promise<BlobStore> };
+  /** The agent bundle GET /api/agent/install.sh serves (default: none built). */
+  agentDistribution?: AgentDistribution;
 }
 
 export async function testApp(options: TestAppOptions = {}): Promise<TestContext> {
@@ -149,7 +152,7 @@ export async function testApp(options: TestAppOptions = {}): Promise<TestContext
     stagingDir: stagingDirOf(dataDir),
     maxBytes: options.packages?.maxBytes,
   });
-  const app = await buildApp({ ...deps, packages }, { logger: false });
+  const app = await buildApp({ ...deps, packages, agentDistribution: options.agentDistribution }, { logger: false });
   afterAll(async () => {
     await app.close();
     await db.destroy();

@@ -6,6 +6,7 @@ import { environmentRoutes } from './environments/index.ts';
 import { projectRoutes } from './projects/index.ts';
 import { tagRoutes } from './tags/index.ts';
 import { machineRoutes } from './machines/index.ts';
+import { agentRoutes } from './agent-install/index.ts';
 import { lifecycleRoutes } from './lifecycles/index.ts';
 import { channelRoutes } from './channels/index.ts';
 import { stepTemplateRoutes } from './step-templates/index.ts';
@@ -31,6 +32,7 @@ const all: Routes[] = [
   projectRoutes,
   tagRoutes,
   machineRoutes,
+  agentRoutes,
   lifecycleRoutes,
   channelRoutes,
   stepTemplateRoutes,

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { ReadinessCheck } from '../../core/index.ts';
 import type { DomainDeps } from '../../domain/index.ts';
-import type { PackageService } from '../../packages/index.ts';
+import type { AgentDistribution, PackageService } from '../../packages/index.ts';
 
 /** What the HTTP layer receives: the use-case dependencies plus the package store. */
 export type ApiDeps = DomainDeps & {
@@ -10,6 +10,10 @@ export type ApiDeps = DomainDeps & {
   agentServer?: string;
   /** What GET /readyz checks (PostgreSQL, migrations, bus, gateway), composed by server.ts; none: the API alone. */
   readiness?: readonly ReadinessCheck[];
+  /** The address clients reach this API at (GANTRY_PUBLIC_URL): the install command names it. */
+  publicUrl?: string;
+  /** The agent bundle GET /api/agent/install.sh installs; null or absent: none was built. */
+  agentDistribution?: AgentDistribution | null;
 };
 
 declare module 'fastify' {

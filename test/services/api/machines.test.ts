@@ -49,6 +49,10 @@ describe('POST /api/machine', () => {
       agentVersion: null,
       os: null,
       hostname: null,
+      health: 'Pending',
+      healthReasons: ['no agent has registered yet'],
+      interpreters: null,
+      freeDiskBytes: null,
     });
     expect(JSON.stringify(list.body)).not.toContain(created.registrationToken);
 
@@ -299,5 +303,42 @@ describe('machine permissions', () => {
     expect((await outsider.get('/api/machine/environments', { machineId })).status).toBe(400);
     expect((await outsider.delete('/api/machine', { machineId })).status).toBe(400);
     expect(await t.db('machines').where({ id: machineId })).toHaveLength(1);
+  });
+});
+
+describe("machine health (GET /api/machine, beside the spec's status)", () => {
+  it('reads Unhealthy when its agent reports little free disk or is older than supported, Online otherwise', async () => {
+    const created = await machine('health-01');
+    const report = (columns: Record<string, unknown>) =>
+      t
+        .db('machines')
+        .where({ id: created.machineId })
+        .update({ agent_credential_hash: 'x'.repeat(64), last_seen_at: new Date(), ...columns });
+    const read = async () =>
+      (await t.admin.get('/api/machine', { workspaceId: t.mainWorkspaceId, take: 500 })).body.machines.find(
+        (m: { machineId: string }) => m.machineId === created.machineId,
+      );
+
+    await report({ agent_version: '0.0.9', home_free_bytes: 200 * 1024 * 1024, interpreters: ['bash', 'sh'] });
+    expect(await read()).toMatchObject({
+      status: 'Online',
+      health: 'Unhealthy',
+      healthReasons: [
+        "0.2 GiB free in the agent's home, below 1.0 GiB",
+        'agent 0.0.9 is older than 0.1.0, the oldest this control plane supports',
+      ],
+      interpreters: ['bash', 'sh'],
+      freeDiskBytes: 200 * 1024 * 1024,
+    });
+
+    await report({ agent_version: '0.1.0', home_free_bytes: 50 * 1024 ** 3 });
+    expect(await read()).toMatchObject({ health: 'Online', healthReasons: [], freeDiskBytes: 50 * 1024 ** 3 });
+
+    await report({ last_seen_at: new Date(Date.now() - 10 * 60_000) });
+    expect(await read()).toMatchObject({
+      status: 'Offline',
+      health: 'Offline',
+      healthReasons: ['its agent has not been heard from recently'],
+    });
   });
 });

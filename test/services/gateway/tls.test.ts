@@ -24,6 +24,8 @@ const machine: Machine = {
   agentVersion: null,
   os: null,
   hostname: null,
+  interpreters: null,
+  homeFreeBytes: null,
   environments: [],
 };
 const completed: string[] = [];

@@ -16,6 +16,7 @@ import {
 import type { MachineEnvironment } from '../../../store/index.ts';
 import { errorResponses } from '../../schemas.ts';
 import type { Routes } from '../route-types.ts';
+import { agentInstallCommand } from '../agent-install/install-command.ts';
 import {
   CreatedMachine,
   CreateMachineBody,
@@ -48,6 +49,10 @@ function toMachineDto(m: MachineView) {
     agentVersion: m.agentVersion,
     os: m.os,
     hostname: m.hostname,
+    health: m.health,
+    healthReasons: m.healthReasons,
+    interpreters: m.interpreters,
+    freeDiskBytes: m.homeFreeBytes,
   };
 }
 
@@ -98,7 +103,17 @@ export const machineRoutes: Routes = async (app) => {
       },
       config: manage,
     },
-    async (request) => createMachine(deps, request.principal, request.body),
+    async (request) => {
+      const created = await createMachine(deps, request.principal, request.body);
+      return {
+        ...created,
+        installCommand: agentInstallCommand({
+          publicUrl: deps.publicUrl ?? `${request.protocol}://${request.host}`,
+          agentServer: deps.agentServer ?? `${request.hostname}:8081`,
+          token: created.registrationToken,
+        }),
+      };
+    },
   );
 
   app.put(

@@ -18,6 +18,18 @@ export const MachineSchema = Type.Object({
   agentVersion: Nullable(Type.String()),
   os: Nullable(Type.String()),
   hostname: Nullable(Type.String()),
+  health: Type.Union(
+    [Type.Literal('Pending'), Type.Literal('Online'), Type.Literal('Offline'), Type.Literal('Unhealthy')],
+    {
+      description:
+        'Gantry extension: Unhealthy is online with too little free disk in the agent home or an agent older than supported',
+    },
+  ),
+  healthReasons: Type.Array(Type.String(), { description: 'Gantry extension: why the health is not Online' }),
+  interpreters: Nullable(
+    Type.Array(Type.String(), { description: 'Gantry extension: bash, sh, python3, pwsh found on the agent PATH' }),
+  ),
+  freeDiskBytes: Nullable(Type.Integer({ description: "Gantry extension: bytes free in the agent's home" })),
 });
 
 export const ListMachinesQuery = Type.Object({ workspaceId: Id, ...PageQuery });
@@ -29,7 +41,14 @@ export const CreateMachineBody = Type.Object({
   environmentIds: Type.Optional(IdList),
   tagIds: Type.Optional(IdList),
 });
-export const CreatedMachine = Type.Object({ machineId: Id, registrationToken: Type.String() });
+export const CreatedMachine = Type.Object({
+  machineId: Id,
+  registrationToken: Type.String(),
+  installCommand: Type.String({
+    description:
+      'Gantry extension: the one line that installs the agent on the new machine as a systemd service (its token inside)',
+  }),
+});
 
 export const UpdateMachineBody = Type.Object({
   machineId: Id,

@@ -1,6 +1,7 @@
 // Original file: gantry/agent/v1/agent.proto
 
 import type { TaskResult as _gantry_agent_v1_TaskResult, TaskResult__Output as _gantry_agent_v1_TaskResult__Output } from '../../../gantry/agent/v1/TaskResult.ts';
+import type { Long } from '@grpc/proto-loader';
 
 export interface Hello {
   'agentVersion'?: (string);
@@ -8,6 +9,8 @@ export interface Hello {
   'hostname'?: (string);
   'runningTaskIds'?: (string)[];
   'unacknowledgedResults'?: (_gantry_agent_v1_TaskResult)[];
+  'interpreters'?: (string)[];
+  'homeFreeBytes'?: (number | string | Long);
 }
 
 export interface Hello__Output {
@@ -16,4 +19,6 @@ export interface Hello__Output {
   'hostname': (string);
   'runningTaskIds': (string)[];
   'unacknowledgedResults': (_gantry_agent_v1_TaskResult__Output)[];
+  'interpreters': (string)[];
+  'homeFreeBytes': (string);
 }
