@@ -5,15 +5,20 @@
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../services/config.ts';
 import { startServer, type RunningServer } from '../../services/server.ts';
 
 const dataDir = path.join(os.tmpdir(), `gantry-embedded-${process.pid}-${Date.now()}`);
 let server: RunningServer | null = null;
 
-afterAll(async () => {
+// The server a test started stops after it (its PostgreSQL, listeners and timers with it).
+afterEach(async () => {
   await server?.stop();
+  server = null;
+});
+
+afterAll(async () => {
   await fs.rm(dataDir, { recursive: true, force: true });
 });
 
