@@ -6,7 +6,7 @@
 import type { Clock, Logger, Metrics, SecretBox } from '../core/index.ts';
 import { BoundedCache, createMetrics, dateToTicks, encodeVarints, newId, toError } from '../core/index.ts';
 import { WorkQueue, type Bus, type Subscription } from '../bus/index.ts';
-import { automaticEnvironmentsDue, computeProgression } from '../domain/index.ts';
+import { automaticEnvironmentsDue, computeProgression, isDatabaseUnavailable } from '../domain/index.ts';
 import type {
   Deployment,
   DeploymentTask,
@@ -49,6 +49,9 @@ export interface Engine {
   /** Live changes of deployments on every replica, for followers of their events (SSE). */
   changes: DeploymentChangeHub;
 }
+
+/** A deployment whose advance fails this many times in a row (not for the database being down) ends Failed. */
+const ADVANCE_ATTEMPTS = 5;
 
 const STATUS_BY_OUTCOME = { SUCCEEDED: 'Succeeded', FAILED: 'Failed', CANCELLED: 'Cancelled' } as const;
 
@@ -349,7 +352,7 @@ export function createEngine(options: EngineOptions): Engine {
       await changes.start();
       subscription = await bus.consumeWork(
         WorkQueue.deployments,
-        async (message) => {
+        async (message, context) => {
           if (message.type !== 'deployment.advance') return 'ack';
           const { deploymentId } = message;
           // Already being advanced here: ask that run to go once more instead of colliding with
@@ -368,6 +371,13 @@ export function createEngine(options: EngineOptions): Engine {
               outcome = await orchestrator.advance(deploymentId);
             } while (state.again && outcome !== 'busy');
             return outcome === 'busy' ? { retryInMs: 250 } : 'ack';
+          } catch (error) {
+            const { deliveryCount } = context;
+            logger.error({ err: toError(error), deploymentId, deliveryCount }, 'advancing a deployment failed');
+            // The database coming back fixes that one: retried (with backoff) until it does.
+            if (isDatabaseUnavailable(error) || deliveryCount < ADVANCE_ATTEMPTS) throw error;
+            await orchestrator.giveUp(deploymentId, deliveryCount);
+            return 'ack';
           } finally {
             advancing.delete(deploymentId);
           }

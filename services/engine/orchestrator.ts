@@ -133,6 +133,24 @@ export class Orchestrator {
     this.#deps.metrics.deploymentStarted((now.getTime() - queuedSince) / 1000);
   }
 
+  /**
+   * Ends a deployment that cannot be advanced (its advance kept failing) as Failed, with a line
+   * that says so, instead of leaving it in its state with nothing in its log while it is retried
+   * forever. The cause is in the control plane's log, not here: an internal error's text is not
+   * for the workspace's readers.
+   */
+  async giveUp(deploymentId: string, attempts: number): Promise<void> {
+    const deployment = await this.#deps.store.deployments.get(deploymentId);
+    if (!deployment || isFinalStatus(deployment.status)) return;
+    await this.#finish(
+      deployment,
+      'Failed',
+      () =>
+        `The deployment failed: Gantry could not advance it after ${attempts} attempts (an internal error; the control plane's log has it under deploymentId ${deploymentId})`,
+      'Error',
+    );
+  }
+
   #publishChanged(deploymentId: string, status: Deployment['status']): Promise<void> {
     this.#deps.logger.info({ deploymentId, status }, 'deployment status changed');
     return this.#deps.bus.publishEvent(EventSubject.deploymentChanged(deploymentId), {

@@ -267,6 +267,21 @@ describe('engine', () => {
     expect(done.startedUtc!.getTime()).toBeGreaterThanOrEqual(when.getTime());
   });
 
+  it('ends a deployment it cannot advance as Failed, saying so in its log, instead of retrying forever', async () => {
+    const target = await release(t, { steps: [step('Broken')] });
+    // A release whose snapshot lost its steps: planning throws (not a database outage) on every attempt.
+    await t
+      .db('releases')
+      .where({ id: target.releaseId })
+      .update({ snapshot: JSON.stringify({ v: 1 }) });
+    const id = await deployment(t, target, staging);
+    await engine.wake([id]);
+    const done = await finalStatus(id);
+    expect(done.status).toBe('Failed');
+    const logs = await t.db('deployment_logs').where({ deployment_id: id }).orderBy('tick').pluck('data');
+    expect(logs.at(-1)).toMatch(/^The deployment failed: Gantry could not advance it after 5 attempts/);
+  });
+
   it('cancels a running deployment: the agent is told, pending steps never start', async () => {
     const m = await onlineMachine(t, 'cancel-me', staging);
     const target = await release(t, { steps: [step('Sleep'), step('Never')] });
