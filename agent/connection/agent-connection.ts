@@ -193,11 +193,18 @@ export class AgentConnection implements AgentLink {
             message.welcome.heartbeatIntervalMs > 0 ? message.welcome.heartbeatIntervalMs : DEFAULT_HEARTBEAT_MS;
           // Written even when the stream is congested (write() takes it and only advises to wait):
           // a backlog of log lines must never make the agent look silent. Flow control bounds the rest.
-          heartbeat = setInterval(() => {
+          const beat = (): void => {
             if (this.#call !== call) return;
             const homeFreeBytes = this.#options.health?.().homeFreeBytes ?? '0';
             call.write({ heartbeat: { sentUnixMs: String(Date.now()), homeFreeBytes } });
-          }, intervalMs);
+          };
+          // A random phase within the interval: a fleet that connected together (a replica
+          // restarted) does not beat together, so the control plane sees a steady rate, not bursts.
+          heartbeat = setTimeout(() => {
+            if (ended) return;
+            beat();
+            heartbeat = setInterval(beat, intervalMs);
+          }, Math.random() * intervalMs);
           logger.info({ server }, 'connected to the control plane');
           handler.onWelcome({
             acceptsLogChunks: message.welcome.acceptsLogChunks,
