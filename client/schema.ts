@@ -1538,6 +1538,8 @@ export interface paths {
                         "application/json": {
                             machineId: string;
                             registrationToken: string;
+                            /** @description SHA-256 fingerprint of the agent gateway's CA: give it to the agent as GANTRY_AGENT_CA_FINGERPRINT, and it refuses any other server. Null when the gateway serves plaintext (GANTRY_GRPC_INSECURE=1). */
+                            caFingerprint: string | null;
                         };
                     };
                 };
@@ -1706,6 +1708,8 @@ export interface paths {
                     content: {
                         "application/json": {
                             registrationToken: string;
+                            /** @description SHA-256 fingerprint of the agent gateway's CA: give it to the agent as GANTRY_AGENT_CA_FINGERPRINT, and it refuses any other server. Null when the gateway serves plaintext (GANTRY_GRPC_INSECURE=1). */
+                            caFingerprint: string | null;
                         };
                     };
                 };

@@ -12,10 +12,15 @@ export interface Config {
   grpcPort: number;
   /**
    * PEM certificate chain and private key files the agent gateway serves TLS with
-   * (GANTRY_GRPC_TLS_CERT_FILE / GANTRY_GRPC_TLS_KEY_FILE); null serves plaintext (loopback, or
-   * behind a TLS-terminating proxy). Agents then need GANTRY_AGENT_CA_FILE.
+   * (GANTRY_GRPC_TLS_CERT_FILE / GANTRY_GRPC_TLS_KEY_FILE); null serves TLS with the
+   * installation's own CA (<dataDir>/agent-ca.pem, created at first start), which agents pin.
    */
   grpcTls: { certFile: string; keyFile: string } | null;
+  /**
+   * GANTRY_GRPC_INSECURE=1: the agent gateway serves plaintext (behind a TLS-terminating proxy,
+   * or on a trusted network), with a warning at every start. Off by default.
+   */
+  grpcInsecure: boolean;
   /** Data folder: embedded PostgreSQL, master key, packages, bootstrap credentials (GANTRY_DATA_DIR). */
   dataDir: string;
   /** External PostgreSQL (DATABASE_URL); null starts the embedded PostgreSQL 15. */
@@ -86,11 +91,20 @@ export function loadConfig(env: Env = process.env): Config {
   if ((tlsCert === null) !== (tlsKey === null)) {
     throw new Error('Set both GANTRY_GRPC_TLS_CERT_FILE and GANTRY_GRPC_TLS_KEY_FILE (TLS for agents), or neither');
   }
+  const insecureText = (env.GANTRY_GRPC_INSECURE ?? '').trim().toLowerCase();
+  if (!['', '0', 'false', '1', 'true'].includes(insecureText))
+    throw new Error(`GANTRY_GRPC_INSECURE must be 1 (plaintext agent gateway) or 0, got '${env.GANTRY_GRPC_INSECURE}'`);
+  const grpcInsecure = insecureText === '1' || insecureText === 'true';
+  if (grpcInsecure && tlsCert)
+    throw new Error(
+      'GANTRY_GRPC_INSECURE=1 serves plaintext: unset it or GANTRY_GRPC_TLS_CERT_FILE / GANTRY_GRPC_TLS_KEY_FILE',
+    );
   return {
     httpPort,
     httpHost: env.GANTRY_HOST ?? '0.0.0.0',
     grpcPort: intVar(env, 'GANTRY_GRPC_PORT', 8081),
     grpcTls: tlsCert && tlsKey ? { certFile: path.resolve(tlsCert), keyFile: path.resolve(tlsKey) } : null,
+    grpcInsecure,
     dataDir: path.resolve(env.GANTRY_DATA_DIR ?? './data'),
     databaseUrl: optional(env, 'DATABASE_URL'),
     embeddedPgPort: intVar(env, 'GANTRY_EMBEDDED_PG_PORT', 0),

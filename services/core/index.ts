@@ -63,3 +63,11 @@ export {
   semverEquivalent,
   expandQuery,
 } from './semver.ts';
+export {
+  AGENT_CA_FILE,
+  certificateFingerprint,
+  loadAgentTls,
+  normalizeFingerprint,
+  pemCertificates,
+  type AgentTlsMaterial,
+} from './agent-tls.ts';

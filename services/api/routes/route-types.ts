@@ -7,6 +7,11 @@ export type ApiDeps = DomainDeps & {
   packages: PackageService;
   /** host:port agents connect to, shown in the dashboard's registration command. */
   agentServer?: string;
+  /**
+   * SHA-256 fingerprint of the certificate agents pin (GANTRY_AGENT_CA_FINGERPRINT), returned with
+   * every registration token; null when the agent gateway serves plaintext (GANTRY_GRPC_INSECURE=1).
+   */
+  agentCaFingerprint?: string | null;
 };
 
 declare module 'fastify' {

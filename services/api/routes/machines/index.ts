@@ -98,7 +98,10 @@ export const machineRoutes: Routes = async (app) => {
       },
       config: manage,
     },
-    async (request) => createMachine(deps, request.principal, request.body),
+    async (request) => ({
+      ...(await createMachine(deps, request.principal, request.body)),
+      caFingerprint: deps.agentCaFingerprint ?? null,
+    }),
   );
 
   app.put(
@@ -146,7 +149,10 @@ export const machineRoutes: Routes = async (app) => {
       },
       config: manage,
     },
-    async (request) => renewRegistrationToken(deps, request.principal, request.body.machineId),
+    async (request) => ({
+      ...(await renewRegistrationToken(deps, request.principal, request.body.machineId)),
+      caFingerprint: deps.agentCaFingerprint ?? null,
+    }),
   );
 
   app.get(
