@@ -8,9 +8,10 @@ import pino from 'pino';
 import { AgentConfigError, EXIT_CONFIGURATION, parseAgentConfig, scriptBaseEnv } from './config.ts';
 import {
   AgentConnection,
-  createChannelCredentials,
+  agentChannelCredentials,
   DEFAULT_BACKOFF,
   ensureIdentity,
+  PinMismatchError,
   RegistrationError,
 } from './connection/index.ts';
 import { PackageCache, TaskJournal, TaskManager } from './steps/index.ts';
@@ -18,7 +19,7 @@ import { hostHealth } from './host-facts.ts';
 import { AGENT_VERSION } from './version.ts';
 
 async function main(): Promise<void> {
-  const config = parseAgentConfig(process.env);
+  const config = parseAgentConfig(process.env, process.argv.slice(2));
   const logger = pino({
     level: config.logLevel,
     redact: { paths: ['registrationToken', 'credential', '*.credential'], censor: '[redacted]' },
@@ -63,9 +64,12 @@ async function main(): Promise<void> {
   process.on('SIGINT', () => stop('SIGINT'));
 
   const info = { agentVersion: AGENT_VERSION, os: `${platform()} ${arch()}`, hostname: hostname() };
-  const credentials = createChannelCredentials(config.caFile);
   let identity;
+  let credentials: Awaited<ReturnType<typeof agentChannelCredentials>>;
   try {
+    // Before registering: the token must only ever go to the pinned control plane.
+    credentials = await agentChannelCredentials(config, logger, stopping.signal);
+    if (stopping.signal.aborted) return;
     identity = await ensureIdentity({
       homeDir: config.homeDir,
       registrationToken: config.registrationToken,
@@ -96,7 +100,8 @@ async function main(): Promise<void> {
 }
 
 main().catch((error: unknown) => {
-  const known = error instanceof AgentConfigError || error instanceof RegistrationError;
+  const known =
+    error instanceof AgentConfigError || error instanceof RegistrationError || error instanceof PinMismatchError;
   process.stderr.write(
     `gantry agent: ${known ? (error as Error).message : String((error as Error)?.stack ?? error)}\n`,
   );

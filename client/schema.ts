@@ -1544,7 +1544,9 @@ export interface paths {
                         "application/json": {
                             machineId: string;
                             registrationToken: string;
-                            /** @description Gantry extension: the one line that installs the agent on the new machine as a systemd service (its token inside) */
+                            /** @description SHA-256 fingerprint of the agent gateway's CA: give it to the agent as GANTRY_AGENT_CA_FINGERPRINT, and it refuses any other server. Null when the gateway serves plaintext (GANTRY_GRPC_INSECURE=1). */
+                            caFingerprint: string | null;
+                            /** @description Gantry extension: the one line that installs the agent on the new machine as a systemd service (its token and the CA fingerprint inside) */
                             installCommand: string;
                         };
                     };
@@ -1720,6 +1722,8 @@ export interface paths {
                     content: {
                         "application/json": {
                             registrationToken: string;
+                            /** @description SHA-256 fingerprint of the agent gateway's CA: give it to the agent as GANTRY_AGENT_CA_FINGERPRINT, and it refuses any other server. Null when the gateway serves plaintext (GANTRY_GRPC_INSECURE=1). */
+                            caFingerprint: string | null;
                         };
                     };
                 };

@@ -54,10 +54,27 @@ FormatRegistry.Set('gantry-host-ports', (v) => {
   return list.length > 0 && list.every(isHostPort);
 });
 FormatRegistry.Set('gantry-readable-file', isReadableFile);
+FormatRegistry.Set('gantry-sha256-fingerprint', (v) => /^[0-9a-f]{64}$/.test(normalizeFingerprint(v)));
 FormatRegistry.Set(
   'gantry-base64-32',
   (v) => /^[A-Za-z0-9+/]+={0,2}$/.test(v) && Buffer.from(v, 'base64').length === 32,
 );
+
+/** `AB:CD:…`, `abcd…` or `sha256:abcd…` → `abcd…`: how a SHA-256 certificate fingerprint may be written. */
+export function normalizeFingerprint(fingerprint: string): string {
+  return fingerprint
+    .trim()
+    .replace(/^sha-?256:/i, '')
+    .replaceAll(':', '')
+    .toLowerCase();
+}
+
+/** A switch: 1/true on, 0/false off. */
+const flag = (accepted: string) =>
+  Type.Union(
+    ['0', '1', 'true', 'false'].map((value) => Type.Literal(value)),
+    { accepted },
+  );
 
 const port = (accepted = 'a port number from 0 to 65535 (0 picks a free port)') =>
   Type.Integer({ minimum: 0, maximum: 65535, accepted });
@@ -78,6 +95,7 @@ export const ENVIRONMENT = Type.Object({
   GANTRY_GRPC_PORT: port(),
   GANTRY_GRPC_TLS_CERT_FILE: readableFile('PEM certificate chain'),
   GANTRY_GRPC_TLS_KEY_FILE: readableFile('PEM private key'),
+  GANTRY_GRPC_INSECURE: flag('1 (the agent gateway serves plaintext: behind a TLS-terminating proxy only) or 0'),
   GANTRY_HOST: Type.String({
     pattern: '^(\\[[0-9a-fA-F:]+\\]|[0-9a-fA-F:]*:[0-9a-fA-F:]*|[A-Za-z0-9.-]+)$',
     accepted: 'a host name or an IP address (e.g. 0.0.0.0, 127.0.0.1, ::)',
@@ -130,6 +148,11 @@ export const ENVIRONMENT = Type.Object({
   GANTRY_AGENT_TOKEN: secretText(),
   GANTRY_AGENT_HOME: text('a folder path'),
   GANTRY_AGENT_CA_FILE: readableFile('PEM CA certificate'),
+  GANTRY_AGENT_CA_FINGERPRINT: Type.String({
+    format: 'gantry-sha256-fingerprint',
+    accepted: 'a SHA-256 fingerprint: 64 hex digits, colons and a sha256: prefix allowed',
+  }),
+  GANTRY_AGENT_INSECURE: flag('1 (plaintext, for a gateway started with GANTRY_GRPC_INSECURE=1) or 0'),
   GANTRY_AGENT_RETENTION_DAYS: Type.Number({
     exclusiveMinimum: 0,
     maximum: 36_500,
@@ -156,6 +179,7 @@ export const SERVER_VARIABLES = [
   'GANTRY_GRPC_PORT',
   'GANTRY_GRPC_TLS_CERT_FILE',
   'GANTRY_GRPC_TLS_KEY_FILE',
+  'GANTRY_GRPC_INSECURE',
   'GANTRY_HOST',
   'GANTRY_DATA_DIR',
   'DATABASE_URL',
@@ -180,6 +204,8 @@ export const AGENT_VARIABLES = [
   'GANTRY_AGENT_TOKEN',
   'GANTRY_AGENT_HOME',
   'GANTRY_AGENT_CA_FILE',
+  'GANTRY_AGENT_CA_FINGERPRINT',
+  'GANTRY_AGENT_INSECURE',
   'GANTRY_AGENT_RETENTION_DAYS',
   'GANTRY_AGENT_MAX_UNPACKED_BYTES',
   'GANTRY_AGENT_LOG_LEVEL',

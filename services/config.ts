@@ -20,10 +20,15 @@ export interface Config {
   grpcPort: number;
   /**
    * PEM certificate chain and private key files the agent gateway serves TLS with
-   * (GANTRY_GRPC_TLS_CERT_FILE / GANTRY_GRPC_TLS_KEY_FILE); null serves plaintext (loopback, or
-   * behind a TLS-terminating proxy). Agents then need GANTRY_AGENT_CA_FILE.
+   * (GANTRY_GRPC_TLS_CERT_FILE / GANTRY_GRPC_TLS_KEY_FILE); null serves TLS with the
+   * installation's own CA (<dataDir>/agent-ca.pem, created at first start), which agents pin.
    */
   grpcTls: { certFile: string; keyFile: string } | null;
+  /**
+   * GANTRY_GRPC_INSECURE=1: the agent gateway serves plaintext (behind a TLS-terminating proxy,
+   * or on a trusted network), with a warning at every start. Off by default.
+   */
+  grpcInsecure: boolean;
   /** Data folder: embedded PostgreSQL, master key, packages, bootstrap credentials (GANTRY_DATA_DIR). */
   dataDir: string;
   /** External PostgreSQL (DATABASE_URL); null starts the embedded PostgreSQL 15. */
@@ -85,11 +90,17 @@ export function loadConfig(env: Env = process.env): Config {
       'Set both GANTRY_GRPC_TLS_CERT_FILE and GANTRY_GRPC_TLS_KEY_FILE (TLS for agents), or neither',
     ]);
   }
+  const grpcInsecure = vars.GANTRY_GRPC_INSECURE === '1' || vars.GANTRY_GRPC_INSECURE === 'true';
+  if (grpcInsecure && tlsCert)
+    throw new ConfigurationError([
+      'GANTRY_GRPC_INSECURE=1 serves plaintext: unset it or GANTRY_GRPC_TLS_CERT_FILE / GANTRY_GRPC_TLS_KEY_FILE',
+    ]);
   return {
     httpPort,
     httpHost: vars.GANTRY_HOST ?? '0.0.0.0',
     grpcPort: vars.GANTRY_GRPC_PORT ?? 8081,
     grpcTls: tlsCert && tlsKey ? { certFile: path.resolve(tlsCert), keyFile: path.resolve(tlsKey) } : null,
+    grpcInsecure,
     dataDir: path.resolve(vars.GANTRY_DATA_DIR ?? './data'),
     databaseUrl: vars.DATABASE_URL ?? null,
     embeddedPgPort: vars.GANTRY_EMBEDDED_PG_PORT ?? 0,

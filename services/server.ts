@@ -5,6 +5,7 @@
  */
 import fs from 'node:fs/promises';
 import { connect } from 'node:net';
+import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { FastifyInstance } from 'fastify';
@@ -12,11 +13,14 @@ import type { Knex } from 'knex';
 import { buildApp } from './api/index.ts';
 import type { Config } from './config.ts';
 import {
+  certificateFingerprint,
   createLogger,
   createMetrics,
   createSecretBox,
-  serveMetrics,
+  loadAgentTls,
   loadMasterKey,
+  pemCertificates,
+  serveMetrics,
   systemClock,
   toError,
   type Logger,
@@ -71,19 +75,34 @@ async function writeGeneratedCredentials(
   return file;
 }
 
-/** The agent gateway's certificate and key, read at start so a wrong path stops it with the reason. */
-async function loadGrpcTls(config: Config): Promise<{ cert: Buffer; key: Buffer } | null> {
-  if (!config.grpcTls) return null;
+/**
+ * The agent gateway's certificate chain and key, and the fingerprint agents pin: the operator's
+ * files (the fingerprint of the last certificate in the chain file, its root), or the
+ * installation's own CA; null with GANTRY_GRPC_INSECURE=1. Read at start, so a wrong path stops it
+ * with the reason.
+ */
+async function loadGrpcTls(config: Config): Promise<{ cert: string; key: string; caFingerprint: string } | null> {
+  if (config.grpcInsecure) return null;
+  if (!config.grpcTls) {
+    const names = ['localhost', '127.0.0.1', '::1', os.hostname(), new URL(config.publicUrl).hostname];
+    if (!['0.0.0.0', '::', ''].includes(config.httpHost)) names.push(config.httpHost);
+    const own = await loadAgentTls({ dataDir: config.dataDir, names });
+    return { cert: own.certChain, key: own.key, caFingerprint: own.caFingerprint };
+  }
   const read = async (file: string, variable: string) => {
     try {
-      return await fs.readFile(file);
+      return await fs.readFile(file, 'utf8');
     } catch (error) {
       throw new Error(`${variable} (${file}) could not be read: ${(error as Error).message}`, { cause: error });
     }
   };
+  const cert = await read(config.grpcTls.certFile, 'GANTRY_GRPC_TLS_CERT_FILE');
+  const root = pemCertificates(cert).at(-1);
+  if (!root) throw new Error(`GANTRY_GRPC_TLS_CERT_FILE (${config.grpcTls.certFile}) holds no PEM certificate`);
   return {
-    cert: await read(config.grpcTls.certFile, 'GANTRY_GRPC_TLS_CERT_FILE'),
+    cert,
     key: await read(config.grpcTls.keyFile, 'GANTRY_GRPC_TLS_KEY_FILE'),
+    caFingerprint: certificateFingerprint(root),
   };
 }
 
@@ -199,6 +218,11 @@ export async function startServer(
         return stream ? { stream } : null;
       },
     };
+    const grpcTls = await loadGrpcTls(config);
+    if (!grpcTls)
+      logger.warn(
+        'GANTRY_GRPC_INSECURE=1: the agent gateway serves plaintext; registration tokens and agent credentials cross the network in clear',
+      );
     const gateway = createGateway({
       store: deps.store,
       clock: deps.clock,
@@ -207,7 +231,7 @@ export async function startServer(
       packages: packageSource,
       logger,
       heartbeatIntervalMs: heartbeatIntervalFor(config.agentLostTimeoutSeconds * 1000),
-      tls: await loadGrpcTls(config),
+      tls: grpcTls,
     });
     await engine.start();
     let gatewayPort: number | null = await gateway.start(config.grpcPort, config.httpHost);
@@ -217,7 +241,15 @@ export async function startServer(
     const readiness = readinessChecks(db, bus, { host: probeHost, port: () => gatewayPort });
     const agentDistribution = await loadAgentDistribution(config.agentBundleDir, logger);
     const app = await buildApp(
-      { ...deps, packages, agentServer, readiness, publicUrl: config.publicUrl, agentDistribution },
+      {
+        ...deps,
+        packages,
+        agentServer,
+        readiness,
+        publicUrl: config.publicUrl,
+        agentDistribution,
+        agentCaFingerprint: grpcTls?.caFingerprint ?? null,
+      },
       { logger, dashboardDir: DASHBOARD_DIR, metrics },
     );
     const address = await app.listen({ port: config.httpPort, host: config.httpHost });

@@ -3,6 +3,13 @@
 export { AgentConnection, type AgentConnectionOptions } from './agent-connection.ts';
 export { backoffDelayMs, DEFAULT_BACKOFF, type BackoffOptions } from './backoff.ts';
 export { authMetadata, createAgentClient, createChannelCredentials } from './client.ts';
+export {
+  agentChannelCredentials,
+  learnPinnedCa,
+  PinMismatchError,
+  PINNED_CA_FILE,
+  type TrustSettings,
+} from './pinned-ca.ts';
 export { identityFile, loadIdentity, saveIdentity, type AgentIdentity } from './identity.ts';
 export { ensureIdentity, RegistrationError, type AgentInfo, type EnsureIdentityOptions } from './register.ts';
 export type { AgentLink, HelloState, SessionHandler, SessionSettings } from './session-handler.ts';

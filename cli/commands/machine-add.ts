@@ -36,7 +36,11 @@ export function registerMachineAdd(machine: Command, io: Io): void {
           await api.client.POST('/api/machine', { body: { workspaceId, name, environmentIds, tagIds } }),
         );
         const server = options.agentServer ?? `${new URL(api.root).hostname}:${DEFAULT_GRPC_PORT}`;
-        const agentCommand = `GANTRY_SERVER=${server} GANTRY_AGENT_TOKEN=${created.registrationToken} node gantry-agent.mjs`;
+        // The agent pins the gateway's CA by this fingerprint (null: the gateway serves plaintext).
+        const trust = created.caFingerprint
+          ? `GANTRY_AGENT_CA_FINGERPRINT=${created.caFingerprint}`
+          : 'GANTRY_AGENT_INSECURE=1';
+        const agentCommand = `GANTRY_SERVER=${server} GANTRY_AGENT_TOKEN=${created.registrationToken} ${trust} node gantry-agent.mjs`;
         out.result(
           {
             machineId: created.machineId,

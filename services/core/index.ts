@@ -68,3 +68,10 @@ export {
   semverEquivalent,
   expandQuery,
 } from './semver.ts';
+export {
+  AGENT_CA_FILE,
+  certificateFingerprint,
+  loadAgentTls,
+  pemCertificates,
+  type AgentTlsMaterial,
+} from './agent-tls.ts';

@@ -32,8 +32,8 @@ export interface AgentSessionOptions {
 // at most MAX_RECEIVE_BYTES each below us): one session holds a few tens of MiB at most.
 const INBOUND_HIGH_WATER = 64;
 const INBOUND_LOW_WATER = 16;
-const INBOUND_HIGH_WATER_BYTES = 4 * 1024 * 1024;
-const INBOUND_LOW_WATER_BYTES = 1024 * 1024;
+const INBOUND_HIGH_WATER_BYTES = 2 * 1024 * 1024;
+const INBOUND_LOW_WATER_BYTES = 512 * 1024;
 /** The log text an agent may have sent and not had acknowledged (Welcome.max_unacked_log_bytes). */
 const AGENT_LOG_WINDOW_BYTES = 1024 * 1024;
 /** Hearing from an agent is recorded at most this often (every message counts, few writes), and at every heartbeat interval. */

@@ -135,7 +135,7 @@ function fromLines(lines: LogLine[]): AgentLogChunk {
 }
 
 /** Chunks of one task waiting to be stored are stored in one write up to this much text. */
-export const MAX_RUN_BYTES = 4 * 1024 * 1024;
+export const MAX_RUN_BYTES = 1024 * 1024;
 
 /**
  * The chunks cut into runs of contiguous ones (each starting right after the previous one's last

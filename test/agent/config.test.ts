@@ -29,12 +29,34 @@ describe('parseAgentConfig', () => {
     });
   });
 
-  it('defaults to the local control plane with plaintext when nothing is set', () => {
+  it('defaults to the local control plane over TLS with the system CAs when nothing is set', () => {
     expect(parseAgentConfig({})).toMatchObject({
       servers: ['127.0.0.1:8081'],
       registrationToken: undefined,
       caFile: undefined,
+      caFingerprint: undefined,
+      insecure: false,
     });
+  });
+
+  it('pins a CA fingerprint however it was pasted, from the variable or --ca-fingerprint, and takes --ca-file and --insecure', () => {
+    const hex = 'ab'.repeat(32);
+    const colons = hex.toUpperCase().match(/../g)!.join(':');
+    expect(parseAgentConfig({ GANTRY_AGENT_CA_FINGERPRINT: colons }).caFingerprint).toBe(hex);
+    expect(parseAgentConfig({}, ['--ca-fingerprint', `sha256:${hex}`]).caFingerprint).toBe(hex);
+    const caFile = path.join(mkdtempSync(path.join(tmpdir(), 'gantry-ca-')), 'ca.pem');
+    writeFileSync(caFile, 'PEM');
+    expect(parseAgentConfig({}, [`--ca-file=${caFile}`]).caFile).toBe(caFile);
+    expect(parseAgentConfig({}, ['--insecure']).insecure).toBe(true);
+    expect(parseAgentConfig({ GANTRY_AGENT_INSECURE: '1' }).insecure).toBe(true);
+    expect(() => parseAgentConfig({ GANTRY_AGENT_CA_FINGERPRINT: 'abc' })).toThrow(
+      /GANTRY_AGENT_CA_FINGERPRINT.*SHA-256 fingerprint/,
+    );
+    expect(() => parseAgentConfig({ GANTRY_AGENT_CA_FINGERPRINT: hex, GANTRY_AGENT_INSECURE: '1' })).toThrow(
+      /not several/,
+    );
+    expect(() => parseAgentConfig({}, ['--ca-file'])).toThrow(/needs a value/);
+    expect(() => parseAgentConfig({}, ['--tls-off'])).toThrow(/Unknown option --tls-off/);
   });
 
   it('keeps finished tasks 7 days unless GANTRY_AGENT_RETENTION_DAYS says otherwise, and refuses a retention that is not above 0', () => {

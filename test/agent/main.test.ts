@@ -47,6 +47,8 @@ describe('agent process (npm run agent)', () => {
       GANTRY_SERVER: plane.address,
       GANTRY_AGENT_TOKEN: 'good-token',
       GANTRY_AGENT_HOME: home,
+      // The fake control plane serves plaintext; the agent must be told so.
+      GANTRY_AGENT_INSECURE: '1',
       GANTRY_AGENT_SHUTDOWN_GRACE_MS: '2000',
     });
 

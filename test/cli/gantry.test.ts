@@ -532,12 +532,14 @@ describe('names or IDs, JSON output, JAWS_* variables', () => {
       tagIds: [tag.body.tagId],
     });
     expect(added.agentCommand).toBe(
-      `GANTRY_SERVER=${plane.grpcAddress} GANTRY_AGENT_TOKEN=${added.registrationToken} node gantry-agent.mjs`,
+      `GANTRY_SERVER=${plane.grpcAddress} GANTRY_AGENT_TOKEN=${added.registrationToken} GANTRY_AGENT_CA_FINGERPRINT=${plane.caFingerprint} node gantry-agent.mjs`,
     );
     const variables = Object.fromEntries(
       [...(added.agentCommand as string).matchAll(/(GANTRY_\w+)=(\S+)/g)].map((m) => [m[1], m[2]]),
     );
-    startAgent([variables.GANTRY_SERVER!], variables.GANTRY_AGENT_TOKEN);
+    startAgent([variables.GANTRY_SERVER!], variables.GANTRY_AGENT_TOKEN, {
+      GANTRY_AGENT_CA_FINGERPRINT: variables.GANTRY_AGENT_CA_FINGERPRINT!,
+    });
     await waitFor(
       async () => {
         const list = await runCli(['machine', 'list'], env);

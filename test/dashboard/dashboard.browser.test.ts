@@ -323,7 +323,9 @@ describe('dashboard in Chromium', () => {
     await page.getByLabel('Machine name').fill('web-2');
     await page.getByRole('button', { name: 'Create machine' }).click();
     const command = await page.getByRole('region', { name: 'Registration command' }).locator('pre').textContent();
-    expect(command).toMatch(/^GANTRY_SERVER=127\.0\.0\.1:\d+ GANTRY_AGENT_TOKEN=\S+ node gantry-agent\.mjs$/);
+    expect(command).toMatch(
+      /^GANTRY_SERVER=127\.0\.0\.1:\d+ GANTRY_AGENT_TOKEN=\S+ GANTRY_AGENT_CA_FINGERPRINT=([0-9A-F]{2}:){31}[0-9A-F]{2} node gantry-agent\.mjs$/,
+    );
     await shot(page, 'machines');
     await page.getByRole('link', { name: 'Topology' }).click();
     await page.getByLabel('Project').selectOption({ label: HOSTILE_NAME });

@@ -83,6 +83,8 @@ describe('docker-compose.yml', () => {
     expect(first.NATS_URL).toBe('nats://nats:4222');
     // Secrets written by one replica must be readable by the other.
     expect(second.GANTRY_MASTER_KEY).toBe(first.GANTRY_MASTER_KEY);
+    // TLS by default: neither replica opts out.
+    expect(first.GANTRY_GRPC_INSECURE ?? second.GANTRY_GRPC_INSECURE).toBeUndefined();
   });
 
   it('runs each replica with npm start, bootstrap credentials from the environment and its own ports', () => {
@@ -110,6 +112,9 @@ describe('docker-compose.yml', () => {
       expect(agent.command).toEqual(['npm', 'run', 'agent']);
       expect(env(name).GANTRY_SERVER?.split(',')).toEqual(grpcTargets);
       expect(env(name).GANTRY_AGENT_TOKEN).toMatch(/^\$\{GANTRY_AGENT_\d_TOKEN[:?}-]/);
+      // TLS pinned to the replicas' shared CA: never plaintext.
+      expect(env(name).GANTRY_AGENT_CA_FINGERPRINT).toMatch(/^\$\{GANTRY_AGENT_CA_FINGERPRINT[:?}-]/);
+      expect(env(name).GANTRY_AGENT_INSECURE).toBeUndefined();
       return agent.volumes?.find((volume) => volume.endsWith(':/var/lib/gantry-agent'));
     });
     // Each agent keeps its own identity.

@@ -3,14 +3,14 @@
  * public HTTP API — exactly what an operator and a CI pipeline do.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, chmodSync } from 'node:fs';
+import { mkdtempSync, rmSync, chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach } from 'vitest';
 import { agentBundle } from '../helpers/agent-bundle.ts';
 import { waitFor } from '../helpers/wait-for.ts';
-import { freePort } from '../../services/core/index.ts';
+import { AGENT_CA_FILE, freePort, loadAgentTls } from '../../services/core/index.ts';
 
 const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
 export const ADMIN = { id: 'e2e-admin', key: 'e2e-admin-key-0123456789abcdef' };
@@ -19,10 +19,10 @@ const processes: ChildProcess[] = [];
 const folders: string[] = [];
 
 /**
- * Agents a test body started (not a beforeAll): stopped after that test, so none outlives it
- * (test/setup/leak-check.ts fails a test that leaves one running).
+ * Processes (agents, control planes) a test body started, not a beforeAll: stopped after that
+ * test, so none outlives it (test/setup/leak-check.ts fails a test that leaves one running).
  */
-const testAgents: ChildProcess[] = [];
+const testProcesses: ChildProcess[] = [];
 let inTest = false;
 // Only under vitest: bench/ scripts use this harness too.
 if (process.env.VITEST) {
@@ -31,7 +31,7 @@ if (process.env.VITEST) {
   });
   afterEach(async () => {
     inTest = false;
-    for (const child of testAgents.splice(0)) await stopProcess(child);
+    for (const child of testProcesses.splice(0)) await stopProcess(child);
   });
 }
 
@@ -75,7 +75,31 @@ function spawnNode(args: string[], env: Record<string, string>): { child: ChildP
   child.stdout?.on('data', append);
   child.stderr?.on('data', append);
   processes.push(child);
+  if (inTest) testProcesses.push(child);
   return { child, output: () => output };
+}
+
+/**
+ * One agent CA for every control plane of this test process, as replicas sharing a data folder
+ * share theirs: written into each plane's data folder before it starts, so agents pin one
+ * fingerprint (startAgent's default, as the registration answer tells a user) across replicas.
+ */
+let harnessCa: { pem: string; fingerprint: string } | null = null;
+/** Made once even when planes start together (Promise.all): they must not each make a CA. */
+let harnessCaMade: Promise<{ pem: string; fingerprint: string }> | null = null;
+
+function sharedAgentCa(): Promise<{ pem: string; fingerprint: string }> {
+  harnessCaMade ??= (async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'gantry-e2e-ca-'));
+    try {
+      const { caFingerprint } = await loadAgentTls({ dataDir: dir, names: [] });
+      harnessCa = { pem: readFileSync(path.join(dir, AGENT_CA_FILE), 'utf8'), fingerprint: caFingerprint };
+      return harnessCa;
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  })();
+  return harnessCaMade;
 }
 
 export interface ControlPlane {
@@ -83,6 +107,9 @@ export interface ControlPlane {
   /** GET /metrics of this replica (its own free port), or null with GANTRY_METRICS_PORT=off. */
   metricsUrl: string | null;
   grpcAddress: string;
+  /** The fingerprint agents pin (null: plaintext, the operator's certificates, or a CA of its own). */
+  caFingerprint: string | null;
+  dataDir: string;
   child: ChildProcess;
   output: () => string;
 }
@@ -98,18 +125,21 @@ export async function startControlPlane(
     ports?: { http: number; grpc: number };
     /** Extra node flags (a bench's --cpu-prof). */
     nodeArgs?: string[];
+    /** 'own': the plane creates its CA at first start, as a fresh install does (else the run's shared one). */
+    agentCa?: 'shared' | 'own';
   } = {},
 ): Promise<ControlPlane> {
   const httpPort = options.ports?.http ?? (await freePort());
   const grpcPort = options.ports?.grpc ?? (await freePort());
   const metricsPort = await freePort();
+  const dataDir = options.dataDir ?? tempDir('gantry-e2e-data-');
   const env: Record<string, string> = {
     // Replicas on one host each need their own (the default 9464 would be taken by the first).
     GANTRY_METRICS_PORT: String(metricsPort),
     GANTRY_PORT: String(httpPort),
     GANTRY_GRPC_PORT: String(grpcPort),
     GANTRY_HOST: '127.0.0.1',
-    GANTRY_DATA_DIR: options.dataDir ?? tempDir('gantry-e2e-data-'),
+    GANTRY_DATA_DIR: dataDir,
     GANTRY_BOOTSTRAP_ACCOUNT_ID: ADMIN.id,
     GANTRY_BOOTSTRAP_API_KEY: ADMIN.key,
     GANTRY_MASTER_KEY: Buffer.alloc(32, 3).toString('base64'),
@@ -119,6 +149,14 @@ export async function startControlPlane(
   if (options.natsUrl) env.NATS_URL = options.natsUrl;
   if (options.natsPrefix) env.GANTRY_NATS_PREFIX = options.natsPrefix;
   Object.assign(env, options.env);
+  // TLS by default, as `npm start` serves it: with the run's shared CA unless the plane has one.
+  let caFingerprint: string | null = null;
+  if (env.GANTRY_GRPC_INSECURE !== '1' && !env.GANTRY_GRPC_TLS_CERT_FILE && options.agentCa !== 'own') {
+    const ca = await sharedAgentCa();
+    const file = path.join(dataDir, AGENT_CA_FILE);
+    if (!existsSync(file)) writeFileSync(file, ca.pem, { mode: 0o600 });
+    caFingerprint = ca.fingerprint;
+  }
   // As `npm start` runs it (its default GANTRY_HEAP_MB): the heap limit also sets how far V8 lets
   // garbage pile up between full collections (4× the live heap from a 2 GiB limit up).
   const { child, output } = spawnNode(
@@ -137,7 +175,7 @@ export async function startControlPlane(
     throw new Error(`${String(error)}\n${output()}`);
   });
   const metricsUrl = env.GANTRY_METRICS_PORT === 'off' ? null : `http://127.0.0.1:${env.GANTRY_METRICS_PORT}/metrics`;
-  return { url, metricsUrl, grpcAddress: `127.0.0.1:${grpcPort}`, child, output };
+  return { url, metricsUrl, grpcAddress: `127.0.0.1:${grpcPort}`, caFingerprint, dataDir, child, output };
 }
 
 export interface Agent {
@@ -146,9 +184,18 @@ export interface Agent {
   output: () => string;
 }
 
+/**
+ * Starts a real agent. It pins the run's shared CA (the fingerprint the registration answer
+ * carries) unless `env` says how it trusts the server (GANTRY_AGENT_CA_FILE, _CA_FINGERPRINT or
+ * GANTRY_AGENT_INSECURE=1).
+ */
 export function startAgent(servers: string[], token: string, env: Record<string, string> = {}): Agent {
   const home = tempDir('gantry-e2e-agent-');
+  const trustSaid = ['GANTRY_AGENT_CA_FILE', 'GANTRY_AGENT_CA_FINGERPRINT', 'GANTRY_AGENT_INSECURE'].some(
+    (name) => name in env,
+  );
   const { child, output } = spawnNode([agentBundle()], {
+    ...(trustSaid || !harnessCa ? {} : { GANTRY_AGENT_CA_FINGERPRINT: harnessCa.fingerprint }),
     GANTRY_SERVER: servers.join(','),
     GANTRY_AGENT_TOKEN: token,
     GANTRY_AGENT_HOME: home,
@@ -156,7 +203,6 @@ export function startAgent(servers: string[], token: string, env: Record<string,
     GANTRY_AGENT_SHUTDOWN_GRACE_MS: '2000',
     ...env,
   });
-  if (inTest) testAgents.push(child);
   return { home, child, output };
 }
 

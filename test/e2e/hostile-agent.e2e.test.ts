@@ -6,9 +6,11 @@
  * healthy: its RSS grows at most 128 MiB and GET /api/me answers within 1 s while it lasts.
  * The suite prints one line per attack (answer, peak RSS, slowest /api/me) for the record.
  */
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
+import { Client } from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeZip } from '../services/packages/archives.ts';
 import { loadAgentProto, METADATA_AGENT_CREDENTIAL, METADATA_MACHINE_ID } from '../../services/gateway/index.ts';
@@ -16,6 +18,9 @@ import type { AgentServiceClient } from '../../proto/gen/gantry/agent/v1/AgentSe
 import type { AgentMessage } from '../../proto/gen/gantry/agent/v1/AgentMessage.ts';
 import type { ServerMessage__Output } from '../../proto/gen/gantry/agent/v1/ServerMessage.ts';
 import type { RunTask__Output } from '../../proto/gen/gantry/agent/v1/RunTask.ts';
+import pino from 'pino';
+import { agentChannelCredentials } from '../../agent/connection/index.ts';
+import { normalizeFingerprint } from '../../agent/config.ts';
 import { waitFor } from '../helpers/wait-for.ts';
 import { createTestDatabase } from '../helpers/database.ts';
 import {
@@ -26,6 +31,8 @@ import {
   releaseAndDeploy,
   startControlPlane,
   startMachines,
+  startedAgents,
+  tempDir,
   uploadPackage,
   waitForDeployment,
   workspaceOf,
@@ -39,6 +46,7 @@ const PACKAGE_PROPERTY = JSON.stringify([
 ]);
 
 let plane: ControlPlane;
+let databaseUrl: string;
 let client: Api;
 let workspaceId: string;
 let staging: string;
@@ -111,13 +119,12 @@ function metadataOf(machineId: string, credential: string): grpc.Metadata {
   return metadata;
 }
 
-function channelCredentials(): grpc.ChannelCredentials {
-  return grpc.credentials.createInsecure();
-}
+/** TLS pinned to the control plane's CA, as a real agent connects (set in beforeAll). */
+let pinned: grpc.ChannelCredentials;
 
-function newClient(): AgentServiceClient {
+function newClient(credentials = pinned): AgentServiceClient {
   const AgentService = loadAgentProto().gantry.agent.v1.AgentService;
-  return new AgentService(plane.grpcAddress, channelCredentials());
+  return new AgentService(plane.grpcAddress, credentials);
 }
 
 const codeName = (code: grpc.status | 'OK') => (code === 'OK' ? 'OK' : grpc.status[code]);
@@ -288,6 +295,8 @@ let hostileDeploymentId: string;
 let hostileTask: RunTask__Output;
 let session: Session;
 
+type E2eLogWithId = { Id: string };
+
 /** Everything the API says about a deployment: its status, its targets and every log line. */
 async function stateOf(deploymentId: string): Promise<string> {
   const deployment = await client.get('/api/deployment', { deploymentId, skipLogs: 'False' });
@@ -299,12 +308,24 @@ describe('a hostile agent with one machine’s real credential', () => {
   let bystanderBefore: string;
 
   beforeAll(async () => {
+    databaseUrl = (await createTestDatabase()).url;
     plane = await startControlPlane({
-      databaseUrl: (await createTestDatabase()).url,
+      databaseUrl,
       natsUrl: 'nats://127.0.0.1:4222',
       natsPrefix: `e2e_${randomBytes(4).toString('hex')}`,
     });
     client = api(plane.url);
+    pinned = await agentChannelCredentials(
+      {
+        servers: [plane.grpcAddress],
+        homeDir: tempDir('gantry-hostile-'),
+        caFile: undefined,
+        caFingerprint: normalizeFingerprint(plane.caFingerprint!),
+        insecure: false,
+      },
+      pino({ level: 'silent' }),
+      new AbortController().signal,
+    );
     const workspace = await workspaceOf(client);
     workspaceId = workspace.workspaceId;
     staging = workspace.environments.Staging!;
@@ -548,6 +569,224 @@ describe('a hostile agent with one machine’s real credential', () => {
     // Its own download still works once the stalled ones are gone.
     await sleep(500);
     expect((await download('Mine', '1.0.0')).code).toBe('OK');
+  });
+
+  it('holds: a foreign task’s lines, results and Hello claims change nothing, and its RunTask never comes', async () => {
+    const victimLine = (await logsOf(client, victimDeploymentId)).find((l) => l.Data === 'victim started') as
+      (E2eLogWithId & { Data: string }) | undefined;
+    const victimTaskId = victimLine!.Id.slice(0, victimLine!.Id.lastIndexOf('.'));
+    const before = await stateOf(victimDeploymentId);
+    const answer = await underAttack(
+      'LogBatch, TaskResult and Hello claims for another machine’s running task',
+      async () => {
+        session.send(chunk(victimTaskId, 2, ['forged line']));
+        session.send({
+          taskResult: { taskId: victimTaskId, outcome: 'FAILED', exitCode: 3, message: 'forged', lastLogSeq: 0 },
+        });
+        session.send({ taskResult: { taskId: 'no-such-task', outcome: 'SUCCEEDED', lastLogSeq: 0 } });
+        const acked = await ackedUpTo(session, victimTaskId, 0).catch(() => -1);
+        await waitFor(async () => session.received.some((m) => m.ackResult?.taskId === victimTaskId), {
+          timeoutMs: 10_000,
+          intervalMs: 20,
+          description: 'AckResult for the foreign task',
+        });
+        const claim = connect();
+        claim.send({
+          hello: {
+            agentVersion: 'hostile',
+            runningTaskIds: [victimTaskId],
+            unacknowledgedResults: [{ taskId: victimTaskId, outcome: 'SUCCEEDED', lastLogSeq: 0 }],
+          },
+        });
+        await waitFor(async () => claim.received.some((m) => m.ackResult?.taskId === victimTaskId), {
+          timeoutMs: 10_000,
+          intervalMs: 20,
+          description: 'AckResult for the claimed result',
+        });
+        session = claim;
+        return acked;
+      },
+      (acked) => `AckLogs seq ${acked} and AckResult for the foreign task (ignored), no RunTask of it`,
+    );
+    expect(answer).toBeGreaterThanOrEqual(0);
+    expect(await stateOf(victimDeploymentId)).toBe(before);
+    expect((await logsOf(client, victimDeploymentId)).some((l) => l.Data === 'forged line')).toBe(false);
+    expect(session.received.filter((m) => m.runTask).map((m) => m.runTask!.taskId)).toEqual([hostileTask.taskId]);
+  });
+
+  it('holds: forged, reused and expired tokens and credentials are refused', async () => {
+    const expiring = await client.post('/api/machine', { workspaceId, name: 'expiring', environmentIds: [staging] });
+    const pg = new Client({ connectionString: databaseUrl });
+    await pg.connect();
+    try {
+      await pg.query(`update machines set registration_expires_at = now() - interval '1 minute' where id = $1`, [
+        expiring.body.machineId,
+      ]);
+    } finally {
+      await pg.end();
+    }
+    const connectCode = async (machineId: string, credential: string) => endOf(connect(machineId, credential));
+    const downloadAs = (machineId: string, credential: string) =>
+      new Promise<string>((resolve) => {
+        const call = agents.DownloadPackage({ packageId: 'Mine', version: '1.0.0' }, metadataOf(machineId, credential));
+        call.on('error', () => {});
+        call.on('data', () => {});
+        call.on('status', (status: grpc.StatusObject) => resolve(codeName(status.code)));
+      });
+    const answers = await underAttack(
+      'forged, reused, expired and foreign tokens and credentials',
+      async () => ({
+        reusedToken: (await registerWith(hostile.token)).code,
+        expiredToken: (await registerWith(expiring.body.registrationToken)).code,
+        forgedToken: (await registerWith(randomBytes(32).toString('base64url'))).code,
+        hugeToken: (await registerWith('t'.repeat(100_000))).code,
+        forgedCredential: await connectCode(hostile.machineId, randomBytes(32).toString('base64url')),
+        otherMachine: await connectCode(victimId, hostile.credential),
+        otherMachineDownload: await downloadAs(victimId, hostile.credential),
+      }),
+      (a) => JSON.stringify(a),
+    );
+    expect(answers).toMatchObject({
+      reusedToken: 'UNAUTHENTICATED',
+      expiredToken: 'UNAUTHENTICATED',
+      forgedToken: 'UNAUTHENTICATED',
+      hugeToken: 'UNAUTHENTICATED',
+      otherMachineDownload: 'UNAUTHENTICATED',
+    });
+    expect(answers.forgedCredential).toMatch(/^UNAUTHENTICATED /);
+    expect(answers.otherMachine).toMatch(/^UNAUTHENTICATED /);
+    // The hostile session was not disturbed by the refused ones.
+    expect(session.status).toBeNull();
+  });
+
+  it('holds: malformed bodies end only their own call', async () => {
+    const bodies: Record<string, Buffer> = {
+      'not protobuf': Buffer.from([0xff, 0xff, 0xff]),
+      'length beyond the message': Buffer.from([0x22, 0xff, 0x7f, 1]),
+      'a truncated varint': Buffer.from([0x10, 0xff]),
+      'a log batch before Hello': encodeAgentMessage(chunk('x', 1, ['early'])),
+    };
+    const answers = await underAttack(
+      `${Object.keys(bodies).length} malformed Connect bodies and 2 malformed chunks`,
+      async () => {
+        const ends: Record<string, string> = {};
+        for (const [name, bytes] of Object.entries(bodies)) {
+          const raw = rawConnect();
+          raw.send(bytes);
+          ends[name] = (await endOf(raw)).split(' ')[0]!;
+        }
+        for (const [name, message] of Object.entries({
+          'count says 5, text holds 1': {
+            logBatch: { taskId: hostileTask.taskId, chunk: { firstSeq: '1', count: 5, text: Buffer.from('one\n') } },
+          },
+          'text without its newline': {
+            logBatch: { taskId: hostileTask.taskId, chunk: { firstSeq: '1', count: 1, text: Buffer.from('one') } },
+          },
+        } satisfies Record<string, AgentMessage>)) {
+          const raw = rawConnect();
+          raw.send(encodeAgentMessage({ hello: { agentVersion: 'hostile', runningTaskIds: [hostileTask.taskId] } }));
+          raw.send(encodeAgentMessage(message));
+          ends[name] = (await endOf(raw)).split(' ')[0]!;
+        }
+        return ends;
+      },
+      (ends) => JSON.stringify(ends),
+    );
+    for (const code of Object.values(answers)) expect(['INTERNAL', 'INVALID_ARGUMENT']).toContain(code);
+    await reconnect();
+  });
+
+  it('holds: 20,000 heartbeats in a burst', async () => {
+    await underAttack(
+      '20,000 heartbeats at once',
+      async () => {
+        for (let i = 0; i < 20_000; i++) session.send({ heartbeat: { sentUnixMs: String(Date.now()) } });
+        session.send(chunk(hostileTask.taskId, stored + 1, ['after the heartbeats']));
+        return ackedUpTo(session, hostileTask.taskId, stored + 1);
+      },
+      (ack) => `session alive, AckLogs seq ${ack}`,
+    );
+    stored += 1;
+  });
+
+  it('defect 2: after its result, lines past it and lines for the final task change nothing', async () => {
+    const answer = await underAttack(
+      'TaskResult (last_log_seq n), then lines n+1..n+3 (stderr) for the final task',
+      async () => {
+        session.send({
+          taskResult: { taskId: hostileTask.taskId, outcome: 'SUCCEEDED', exitCode: 0, lastLogSeq: String(stored) },
+        });
+        await waitFor(async () => session.received.some((m) => m.ackResult?.taskId === hostileTask.taskId), {
+          timeoutMs: 20_000,
+          intervalMs: 20,
+          description: 'AckResult for the hostile task',
+        });
+        const done = await waitForDeployment(client, hostileDeploymentId);
+        const final = await stateOf(hostileDeploymentId);
+        session.send({
+          logBatch: {
+            taskId: hostileTask.taskId,
+            chunk: {
+              firstSeq: String(stored + 1),
+              count: 3,
+              firstUnixNanos: '0',
+              text: Buffer.from('late 1\nlate 2\nlate 3\n'),
+              streams: Buffer.from([2, 2, 2]),
+            },
+          },
+        });
+        const acked = await ackedUpTo(session, hostileTask.taskId, stored + 3).catch(() => -1);
+        return { done, final, acked, download: await download('Mine', '1.0.0') };
+      },
+      (r) =>
+        `deployment ${r.done.Status}, late lines AckLogs ${r.acked} (dropped), DownloadPackage Mine ${r.download.code}`,
+    );
+    expect(answer.done.Status).toBe('Completed');
+    expect(await stateOf(hostileDeploymentId)).toBe(answer.final);
+    expect((await logsOf(client, hostileDeploymentId)).some((l) => l.Data.startsWith('late '))).toBe(false);
+    expect(answer.download).toMatchObject({ code: 'NOT_FOUND', bytes: 0 });
+  });
+
+  it('defect 6: the gateway speaks only TLS: a plaintext client gets nowhere', async () => {
+    const plaintext = newClient(grpc.credentials.createInsecure());
+    try {
+      const code = await underAttack(
+        'Register in plaintext',
+        () =>
+          new Promise<string>((resolve) =>
+            plaintext.Register({ registrationToken: 'x' }, { deadline: Date.now() + 5000 }, (error) =>
+              resolve(error ? codeName(error.code) : 'OK'),
+            ),
+          ),
+        (c) => c,
+      );
+      expect(code).toMatch(/^(UNAVAILABLE|DEADLINE_EXCEEDED)$/);
+    } finally {
+      plaintext.close();
+    }
+  });
+
+  it('defect 7: the real agent’s home and everything in it are 0700/0600', () => {
+    const home = startedAgents.get('victim')!.home;
+    const modes: Record<string, number> = {};
+    const walk = (dir: string, depth: number) => {
+      modes[dir] = statSync(dir).mode & 0o777;
+      if (depth === 0) return;
+      for (const entry of readdirSync(dir, { withFileTypes: true })) {
+        const full = path.join(dir, entry.name);
+        if (entry.isDirectory()) walk(full, depth - 1);
+        else if (entry.isFile()) modes[full] = statSync(full).mode & 0o777;
+      }
+    };
+    walk(home, 2);
+    expect(Object.keys(modes)).toEqual(
+      expect.arrayContaining([
+        path.join(home, 'tasks', 'journal.ndjson'),
+        path.join(home, 'packages'),
+        path.join(home, 'work'),
+      ]),
+    );
+    for (const [file, mode] of Object.entries(modes)) expect(mode & 0o077, `${file} is ${mode.toString(8)}`).toBe(0);
   });
 
   it('leaves every other deployment as it was', async () => {

@@ -5,10 +5,13 @@
  * and runs a step; one that trusts another CA, or speaks plaintext, never registers.
  */
 import { execFileSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { once } from 'node:events';
+import { X509Certificate } from 'node:crypto';
+import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitFor } from '../helpers/wait-for.ts';
+import { createTestDatabase } from '../helpers/database.ts';
 import {
   api,
   bashProject,
@@ -139,7 +142,7 @@ describe('agents over TLS (real certificates)', () => {
         GANTRY_AGENT_CA_FILE: certificates.otherCa,
         GANTRY_AGENT_LOG_LEVEL: 'info',
       }),
-      startAgent([plane.grpcAddress], plaintext.token, { GANTRY_AGENT_LOG_LEVEL: 'info' }),
+      startAgent([plane.grpcAddress], plaintext.token, { GANTRY_AGENT_INSECURE: '1', GANTRY_AGENT_LOG_LEVEL: 'info' }),
     ];
     // Both keep retrying (with backoff): three refused attempts each, counted in their own logs.
     const attempts = (agent: (typeof agents)[number]) =>
@@ -150,5 +153,90 @@ describe('agents over TLS (real certificates)', () => {
     });
     for (const { machineId } of [wrongCa, plaintext]) expect(await statusOf(machineId)).not.toBe('Online');
     for (const agent of agents) expect(agent.child.exitCode).toBeNull(); // still trying, as an agent should
+  });
+});
+
+describe('TLS by default: the control plane’s own CA, pinned by agents', () => {
+  let plane: ControlPlane;
+  let client: Api;
+  let workspaceId: string;
+  let staging: string;
+
+  beforeAll(async () => {
+    // A fresh install: no certificate configured, nothing in the data folder.
+    plane = await startControlPlane({ databaseUrl: (await createTestDatabase()).url, agentCa: 'own' });
+    client = api(plane.url);
+    const workspace = await workspaceOf(client);
+    workspaceId = workspace.workspaceId;
+    staging = workspace.environments.Staging!;
+  }, 120_000);
+
+  afterAll(async () => {
+    await cleanup();
+  });
+
+  const statusOf = async (machineId: string) =>
+    (
+      (await client.get('/api/machine', { workspaceId })).body.machines as Array<{ machineId: string; status: string }>
+    ).find((m) => m.machineId === machineId)?.status;
+
+  it('creates its CA at first start (0600 in the data folder) and gives its fingerprint with every registration token', async () => {
+    const file = path.join(plane.dataDir, 'agent-ca.pem');
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    const fingerprint = new X509Certificate(readFileSync(file)).fingerprint256;
+    const created = await client.post('/api/machine', { workspaceId, name: 'pinned', environmentIds: [staging] });
+    expect(created.status, created.text).toBe(200);
+    expect(created.body.caFingerprint).toBe(fingerprint);
+    const renewed = await client.post('/api/machine/registration-token', { machineId: created.body.machineId });
+    expect(renewed.body.caFingerprint).toBe(fingerprint);
+    const agent = startAgent([plane.grpcAddress], renewed.body.registrationToken, {
+      GANTRY_AGENT_CA_FINGERPRINT: created.body.caFingerprint,
+    });
+    await waitFor(async () => (await statusOf(created.body.machineId)) === 'Online', {
+      timeoutMs: 30_000,
+      intervalMs: 250,
+      description: 'the pinned agent online',
+    }).catch((error: unknown) => {
+      throw new Error(`${String(error)}\n${agent.output()}`);
+    });
+  });
+
+  it('an agent pinned to another fingerprint refuses the server before sending its token', async () => {
+    const created = await client.post('/api/machine', { workspaceId, name: 'mispinned', environmentIds: [staging] });
+    const wrong = 'AB:'.repeat(31) + 'AB';
+    const agent = startAgent([plane.grpcAddress], created.body.registrationToken, {
+      GANTRY_AGENT_CA_FINGERPRINT: wrong,
+    });
+    const [exitCode] = (await once(agent.child, 'exit')) as [number | null];
+    expect(exitCode).toBe(1);
+    expect(agent.output()).toMatch(/none is the pinned CA (ab){32} .*Refusing to connect/);
+    // The token never left the agent: an agent pinned to the right CA still registers with it.
+    const right = startAgent([plane.grpcAddress], created.body.registrationToken, {
+      GANTRY_AGENT_CA_FINGERPRINT: created.body.caFingerprint,
+    });
+    await waitFor(async () => (await statusOf(created.body.machineId)) === 'Online', {
+      timeoutMs: 30_000,
+      intervalMs: 250,
+      description: 'the rightly pinned agent online',
+    }).catch((error: unknown) => {
+      throw new Error(`${String(error)}\n${right.output()}`);
+    });
+  });
+
+  it('serves plaintext only with GANTRY_GRPC_INSECURE=1, warning at every start', async () => {
+    const warning = /GANTRY_GRPC_INSECURE=1: the agent gateway serves plaintext/;
+    const databaseUrl = (await createTestDatabase()).url;
+    const first = await startControlPlane({ databaseUrl, env: { GANTRY_GRPC_INSECURE: '1' } });
+    expect(first.output()).toMatch(warning);
+    const created = await api(first.url).post('/api/machine', {
+      workspaceId: (await workspaceOf(api(first.url))).workspaceId,
+      name: 'plaintext',
+    });
+    expect(created.body.caFingerprint).toBeNull();
+    first.child.kill('SIGTERM');
+    await once(first.child, 'exit');
+    const again = await startControlPlane({ databaseUrl, dataDir: first.dataDir, env: { GANTRY_GRPC_INSECURE: '1' } });
+    expect(again.output()).toMatch(warning);
+    expect(plane.output()).not.toMatch(warning);
   });
 });

@@ -23,7 +23,11 @@ export function AddMachineForm({
     onSuccess: () => queryClient.invalidateQueries({ queryKey: ['machines-page', workspaceId] }),
   });
   if (add.data) {
-    const command = `GANTRY_SERVER=${agentServer} GANTRY_AGENT_TOKEN=${add.data.registrationToken} node gantry-agent.mjs`;
+    // The agent pins the gateway's CA by its fingerprint (null: the gateway serves plaintext).
+    const trust = add.data.caFingerprint
+      ? `GANTRY_AGENT_CA_FINGERPRINT=${add.data.caFingerprint}`
+      : 'GANTRY_AGENT_INSECURE=1';
+    const command = `GANTRY_SERVER=${agentServer} GANTRY_AGENT_TOKEN=${add.data.registrationToken} ${trust} node gantry-agent.mjs`;
     return (
       <div className="panel" role="region" aria-label="Registration command">
         <h2>Start the agent on {name}</h2>

@@ -14,6 +14,11 @@ export type ApiDeps = DomainDeps & {
   publicUrl?: string;
   /** The agent bundle GET /api/agent/install.sh installs; null or absent: none was built. */
   agentDistribution?: AgentDistribution | null;
+  /**
+   * SHA-256 fingerprint of the certificate agents pin (GANTRY_AGENT_CA_FINGERPRINT), returned with
+   * every registration token; null when the agent gateway serves plaintext (GANTRY_GRPC_INSECURE=1).
+   */
+  agentCaFingerprint?: string | null;
 };
 
 declare module 'fastify' {

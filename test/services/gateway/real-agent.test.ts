@@ -60,6 +60,8 @@ describe('the real agent', () => {
         GANTRY_SERVER: `127.0.0.1:${gatewayPort}`,
         GANTRY_AGENT_TOKEN: created.body.registrationToken,
         GANTRY_AGENT_HOME: home,
+        // This gateway is started without TLS (createGateway's default); the agent must be told.
+        GANTRY_AGENT_INSECURE: '1',
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     });

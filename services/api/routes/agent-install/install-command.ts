@@ -9,10 +9,13 @@ export function agentInstallCommand(options: {
   agentServer: string;
   token?: string;
   enrollmentKey?: string;
+  /** The agent gateway's CA fingerprint, which the agent pins; null: the gateway serves plaintext. */
+  caFingerprint?: string | null;
 }): string {
   const args = ['--server', quote(options.agentServer)];
   if (options.token) args.push('--token', quote(options.token));
   if (options.enrollmentKey) args.push('--enrollment-key', quote(options.enrollmentKey));
+  if (options.caFingerprint) args.push('--ca-fingerprint', quote(options.caFingerprint));
   const base = options.publicUrl.replace(/\/+$/, '');
   return `curl -fsSL ${quote(`${base}/api/agent/install.sh`)} | sudo sh -s -- ${args.join(' ')}`;
 }

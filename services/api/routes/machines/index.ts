@@ -105,12 +105,15 @@ export const machineRoutes: Routes = async (app) => {
     },
     async (request) => {
       const created = await createMachine(deps, request.principal, request.body);
+      const caFingerprint = deps.agentCaFingerprint ?? null;
       return {
         ...created,
+        caFingerprint,
         installCommand: agentInstallCommand({
           publicUrl: deps.publicUrl ?? `${request.protocol}://${request.host}`,
           agentServer: deps.agentServer ?? `${request.hostname}:8081`,
           token: created.registrationToken,
+          caFingerprint,
         }),
       };
     },
@@ -161,7 +164,10 @@ export const machineRoutes: Routes = async (app) => {
       },
       config: manage,
     },
-    async (request) => renewRegistrationToken(deps, request.principal, request.body.machineId),
+    async (request) => ({
+      ...(await renewRegistrationToken(deps, request.principal, request.body.machineId)),
+      caFingerprint: deps.agentCaFingerprint ?? null,
+    }),
   );
 
   app.get(

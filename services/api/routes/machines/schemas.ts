@@ -41,12 +41,17 @@ export const CreateMachineBody = Type.Object({
   environmentIds: Type.Optional(IdList),
   tagIds: Type.Optional(IdList),
 });
+const CaFingerprint = Type.Union([Type.String(), Type.Null()], {
+  description:
+    "SHA-256 fingerprint of the agent gateway's CA: give it to the agent as GANTRY_AGENT_CA_FINGERPRINT, and it refuses any other server. Null when the gateway serves plaintext (GANTRY_GRPC_INSECURE=1).",
+});
 export const CreatedMachine = Type.Object({
   machineId: Id,
   registrationToken: Type.String(),
+  caFingerprint: CaFingerprint,
   installCommand: Type.String({
     description:
-      'Gantry extension: the one line that installs the agent on the new machine as a systemd service (its token inside)',
+      'Gantry extension: the one line that installs the agent on the new machine as a systemd service (its token and the CA fingerprint inside)',
   }),
 });
 
@@ -59,7 +64,10 @@ export const UpdateMachineBody = Type.Object({
 
 export const MachineIdBody = Type.Object({ machineId: Id });
 export const MachineIdQuery = Type.Object({ machineId: Id });
-export const RegistrationTokenResponse = Type.Object({ registrationToken: Type.String() });
+export const RegistrationTokenResponse = Type.Object({
+  registrationToken: Type.String(),
+  caFingerprint: CaFingerprint,
+});
 
 export const MachineEnvironmentsResponse = Type.Object({
   machineId: Id,

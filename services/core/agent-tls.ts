@@ -1,0 +1,136 @@
+/**
+ * TLS for the agent gateway by default: the control plane's own certificate authority, created at
+ * first start in <dataDir>/agent-ca.pem (its certificate and key, mode 0600; replicas share the
+ * data folder, and so the CA, as they share master.key), and a server certificate signed by it,
+ * made afresh at every start. Agents pin the CA by its SHA-256 fingerprint, which every
+ * registration token answer carries; any other certificate is refused. node:crypto makes the
+ * keys; node-forge (pure JS, no dependencies) writes the certificates, which node:crypto cannot.
+ */
+import { generateKeyPairSync, randomBytes, X509Certificate } from 'node:crypto';
+import fs from 'node:fs/promises';
+import { isIP } from 'node:net';
+import path from 'node:path';
+import forge from 'node-forge';
+
+export interface AgentTlsMaterial {
+  /** PEM: the server certificate, then the CA that signed it (agents learn the CA from it). */
+  certChain: string;
+  /** PEM private key of the server certificate. */
+  key: string;
+  /** SHA-256 fingerprint of the certificate agents pin (`AB:CD:…`, as node:crypto prints it). */
+  caFingerprint: string;
+}
+
+export const AGENT_CA_FILE = 'agent-ca.pem';
+const CA_YEARS = 20;
+const SERVER_YEARS = 2;
+
+/** The SHA-256 fingerprint of a PEM certificate (the first one in `pem`). */
+export function certificateFingerprint(pem: string | Buffer): string {
+  return new X509Certificate(pem).fingerprint256;
+}
+
+/** The certificates of a PEM bundle, in order. */
+export function pemCertificates(pem: string): string[] {
+  return pem.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? [];
+}
+
+function forgeKeyPair(): { privateKey: forge.pki.rsa.PrivateKey; publicKey: forge.pki.rsa.PublicKey } {
+  const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+  return {
+    privateKey: forge.pki.privateKeyFromPem(privateKey.export({ type: 'pkcs1', format: 'pem' }).toString()),
+    publicKey: forge.pki.publicKeyFromPem(publicKey.export({ type: 'spki', format: 'pem' }).toString()),
+  };
+}
+
+function newCertificate(publicKey: forge.pki.rsa.PublicKey, years: number): forge.pki.Certificate {
+  const cert = forge.pki.createCertificate();
+  cert.publicKey = publicKey;
+  // A positive 128-bit serial (the high bit clear), unique per certificate.
+  cert.serialNumber = `0${randomBytes(16).toString('hex').slice(1)}`;
+  const now = Date.now();
+  // An hour back: a machine whose clock is a little behind still accepts a certificate made now.
+  cert.validity.notBefore = new Date(now - 3600_000);
+  cert.validity.notAfter = new Date(now + years * 365 * 24 * 3600_000);
+  return cert;
+}
+
+function createCa(): string {
+  const keys = forgeKeyPair();
+  const cert = newCertificate(keys.publicKey, CA_YEARS);
+  const subject = [
+    { name: 'commonName', value: `Gantry agent CA ${randomBytes(4).toString('hex')}` },
+    { name: 'organizationName', value: 'Gantry' },
+  ];
+  cert.setSubject(subject);
+  cert.setIssuer(subject);
+  cert.setExtensions([
+    { name: 'basicConstraints', cA: true, pathLenConstraint: 0, critical: true },
+    { name: 'keyUsage', keyCertSign: true, cRLSign: true, critical: true },
+    { name: 'subjectKeyIdentifier' },
+  ]);
+  cert.sign(keys.privateKey, forge.md.sha256.create());
+  return forge.pki.certificateToPem(cert) + forge.pki.privateKeyToPem(keys.privateKey);
+}
+
+function createServerCertificate(caPem: string, names: readonly string[]): { cert: string; key: string } {
+  const caCert = forge.pki.certificateFromPem(caPem);
+  const caKey = forge.pki.privateKeyFromPem(
+    /-----BEGIN RSA PRIVATE KEY-----[\s\S]+?-----END RSA PRIVATE KEY-----/.exec(caPem)?.[0] ?? '',
+  );
+  const keys = forgeKeyPair();
+  const cert = newCertificate(keys.publicKey, SERVER_YEARS);
+  cert.setSubject([{ name: 'commonName', value: names[0] ?? 'gantry-control-plane' }]);
+  cert.setIssuer(caCert.subject.attributes);
+  cert.setExtensions([
+    { name: 'basicConstraints', cA: false, critical: true },
+    { name: 'keyUsage', digitalSignature: true, keyEncipherment: true, critical: true },
+    { name: 'extKeyUsage', serverAuth: true },
+    {
+      name: 'subjectAltName',
+      altNames: [...new Set(names)].map((name) => (isIP(name) ? { type: 7, ip: name } : { type: 2, value: name })),
+    },
+  ]);
+  cert.sign(caKey, forge.md.sha256.create());
+  return { cert: forge.pki.certificateToPem(cert), key: forge.pki.privateKeyToPem(keys.privateKey) };
+}
+
+/**
+ * The CA of this installation: read from the data folder, or created there once. Two replicas
+ * starting together each write a candidate and link it into place; the one that loses reads the
+ * winner's, so all of them serve certificates of one CA.
+ */
+async function loadOrCreateCa(dataDir: string): Promise<string> {
+  const file = path.join(dataDir, AGENT_CA_FILE);
+  try {
+    return await fs.readFile(file, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+  }
+  await fs.mkdir(dataDir, { recursive: true, mode: 0o755 });
+  const candidate = `${file}.${randomBytes(6).toString('hex')}`;
+  await fs.writeFile(candidate, createCa(), { mode: 0o600, flag: 'wx' });
+  try {
+    await fs.link(candidate, file);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+  } finally {
+    await fs.rm(candidate, { force: true });
+  }
+  return fs.readFile(file, 'utf8');
+}
+
+/**
+ * The gateway's certificate chain and key from the installation's own CA, for these names
+ * (DNS names or IP addresses agents may dial; agents that pin the CA do not need them to match).
+ */
+export async function loadAgentTls(options: { dataDir: string; names: readonly string[] }): Promise<AgentTlsMaterial> {
+  const caPem = await loadOrCreateCa(options.dataDir);
+  const [caCert] = pemCertificates(caPem);
+  if (!caCert || !caPem.includes('PRIVATE KEY'))
+    throw new Error(
+      `${path.join(options.dataDir, AGENT_CA_FILE)} holds no certificate and key; remove it to make a new CA`,
+    );
+  const server = createServerCertificate(caPem, options.names);
+  return { certChain: `${server.cert}${caCert}\n`, key: server.key, caFingerprint: certificateFingerprint(caCert) };
+}
