@@ -51,6 +51,8 @@ export interface Config {
   agentLostTimeoutSeconds: number;
   /** The built agent (npm run build:agent) that GET /api/agent/install.sh installs (GANTRY_AGENT_BUNDLE_DIR, default dist/agent). */
   agentBundleDir: string;
+  /** Also run an agent on this computer in the bootstrap workspace (GANTRY_LOCAL_AGENT=1, or npm start -- --local-agent). */
+  localAgent: boolean;
 }
 
 type Env = Record<string, string | undefined>;
@@ -80,7 +82,7 @@ function optional(env: Env, name: string): string | null {
   return raw === undefined || raw === '' ? null : raw;
 }
 
-export function loadConfig(env: Env = process.env): Config {
+export function loadConfig(env: Env = process.env, argv: readonly string[] = []): Config {
   const httpPort = intVar(env, 'GANTRY_PORT', 8080);
   const accountId = optional(env, 'GANTRY_BOOTSTRAP_ACCOUNT_ID');
   const apiKey = optional(env, 'GANTRY_BOOTSTRAP_API_KEY');
@@ -111,5 +113,7 @@ export function loadConfig(env: Env = process.env): Config {
     azureStorageContainer: env.GANTRY_AZURE_STORAGE_CONTAINER ?? 'gantry-packages',
     agentLostTimeoutSeconds: secondsVar(env, 'GANTRY_AGENT_LOST_TIMEOUT_SECONDS', 120),
     agentBundleDir: path.resolve(optional(env, 'GANTRY_AGENT_BUNDLE_DIR') ?? DEFAULT_AGENT_BUNDLE_DIR),
+    localAgent:
+      argv.includes('--local-agent') || ['1', 'true', 'yes'].includes((env.GANTRY_LOCAL_AGENT ?? '').toLowerCase()),
   };
 }

@@ -1,18 +1,25 @@
 /** Composition root of the control plane: `npm start`. Stops cleanly on SIGTERM and SIGINT. */
 import { loadConfig } from './config.ts';
 import { createLogger, toError } from './core/index.ts';
+import { startLocalAgent, type LocalAgent } from './local-agent.ts';
 import { startServer } from './server.ts';
 
-const config = loadConfig();
+const config = loadConfig(process.env, process.argv.slice(2));
 const logger = createLogger(config.logLevel);
 
 try {
   const server = await startServer(config, logger);
+  let localAgent: LocalAgent | undefined;
+  if (config.localAgent) {
+    localAgent = await startLocalAgent({ config, deps: server.app.deps, grpcPort: server.grpcPort, logger });
+  }
   let stopping = false;
   const stop = async (signal: string) => {
     if (stopping) return;
     stopping = true;
     logger.info({ signal }, 'stopping');
+    // The agent first: it reports what its scripts did while the control plane still listens.
+    await localAgent?.stop();
     await server.stop();
     process.exit(0);
   };

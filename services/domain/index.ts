@@ -228,3 +228,4 @@ export {
   MAX_LOGS_PER_READ,
 } from './deployments.ts';
 export type { DeploymentView, DeploymentListQuery, TargetsView } from './deployments.ts';
+export { enrollLocalMachine } from './local-machine.ts';

@@ -125,6 +125,13 @@ export function machinesStore(db: Db) {
       return one(await machines().where({ id }).first());
     },
 
+    /** Names are unique per workspace, case-insensitively. */
+    async findByName(workspaceId: string, name: string): Promise<Machine | null> {
+      return one(
+        await machines().where({ workspace_id: workspaceId }).whereRaw('lower(name) = lower(?)', [name]).first(),
+      );
+    },
+
     /** `filter`: a name substring, and a status given as "seen since" (Online) or not (Offline), or unregistered (Pending). */
     async list(
       workspaceId: string,
