@@ -7,6 +7,10 @@ export interface AgentConfig {
   readonly servers: readonly string[];
   /** GANTRY_AGENT_TOKEN: one-time registration token from POST /api/machine (needed once). */
   readonly registrationToken: string | undefined;
+  /** GANTRY_AGENT_ENROLLMENT_KEY: a fleet's reusable enrollment key, instead of a token (needed once). */
+  readonly enrollmentKey: string | undefined;
+  /** GANTRY_AGENT_NAME: the machine name to enroll under (default: the host name). */
+  readonly machineName: string | undefined;
   /** GANTRY_AGENT_HOME: identity, package cache, task journal and work folders. */
   readonly homeDir: string;
   /** GANTRY_AGENT_CA_FILE: PEM CA that signs the control plane's certificate; unset → plaintext. */
@@ -70,6 +74,8 @@ export function parseAgentConfig(env: NodeJS.ProcessEnv): AgentConfig {
   return {
     servers,
     registrationToken: nonEmpty(env.GANTRY_AGENT_TOKEN),
+    enrollmentKey: nonEmpty(env.GANTRY_AGENT_ENROLLMENT_KEY),
+    machineName: nonEmpty(env.GANTRY_AGENT_NAME),
     homeDir: path.resolve(nonEmpty(env.GANTRY_AGENT_HOME) ?? path.join(homedir(), '.gantry-agent')),
     caFile: nonEmpty(env.GANTRY_AGENT_CA_FILE),
     logLevel: nonEmpty(env.GANTRY_AGENT_LOG_LEVEL) ?? 'info',

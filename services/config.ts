@@ -53,6 +53,12 @@ export interface Config {
   agentBundleDir: string;
   /** Also run an agent on this computer in the bootstrap workspace (GANTRY_LOCAL_AGENT=1, or npm start -- --local-agent). */
   localAgent: boolean;
+  /**
+   * An enrollment key chosen by the operator (GANTRY_BOOTSTRAP_ENROLLMENT_KEY, 32+ characters):
+   * created on start in the bootstrap workspace and all its environments, so a compose file's
+   * agents enroll themselves with no manual step.
+   */
+  bootstrapEnrollmentKey: string | null;
 }
 
 type Env = Record<string, string | undefined>;
@@ -80,6 +86,13 @@ function secondsVar(env: Env, name: string, fallback: number): number {
 function optional(env: Env, name: string): string | null {
   const raw = env[name];
   return raw === undefined || raw === '' ? null : raw;
+}
+
+function enrollmentKeyVar(env: Env): string | null {
+  const key = optional(env, 'GANTRY_BOOTSTRAP_ENROLLMENT_KEY');
+  if (key !== null && !/^[A-Za-z0-9._~+/=-]{32,512}$/.test(key))
+    throw new Error('GANTRY_BOOTSTRAP_ENROLLMENT_KEY must be 32 to 512 characters of A-Z a-z 0-9 . _ ~ + / = -');
+  return key;
 }
 
 export function loadConfig(env: Env = process.env, argv: readonly string[] = []): Config {
@@ -113,6 +126,7 @@ export function loadConfig(env: Env = process.env, argv: readonly string[] = [])
     azureStorageContainer: env.GANTRY_AZURE_STORAGE_CONTAINER ?? 'gantry-packages',
     agentLostTimeoutSeconds: secondsVar(env, 'GANTRY_AGENT_LOST_TIMEOUT_SECONDS', 120),
     agentBundleDir: path.resolve(optional(env, 'GANTRY_AGENT_BUNDLE_DIR') ?? DEFAULT_AGENT_BUNDLE_DIR),
+    bootstrapEnrollmentKey: enrollmentKeyVar(env),
     localAgent:
       argv.includes('--local-agent') || ['1', 'true', 'yes'].includes((env.GANTRY_LOCAL_AGENT ?? '').toLowerCase()),
   };

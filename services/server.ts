@@ -11,7 +11,7 @@ import type { Knex } from 'knex';
 import { buildApp } from './api/index.ts';
 import type { Config } from './config.ts';
 import { createLogger, createSecretBox, loadMasterKey, systemClock, toError, type Logger } from './core/index.ts';
-import { bootstrap, type DomainDeps } from './domain/index.ts';
+import { bootstrap, ensureBootstrapEnrollmentKey, redeemEnrollmentKey, type DomainDeps } from './domain/index.ts';
 import { createDb, createStore, migrateToLatest, startEmbeddedPostgres, type EmbeddedDatabase } from './store/index.ts';
 import { createBus } from './bus/index.ts';
 import { createEngine } from './engine/index.ts';
@@ -92,6 +92,7 @@ export async function startServer(
           `  service account ID: ${result.generated.serviceAccountId}\n  API key: ${result.generated.apiKey}\n  (also written to ${file}, mode 0600)\n\n`,
       );
     }
+    if (config.bootstrapEnrollmentKey) await ensureBootstrapEnrollmentKey(deps, config.bootstrapEnrollmentKey);
     const blobs: BlobStore = config.azureStorageConnectionString
       ? await createAzureBlobStore({
           connectionString: config.azureStorageConnectionString,
@@ -142,6 +143,7 @@ export async function startServer(
       logger,
       heartbeatIntervalMs: heartbeatIntervalFor(config.agentLostTimeoutSeconds * 1000),
       tls: await loadGrpcTls(config),
+      enroll: (key, report) => redeemEnrollmentKey(deps.store, deps.clock, key, report),
     });
     await engine.start();
     const grpcPort = await gateway.start(config.grpcPort, config.httpHost);

@@ -5,7 +5,7 @@ import * as grpc from '@grpc/grpc-js';
 import { toError, type Clock, type Logger } from '../core/index.ts';
 import { EventSubject, isMessageEnvelope, type Bus, type EventMessage, type Subscription } from '../bus/index.ts';
 import type { AgentPort } from '../engine/index.ts';
-import { authenticateAgent, registerAgent, type GatewayStore } from './agent-auth.ts';
+import { authenticateAgent, registerAgent, type Enroll, type GatewayStore } from './agent-auth.ts';
 import { AgentSession, type AgentCall } from './agent-session.ts';
 import { grpcStatus, toGrpcStatus } from './grpc-errors.ts';
 import { streamPackage, type DownloadCall, type PackageSource } from './package-download.ts';
@@ -23,6 +23,8 @@ export interface GatewayOptions {
   tls?: { cert: string | Buffer; key: string | Buffer } | null;
   /** Sent in Welcome: how often agents send Heartbeat. */
   heartbeatIntervalMs: number;
+  /** Redeems a fleet's enrollment key (domain/enrollment-keys.ts); without it such a Register is refused. */
+  enroll?: Enroll;
 }
 
 /**
@@ -42,11 +44,12 @@ export interface Gateway {
   connectedMachineIds(): string[];
 }
 
-// HTTP/2 pings find dead agents (a vanished NAT entry, a powered-off host) within ~40 s even when
-// no message flows; grpc-js servers never penalise agent pings, so agents may ping as they like.
+// HTTP/2 pings find dead agents (a cut link, a vanished NAT entry, a powered-off host) within
+// ~15 s even when no message flows, so the machine reads Offline and its deployments say so well
+// within 30 s (test/system/network-cut.system.ts); grpc-js servers never penalise agent pings.
 const SERVER_CHANNEL_OPTIONS: grpc.ChannelOptions = {
-  'grpc.keepalive_time_ms': 30_000,
-  'grpc.keepalive_timeout_ms': 10_000,
+  'grpc.keepalive_time_ms': 10_000,
+  'grpc.keepalive_timeout_ms': 5_000,
   'grpc.keepalive_permit_without_calls': 1,
   // Log batches stay well under 1 MiB; anything near this limit is a broken agent.
   'grpc.max_receive_message_length': 4 * 1024 * 1024,
@@ -98,7 +101,7 @@ export function createGateway(options: GatewayOptions): Gateway {
 
   const handlers: AgentServiceHandlers = {
     Register(call, callback) {
-      registerAgent(options.store, options.clock, call.request).then(
+      registerAgent(options.store, options.clock, call.request, options.enroll).then(
         (response) => {
           logger.info({ machineId: response.machineId }, 'agent registered');
           callback(null, response);

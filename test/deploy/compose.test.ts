@@ -44,9 +44,18 @@ function env(name: string): Record<string, string> {
 }
 
 /** Resolves compose interpolation as `docker compose` would with the required variables set. */
+/** A service's environment as compose would pass it, with sample values for the required variables. */
+function interpolated(name: string): Record<string, string> {
+  return Object.fromEntries(Object.entries(env(name)).map(([k, v]) => [k, interpolate(v)]));
+}
+
 function interpolate(value: string): string {
   return value.replace(/\$\{(\w+)(?::([-?])([^}]*))?\}/g, (_m, variable: string, kind?: string, rest?: string) =>
-    kind === '-' ? (rest ?? '') : `<${variable}>`,
+    kind === '-'
+      ? (rest ?? '')
+      : variable.endsWith('ENROLLMENT_KEY')
+        ? `sample-${variable}-0123456789`
+        : `<${variable}>`,
   );
 }
 
@@ -88,6 +97,7 @@ describe('docker-compose.yml', () => {
       // The control plane's own config parser accepts exactly this environment.
       const config = loadConfig(Object.fromEntries(Object.entries(variables).map(([k, v]) => [k, interpolate(v)])));
       expect(config.natsUrl).toBe('nats://nats:4222');
+      expect(config.bootstrapEnrollmentKey).toBe('sample-GANTRY_ENROLLMENT_KEY-0123456789');
       expect(config.databaseUrl).toContain('@postgres:5432/');
       expect(replica.ports).toEqual([`${config.httpPort}:${config.httpPort}`, `${config.grpcPort}:${config.grpcPort}`]);
       return [config.httpPort, config.grpcPort];
@@ -95,13 +105,16 @@ describe('docker-compose.yml', () => {
     expect(new Set(ports.flat()).size).toBe(4);
   });
 
-  it('lists both replicas in every agent and takes its token from the environment', () => {
-    const grpcTargets = replicas.map((name) => `${name}:${loadConfig(env(name)).grpcPort}`);
+  it('lists both replicas in every agent, which enroll themselves with the key the replicas create', () => {
+    const grpcTargets = replicas.map((name) => `${name}:${loadConfig(interpolated(name)).grpcPort}`);
     const homes = agents.map((name) => {
       const agent = service(name);
       expect(agent.command).toEqual(['npm', 'run', 'agent']);
       expect(env(name).GANTRY_SERVER?.split(',')).toEqual(grpcTargets);
-      expect(env(name).GANTRY_AGENT_TOKEN).toMatch(/^\$\{GANTRY_AGENT_\d_TOKEN[:?}-]/);
+      // No manual token step: the replicas create GANTRY_ENROLLMENT_KEY as an enrollment key.
+      expect(env(name).GANTRY_AGENT_ENROLLMENT_KEY).toBe('${GANTRY_ENROLLMENT_KEY:?set GANTRY_ENROLLMENT_KEY}');
+      expect(env(name).GANTRY_AGENT_TOKEN).toBeUndefined();
+      expect(env(name).GANTRY_AGENT_NAME).toBe(name);
       return agent.volumes?.find((volume) => volume.endsWith(':/var/lib/gantry-agent'));
     });
     // Each agent keeps its own identity.
@@ -119,7 +132,9 @@ describe('docker-compose.yml', () => {
         nats: { condition: 'service_healthy' },
       });
       // The healthcheck probes the port this replica really listens on.
-      expect(service(name).healthcheck?.test.join(' ')).toContain(`127.0.0.1:${loadConfig(env(name)).httpPort}/`);
+      expect(service(name).healthcheck?.test.join(' ')).toContain(
+        `127.0.0.1:${loadConfig(interpolated(name)).httpPort}/`,
+      );
     }
     for (const name of agents) {
       expect(service(name).depends_on).toEqual({
