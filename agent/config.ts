@@ -13,6 +13,10 @@ export interface AgentConfig {
   readonly servers: readonly string[];
   /** GANTRY_AGENT_TOKEN: one-time registration token from POST /api/machine (needed once). */
   readonly registrationToken: string | undefined;
+  /** GANTRY_AGENT_ENROLLMENT_KEY: a fleet's reusable enrollment key, instead of a token (needed once). */
+  readonly enrollmentKey: string | undefined;
+  /** GANTRY_AGENT_NAME: the machine name to enroll under (default: the host name). */
+  readonly machineName: string | undefined;
   /** GANTRY_AGENT_HOME: identity, package cache, task journal and work folders. */
   readonly homeDir: string;
   /**
@@ -86,6 +90,8 @@ export function parseAgentConfig(environment: NodeJS.ProcessEnv, argv: readonly 
   return {
     servers,
     registrationToken: vars.GANTRY_AGENT_TOKEN?.trim(),
+    enrollmentKey: vars.GANTRY_AGENT_ENROLLMENT_KEY?.trim(),
+    machineName: vars.GANTRY_AGENT_NAME?.trim(),
     homeDir: path.resolve(vars.GANTRY_AGENT_HOME?.trim() ?? path.join(homedir(), '.gantry-agent')),
     caFile,
     caFingerprint,

@@ -73,6 +73,7 @@ async function main(): Promise<void> {
     identity = await ensureIdentity({
       homeDir: config.homeDir,
       registrationToken: config.registrationToken,
+      enrollment: config.enrollmentKey ? { key: config.enrollmentKey, machineName: config.machineName } : undefined,
       servers: config.servers,
       credentials,
       info,

@@ -1939,6 +1939,177 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/machine/enrollment-key": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Gantry extension: lists the enrollment keys of a workspace (never the keys themselves) */
+        get: {
+            parameters: {
+                query: {
+                    workspaceId: string;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            enrollmentKeys: {
+                                enrollmentKeyId: string;
+                                workspaceId: string;
+                                name: string;
+                                environmentIds: string[];
+                                tagIds: string[];
+                                /** Format: date-time */
+                                createdUtc: string;
+                                expiresUtc: string | null;
+                                revokedUtc: string | null;
+                                lastUsedUtc: string | null;
+                                useCount: number;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        /** Gantry extension: creates a reusable enrollment key bound to environments and tags; agents started with it enroll themselves (the key is shown once) */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        workspaceId: string;
+                        name: string;
+                        environmentIds: string[];
+                        tagIds?: string[];
+                        /** @description Omitted: the key never expires (revoke it instead) */
+                        expiresInHours?: number;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            enrollmentKeyId: string;
+                            workspaceId: string;
+                            name: string;
+                            environmentIds: string[];
+                            tagIds: string[];
+                            /** Format: date-time */
+                            createdUtc: string;
+                            expiresUtc: string | null;
+                            revokedUtc: string | null;
+                            lastUsedUtc: string | null;
+                            useCount: number;
+                        } & {
+                            /** @description The secret, shown once (only its hash is stored) */
+                            enrollmentKey: string;
+                            /** @description The one line that installs an agent enrolling itself with this key */
+                            installCommand: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        /** Gantry extension: revokes an enrollment key; machines it enrolled keep working */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        enrollmentKeyId: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/agent/install.sh": {
         parameters: {
             query?: never;

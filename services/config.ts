@@ -62,12 +62,20 @@ export interface Config {
   metricsPort: number | null;
   /** The built agent (npm run build:agent) that GET /api/agent/install.sh installs (GANTRY_AGENT_BUNDLE_DIR, default dist/agent). */
   agentBundleDir: string;
+  /** Also run an agent on this computer in the bootstrap workspace (GANTRY_LOCAL_AGENT=1, or npm start -- --local-agent). */
+  localAgent: boolean;
+  /**
+   * An enrollment key chosen by the operator (GANTRY_BOOTSTRAP_ENROLLMENT_KEY, 32+ characters):
+   * created on start in the bootstrap workspace and all its environments, so a compose file's
+   * agents enroll themselves with no manual step.
+   */
+  bootstrapEnrollmentKey: string | null;
 }
 
 type Env = Record<string, string | undefined>;
 
 /** Checks every variable against the shared schema (environment/), then applies defaults and the pairing rules. */
-export function loadConfig(env: Env = process.env): Config {
+export function loadConfig(env: Env = process.env, argv: readonly string[] = []): Config {
   const vars = readEnvironment(env, SERVER_VARIABLES);
   const httpPort = vars.GANTRY_PORT ?? 8080;
   if (
@@ -116,5 +124,7 @@ export function loadConfig(env: Env = process.env): Config {
     agentLostTimeoutSeconds: vars.GANTRY_AGENT_LOST_TIMEOUT_SECONDS ?? 120,
     metricsPort: vars.GANTRY_METRICS_PORT === 'off' ? null : (vars.GANTRY_METRICS_PORT ?? 9464),
     agentBundleDir: path.resolve(vars.GANTRY_AGENT_BUNDLE_DIR ?? DEFAULT_AGENT_BUNDLE_DIR),
+    bootstrapEnrollmentKey: vars.GANTRY_BOOTSTRAP_ENROLLMENT_KEY ?? null,
+    localAgent: argv.includes('--local-agent') || vars.GANTRY_LOCAL_AGENT === '1' || vars.GANTRY_LOCAL_AGENT === 'true',
   };
 }

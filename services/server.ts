@@ -26,7 +26,7 @@ import {
   type Logger,
   type ReadinessCheck,
 } from './core/index.ts';
-import { bootstrap, type DomainDeps } from './domain/index.ts';
+import { bootstrap, ensureBootstrapEnrollmentKey, redeemEnrollmentKey, type DomainDeps } from './domain/index.ts';
 import {
   createDb,
   createStore,
@@ -176,6 +176,7 @@ export async function startServer(
           `  service account ID: ${result.generated.serviceAccountId}\n  API key: ${result.generated.apiKey}\n  (also written to ${file}, mode 0600)\n\n`,
       );
     }
+    if (config.bootstrapEnrollmentKey) await ensureBootstrapEnrollmentKey(deps, config.bootstrapEnrollmentKey);
     const blobs: BlobStore = config.azureStorageConnectionString
       ? await createAzureBlobStore({
           connectionString: config.azureStorageConnectionString,
@@ -232,6 +233,7 @@ export async function startServer(
       logger,
       heartbeatIntervalMs: heartbeatIntervalFor(config.agentLostTimeoutSeconds * 1000),
       tls: grpcTls,
+      enroll: (key, report) => redeemEnrollmentKey(deps.store, deps.clock, key, report),
     });
     await engine.start();
     let gatewayPort: number | null = await gateway.start(config.grpcPort, config.httpHost);
@@ -262,6 +264,8 @@ export async function startServer(
         address,
         grpcPort,
         metricsPort: metricsServer?.port,
+        // What agents pin (GANTRY_AGENT_CA_FINGERPRINT); public, like a certificate.
+        caFingerprint: grpcTls?.caFingerprint ?? null,
         embedded: embedded !== null,
         nats: config.natsUrl !== null,
       },

@@ -16,6 +16,8 @@ export interface AgentInfo {
 export interface EnsureIdentityOptions {
   readonly homeDir: string;
   readonly registrationToken: string | undefined;
+  /** A fleet's enrollment key, used when there is no token; machineName names the new machine. */
+  readonly enrollment?: { readonly key: string; readonly machineName: string | undefined } | undefined;
   readonly servers: readonly string[];
   readonly credentials: grpc.ChannelCredentials;
   readonly info: AgentInfo;
@@ -40,6 +42,7 @@ const FATAL_CODES = new Set([
   grpc.status.PERMISSION_DENIED,
   grpc.status.INVALID_ARGUMENT,
   grpc.status.NOT_FOUND,
+  grpc.status.ALREADY_EXISTS,
 ]);
 const REGISTER_DEADLINE_MS = 10_000;
 
@@ -50,9 +53,10 @@ export async function ensureIdentity(options: EnsureIdentityOptions): Promise<Ag
     return existing;
   }
   const token = options.registrationToken;
-  if (!token) {
+  const enrollment = token ? undefined : options.enrollment;
+  if (!token && !enrollment) {
     throw new RegistrationError(
-      `No identity in ${options.homeDir} and no GANTRY_AGENT_TOKEN: create the machine with POST /api/machine and start the agent with its registrationToken`,
+      `No identity in ${options.homeDir}, no GANTRY_AGENT_TOKEN and no GANTRY_AGENT_ENROLLMENT_KEY: create the machine with POST /api/machine and start the agent with its registrationToken (or use an enrollment key)`,
     );
   }
   for (let attempt = 0; ; attempt++) {
@@ -63,7 +67,12 @@ export async function ensureIdentity(options: EnsureIdentityOptions): Promise<Ag
       await waitForChannel(client, options.connectTimeoutMs ?? 5000);
       const response = await new Promise<{ machineId: string; agentCredential: string }>((resolve, reject) => {
         client.Register(
-          { registrationToken: token, ...options.info },
+          {
+            registrationToken: token ?? '',
+            enrollmentKey: enrollment?.key ?? '',
+            machineName: enrollment?.machineName ?? '',
+            ...options.info,
+          },
           new grpc.Metadata({ waitForReady: true }),
           { deadline: Date.now() + REGISTER_DEADLINE_MS },
           (error, value) => (error || !value ? reject(error ?? new Error('empty response')) : resolve(value)),
@@ -77,7 +86,9 @@ export async function ensureIdentity(options: EnsureIdentityOptions): Promise<Ag
       const status = error as Partial<grpc.ServiceError>;
       if (status.code !== undefined && FATAL_CODES.has(status.code)) {
         throw new RegistrationError(
-          `The control plane refused the registration token (${status.details ?? status.message}): create a new one with POST /api/machine`,
+          enrollment
+            ? `The control plane refused the enrollment (${status.details ?? status.message})`
+            : `The control plane refused the registration token (${status.details ?? status.message}): create a new one with POST /api/machine`,
         );
       }
       const delayMs = backoffDelayMs(attempt, options.backoff);

@@ -48,10 +48,11 @@ export function registerMachineAdd(machine: Command, io: Io): void {
             environmentIds,
             tagIds,
             registrationToken: created.registrationToken,
+            installCommand: created.installCommand,
             agentCommand,
           },
           (v) =>
-            `Added machine ${v.name} (${v.machineId}). Start its agent on the machine (the token works once, for 24 h):\n\n  ${v.agentCommand}\n`,
+            `Added machine ${v.name} (${v.machineId}). Install its agent on the machine as a service (Linux with Node.js >= 20; the token works once, for 24 h):\n\n  ${v.installCommand}\n\nOr run the agent by hand:\n\n  ${v.agentCommand}\n`,
         );
       },
     );

@@ -228,3 +228,13 @@ export {
   MAX_LOGS_PER_READ,
 } from './deployments.ts';
 export type { DeploymentView, DeploymentListQuery, TargetsView } from './deployments.ts';
+export { enrollLocalMachine } from './local-machine.ts';
+export {
+  createEnrollmentKey,
+  listEnrollmentKeys,
+  revokeEnrollmentKey,
+  ensureBootstrapEnrollmentKey,
+  redeemEnrollmentKey,
+  MAX_ENROLLMENT_KEY_HOURS,
+} from './enrollment-keys.ts';
+export type { EnrollmentResult, EnrollmentReport } from './enrollment-keys.ts';

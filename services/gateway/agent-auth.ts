@@ -8,6 +8,8 @@ import {
   redeemRegistrationToken,
   type AgentIdentityStore,
   type AgentMachine,
+  type EnrollmentReport,
+  type EnrollmentResult,
 } from '../domain/index.ts';
 import { grpcStatus } from './grpc-errors.ts';
 import {
@@ -18,6 +20,7 @@ import {
 } from './proto.ts';
 
 export type GatewayStore = AgentIdentityStore;
+export type Enroll = (enrollmentKey: string, report: EnrollmentReport) => Promise<EnrollmentResult>;
 export type AuthenticatedMachine = AgentMachine;
 
 const MAX_SECRET_LENGTH = 512;
@@ -26,7 +29,9 @@ export async function registerAgent(
   store: GatewayStore,
   clock: Clock,
   request: RegisterRequest,
+  enroll?: Enroll,
 ): Promise<RegisterResponse> {
+  if (request.enrollmentKey !== '') return enrollAgent(request, enroll);
   const refused = grpcStatus(
     grpc.status.UNAUTHENTICATED,
     'The registration token is unknown, already used or expired; create a new one with POST /api/machine/registration-token',
@@ -58,4 +63,26 @@ export async function authenticateAgent(store: GatewayStore, metadata: grpc.Meta
   const machine = await machineForCredential(store, machineId, credential);
   if (!machine) throw refused;
   return machine;
+}
+
+async function enrollAgent(request: RegisterRequest, enroll: Enroll | undefined): Promise<RegisterResponse> {
+  const key = request.enrollmentKey;
+  if (!enroll || key.length > MAX_SECRET_LENGTH)
+    throw grpcStatus(grpc.status.UNAUTHENTICATED, 'The enrollment key is unknown, revoked or expired');
+  const result = await enroll(key, request);
+  if (result.ok) return { machineId: result.machineId, agentCredential: result.credential };
+  switch (result.reason) {
+    case 'refused':
+      throw grpcStatus(grpc.status.UNAUTHENTICATED, 'The enrollment key is unknown, revoked or expired');
+    case 'invalid-name':
+      throw grpcStatus(
+        grpc.status.INVALID_ARGUMENT,
+        `Machine name '${(request.machineName || request.hostname).slice(0, 100)}' is not valid: letters, digits, '.', '_' and '-', at most 100 (set GANTRY_AGENT_NAME)`,
+      );
+    case 'name-taken':
+      throw grpcStatus(
+        grpc.status.ALREADY_EXISTS,
+        `A machine named '${(request.machineName || request.hostname).slice(0, 100)}' already exists in the workspace and was not enrolled with this key (set GANTRY_AGENT_NAME)`,
+      );
+  }
 }

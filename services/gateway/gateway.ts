@@ -5,7 +5,7 @@ import * as grpc from '@grpc/grpc-js';
 import { toError, type Clock, type Logger } from '../core/index.ts';
 import { EventSubject, isMessageEnvelope, type Bus, type EventMessage, type Subscription } from '../bus/index.ts';
 import type { AgentPort } from '../engine/index.ts';
-import { authenticateAgent, registerAgent, type GatewayStore } from './agent-auth.ts';
+import { authenticateAgent, registerAgent, type Enroll, type GatewayStore } from './agent-auth.ts';
 import { AgentSession, type AgentCall } from './agent-session.ts';
 import { grpcStatus, toGrpcStatus } from './grpc-errors.ts';
 import { DownloadSlots, streamPackage, type DownloadCall, type PackageSource } from './package-download.ts';
@@ -24,6 +24,8 @@ export interface GatewayOptions {
   tls?: { cert: string | Buffer; key: string | Buffer } | null;
   /** Sent in Welcome: how often agents send Heartbeat. */
   heartbeatIntervalMs: number;
+  /** Redeems a fleet's enrollment key (domain/enrollment-keys.ts); without it such a Register is refused. */
+  enroll?: Enroll;
 }
 
 /**
@@ -43,8 +45,9 @@ export interface Gateway {
   connectedMachineIds(): string[];
 }
 
-// HTTP/2 pings find dead agents (a vanished NAT entry, a powered-off host) within ~40 s even when
-// no message flows; grpc-js servers never penalise agent pings, so agents may ping as they like.
+// HTTP/2 pings find dead agents (a cut link, a vanished NAT entry, a powered-off host) within
+// ~15 s even when no message flows, so the machine reads Offline and its deployments say so well
+// within 30 s (test/system/network-cut.system.ts); grpc-js servers never penalise agent pings.
 // What one connection may cost is bounded too (agents are less trusted than the control plane):
 // 100 streams (an agent holds one Connect call and a few downloads; a load generator or a proxy
 // may carry many agents over one connection), 16 MB of HTTP/2 session
@@ -52,8 +55,8 @@ export interface Gateway {
 // at most 2 MiB (a log chunk holds at most 1 MiB of text; agents send 64 KiB).
 export const MAX_RECEIVE_BYTES = 2 * 1024 * 1024;
 const SERVER_CHANNEL_OPTIONS: grpc.ChannelOptions = {
-  'grpc.keepalive_time_ms': 30_000,
-  'grpc.keepalive_timeout_ms': 10_000,
+  'grpc.keepalive_time_ms': 10_000,
+  'grpc.keepalive_timeout_ms': 5_000,
   'grpc.keepalive_permit_without_calls': 1,
   'grpc.max_receive_message_length': MAX_RECEIVE_BYTES,
   'grpc.max_concurrent_streams': 100,
@@ -104,7 +107,7 @@ export function createGateway(options: GatewayOptions): Gateway {
 
   const handlers: AgentServiceHandlers = {
     Register(call, callback) {
-      registerAgent(options.store, options.clock, call.request).then(
+      registerAgent(options.store, options.clock, call.request, options.enroll).then(
         (response) => {
           logger.info({ machineId: response.machineId }, 'agent registered');
           callback(null, response);

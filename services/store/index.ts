@@ -12,6 +12,7 @@ import { environmentsStore } from './environments.ts';
 import { projectsStore } from './projects.ts';
 import { tagsStore } from './tags.ts';
 import { machinesStore } from './machines.ts';
+import { enrollmentKeysStore } from './enrollment-keys.ts';
 import { lifecyclesStore } from './lifecycles.ts';
 import { channelsStore } from './channels.ts';
 import { stepTemplatesStore } from './step-templates.ts';
@@ -40,6 +41,7 @@ function bind(db: Db) {
     projects: projectsStore(db),
     tags: tagsStore(db),
     machines: machinesStore(db),
+    enrollmentKeys: enrollmentKeysStore(db),
     lifecycles: lifecyclesStore(db),
     channels: channelsStore(db),
     stepTemplates: stepTemplatesStore(db),
@@ -104,6 +106,8 @@ export { LogLevel } from './deployment-logs.ts';
 export type { TargetMachine } from './deployment-machines.ts';
 export type { Tag } from './tags.ts';
 export type { Machine, MachineEnvironment, AgentInfo } from './machines.ts';
+export type { EnrollmentKey } from './enrollment-keys.ts';
+export { MAX_LISTED_ENROLLMENT_KEYS } from './enrollment-keys.ts';
 export { ProgressRequirement, ProgressRequirementErrorMode, HowToTrigger } from './lifecycles.ts';
 export type { Lifecycle, Phase, PhaseEnvironment, PhaseFields } from './lifecycles.ts';
 export type { Channel, ChannelPatch, PackageRule } from './channels.ts';

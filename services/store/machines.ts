@@ -39,6 +39,8 @@ export interface Machine {
   /** As the agent last reported them; null when it never did (an older agent). */
   interpreters: string[] | null;
   homeFreeBytes: number | null;
+  /** The enrollment key this machine enrolled itself with; null when created with POST /api/machine. */
+  enrollmentKeyId: string | null;
   /** Live (non-deleted) environments only, in their workspace order. */
   environments: MachineEnvironment[];
 }
@@ -61,6 +63,7 @@ interface MachineRow {
   interpreters: string[] | null;
   /** bigint: pg returns it as a string. */
   home_free_bytes: string | number | null;
+  enrollment_key_id: string | null;
 }
 
 function toMachine(row: MachineRow, environments: MachineEnvironment[]): Machine {
@@ -78,6 +81,7 @@ function toMachine(row: MachineRow, environments: MachineEnvironment[]): Machine
     hostname: row.hostname,
     interpreters: row.interpreters,
     homeFreeBytes: row.home_free_bytes === null ? null : Number(row.home_free_bytes),
+    enrollmentKeyId: row.enrollment_key_id,
     environments,
   };
 }
@@ -126,6 +130,13 @@ export function machinesStore(db: Db) {
   return {
     async get(id: string): Promise<Machine | null> {
       return one(await machines().where({ id }).first());
+    },
+
+    /** Names are unique per workspace, case-insensitively. */
+    async findByName(workspaceId: string, name: string): Promise<Machine | null> {
+      return one(
+        await machines().where({ workspace_id: workspaceId }).whereRaw('lower(name) = lower(?)', [name]).first(),
+      );
     },
 
     /** `filter`: a name substring, and a status given as "seen since" (Online) or not (Offline), or unregistered (Pending). */
@@ -238,6 +249,35 @@ export function machinesStore(db: Db) {
       if (at) row.last_seen_at = at;
       const updated = await machines().where({ id }).whereNotNull('registration_token_hash').update(row);
       return updated > 0;
+    },
+
+    /** A machine an enrollment key created: registered at once, with its agent's credential. */
+    async insertEnrolled(
+      machine: { id: string; workspaceId: string; name: string; tagIds: string[]; environmentIds: string[] },
+      enrollment: { enrollmentKeyId: string; credentialHash: string; info: AgentInfo; at: Date },
+    ): Promise<void> {
+      await machines().insert({
+        id: machine.id,
+        workspace_id: machine.workspaceId,
+        name: machine.name,
+        tag_ids: machine.tagIds,
+        enrollment_key_id: enrollment.enrollmentKeyId,
+        agent_credential_hash: enrollment.credentialHash,
+        last_seen_at: enrollment.at,
+        ...infoColumns(enrollment.info),
+      });
+      if (machine.environmentIds.length > 0) {
+        await db('machine_environments').insert(
+          machine.environmentIds.map((environmentId) => ({ machine_id: machine.id, environment_id: environmentId })),
+        );
+      }
+    },
+
+    /** A re-enrolled machine's new credential: the old one stops working. */
+    async replaceCredential(id: string, credentialHash: string, info: AgentInfo, at: Date): Promise<void> {
+      await machines()
+        .where({ id })
+        .update({ ...infoColumns(info), agent_credential_hash: credentialHash, last_seen_at: at });
     },
 
     /** The machine whose agent holds this credential, or null. Disabled machines are returned too. */

@@ -534,6 +534,11 @@ describe('names or IDs, JSON output, JAWS_* variables', () => {
     expect(added.agentCommand).toBe(
       `GANTRY_SERVER=${plane.grpcAddress} GANTRY_AGENT_TOKEN=${added.registrationToken} GANTRY_AGENT_CA_FINGERPRINT=${plane.caFingerprint} node gantry-agent.mjs`,
     );
+    expect(added.installCommand).toMatch(
+      new RegExp(
+        `^curl -fsSL \\S+/api/agent/install\\.sh \\| sudo sh -s -- --server \\S+ --token ${added.registrationToken}$`,
+      ),
+    );
     const variables = Object.fromEntries(
       [...(added.agentCommand as string).matchAll(/(GANTRY_\w+)=(\S+)/g)].map((m) => [m[1], m[2]]),
     );

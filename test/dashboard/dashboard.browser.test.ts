@@ -322,7 +322,11 @@ describe('dashboard in Chromium', () => {
     await page.getByRole('button', { name: 'Add machine' }).click();
     await page.getByLabel('Machine name').fill('web-2');
     await page.getByRole('button', { name: 'Create machine' }).click();
-    const command = await page.getByRole('region', { name: 'Registration command' }).locator('pre').textContent();
+    const commands = page.getByRole('region', { name: 'Registration command' }).locator('pre');
+    expect(await commands.first().textContent()).toMatch(
+      /^curl -fsSL http:\/\/127\.0\.0\.1:\d+\/api\/agent\/install\.sh \| sudo sh -s -- --server 127\.0\.0\.1:\d+ --token \S+ --ca-fingerprint \S+$/,
+    );
+    const command = await commands.nth(1).textContent();
     expect(command).toMatch(
       /^GANTRY_SERVER=127\.0\.0\.1:\d+ GANTRY_AGENT_TOKEN=\S+ GANTRY_AGENT_CA_FINGERPRINT=([0-9A-F]{2}:){31}[0-9A-F]{2} node gantry-agent\.mjs$/,
     );

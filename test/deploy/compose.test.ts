@@ -46,16 +46,23 @@ function env(name: string): Record<string, string> {
 /** Values for the required variables, shaped as the configuration schema accepts them. */
 const REQUIRED_SAMPLES: Record<string, string> = { GANTRY_MASTER_KEY: Buffer.alloc(32, 7).toString('base64') };
 
-/** Resolves compose interpolation as `docker compose` would with the required variables set. */
+/** A service's environment as compose would pass it, with sample values for the required variables. */
+function interpolated(name: string): Record<string, string> {
+  return Object.fromEntries(Object.entries(env(name)).map(([k, v]) => [k, interpolate(v)]));
+}
+
 function interpolate(value: string): string {
   return value.replace(/\$\{(\w+)(?::([-?])([^}]*))?\}/g, (_m, variable: string, kind?: string, rest?: string) =>
-    kind === '-' ? (rest ?? '') : (REQUIRED_SAMPLES[variable] ?? `<${variable}>`),
+    kind === '-'
+      ? (rest ?? '')
+      : (REQUIRED_SAMPLES[variable] ??
+        (variable.endsWith('ENROLLMENT_KEY') ? `sample-${variable}-0123456789` : `<${variable}>`)),
   );
 }
 
 /** The control plane's configuration as a replica's environment gives it. */
 function configOf(name: string) {
-  return loadConfig(Object.fromEntries(Object.entries(env(name)).map(([k, v]) => [k, interpolate(v)])));
+  return loadConfig(interpolated(name));
 }
 
 describe('docker-compose.yml', () => {
@@ -98,6 +105,7 @@ describe('docker-compose.yml', () => {
       // The control plane's own config parser accepts exactly this environment.
       const config = loadConfig(Object.fromEntries(Object.entries(variables).map(([k, v]) => [k, interpolate(v)])));
       expect(config.natsUrl).toBe('nats://nats:4222');
+      expect(config.bootstrapEnrollmentKey).toBe('sample-GANTRY_ENROLLMENT_KEY-0123456789');
       expect(config.databaseUrl).toContain('@postgres:5432/');
       expect(replica.ports).toEqual([`${config.httpPort}:${config.httpPort}`, `${config.grpcPort}:${config.grpcPort}`]);
       return [config.httpPort, config.grpcPort];
@@ -105,13 +113,16 @@ describe('docker-compose.yml', () => {
     expect(new Set(ports.flat()).size).toBe(4);
   });
 
-  it('lists both replicas in every agent and takes its token from the environment', () => {
+  it('lists both replicas in every agent, which enroll themselves with the key the replicas create and pin their CA', () => {
     const grpcTargets = replicas.map((name) => `${name}:${configOf(name).grpcPort}`);
     const homes = agents.map((name) => {
       const agent = service(name);
       expect(agent.command).toEqual(['npm', 'run', 'agent']);
       expect(env(name).GANTRY_SERVER?.split(',')).toEqual(grpcTargets);
-      expect(env(name).GANTRY_AGENT_TOKEN).toMatch(/^\$\{GANTRY_AGENT_\d_TOKEN[:?}-]/);
+      // No manual token step: the replicas create GANTRY_ENROLLMENT_KEY as an enrollment key.
+      expect(env(name).GANTRY_AGENT_ENROLLMENT_KEY).toBe('${GANTRY_ENROLLMENT_KEY:?set GANTRY_ENROLLMENT_KEY}');
+      expect(env(name).GANTRY_AGENT_TOKEN).toBeUndefined();
+      expect(env(name).GANTRY_AGENT_NAME).toBe(name);
       // TLS pinned to the replicas' shared CA: never plaintext.
       expect(env(name).GANTRY_AGENT_CA_FINGERPRINT).toMatch(/^\$\{GANTRY_AGENT_CA_FINGERPRINT[:?}-]/);
       expect(env(name).GANTRY_AGENT_INSECURE).toBeUndefined();

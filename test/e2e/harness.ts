@@ -127,6 +127,8 @@ export async function startControlPlane(
     nodeArgs?: string[];
     /** 'own': the plane creates its CA at first start, as a fresh install does (else the run's shared one). */
     agentCa?: 'shared' | 'own';
+    /** Arguments of services/main.ts (npm start -- …), e.g. --local-agent. */
+    args?: string[];
   } = {},
 ): Promise<ControlPlane> {
   const httpPort = options.ports?.http ?? (await freePort());
@@ -160,7 +162,14 @@ export async function startControlPlane(
   // As `npm start` runs it (its default GANTRY_HEAP_MB): the heap limit also sets how far V8 lets
   // garbage pile up between full collections (4× the live heap from a 2 GiB limit up).
   const { child, output } = spawnNode(
-    ['--max-old-space-size=1536', ...(options.nodeArgs ?? []), '--import', 'tsx', 'services/main.ts'],
+    [
+      '--max-old-space-size=1536',
+      ...(options.nodeArgs ?? []),
+      '--import',
+      'tsx',
+      'services/main.ts',
+      ...(options.args ?? []),
+    ],
     env,
   );
   const url = `http://127.0.0.1:${httpPort}`;

@@ -13,6 +13,7 @@ export type Key =
   | 'environment'
   | 'tag'
   | 'machine'
+  | 'enrollmentKey'
   | 'lifecycle'
   | 'phase'
   | 'project'
@@ -49,6 +50,7 @@ const KEY_OF: Record<string, Key | ((url: string) => Key)> = {
   machineid: 'machine',
   machinefilter: 'machine',
   machineidfilter: 'machine',
+  enrollmentkeyid: 'enrollmentKey',
   lifecycleid: 'lifecycle',
   phaseid: 'phase',
   projectid: 'project',
@@ -194,6 +196,11 @@ export async function createResourceSet(
       a.post('/api/machine', { workspaceId, name: `${prefix}-machine`, environmentIds: [environment], tagIds: [tag] }),
     )
   ).machineId;
+  const enrollmentKey = (
+    await ok(
+      a.post('/api/machine/enrollment-key', { workspaceId, name: `${prefix}-fleet`, environmentIds: [environment] }),
+    )
+  ).enrollmentKeyId;
   const lifecycle = (
     await ok(
       a.post('/api/lifecycle', {
@@ -341,6 +348,7 @@ export async function createResourceSet(
     environment,
     tag,
     machine,
+    enrollmentKey,
     lifecycle,
     phase,
     project,

@@ -215,4 +215,28 @@ describe('curl … /api/agent/install.sh | sudo sh under a real systemd', () => 
     ).toBe('');
     await waitFor(async () => (await machine())?.status === 'Offline', { timeoutMs: 30_000, intervalMs: 250 });
   });
+
+  it('enrolls itself with a fleet enrollment key and --name, then uninstalls again', async () => {
+    const key = await client.post('/api/machine/enrollment-key', {
+      workspaceId,
+      name: 'nspawn fleet',
+      environmentIds: [staging],
+    });
+    expect(key.status).toBe(200);
+    const installed = await host.run(`${key.body.installCommand} --name fleet-host-1`, { timeoutMs: 120_000 });
+    expect(installed.code, installed.stderr).toBe(0);
+    const enrolled = await waitFor(
+      async () =>
+        (
+          (await client.get('/api/machine', { workspaceId, take: '100' })).body.machines as Array<{
+            name: string;
+            status: string;
+          }>
+        ).find((m) => m.name === 'fleet-host-1' && m.status === 'Online'),
+      { timeoutMs: 30_000, intervalMs: 250, description: 'the enrolled machine online' },
+    );
+    expect(enrolled.name).toBe('fleet-host-1');
+    expect((await host.run(`curl -fsSL ${plane.url}/api/agent/install.sh | sh -s -- --uninstall`)).code).toBe(0);
+    expect((await host.run('id gantry-agent')).code).not.toBe(0);
+  });
 });

@@ -1,4 +1,4 @@
-/** Add a machine: name and environments; the answer's one-time token becomes the agent's command line. */
+/** Add a machine: name and environments; the answer's one-time token becomes the one-line install (and the manual command). */
 import { useState, type FormEvent } from 'react';
 import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { api, messageOf, unwrap } from '../api/client.ts';
@@ -31,9 +31,10 @@ export function AddMachineForm({
     return (
       <div className="panel" role="region" aria-label="Registration command">
         <h2>Start the agent on {name}</h2>
+        <p>On the machine (Linux with Node.js 20 or later), within 24 hours, install the agent as a systemd service:</p>
+        <pre className="command">{add.data.installCommand}</pre>
         <p>
-          Copy <code>dist/agent/</code> (built by <code>npm run build:agent</code>) to the machine and run, within 24
-          hours:
+          Or copy <code>dist/agent/</code> (built by <code>npm run build:agent</code>) to the machine and run:
         </p>
         <pre className="command">{command}</pre>
         <p className="small muted">The token is shown only now; it registers one agent.</p>

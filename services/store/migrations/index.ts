@@ -14,6 +14,7 @@ import * as alterMachinesSessions from './202611231010_alter_machines_sessions.t
 import * as createDeploymentLogChunks from './202611231020_create_deployment_log_chunks.ts';
 import * as dashboardSessions from './202611232000_dashboard_sessions.ts';
 import * as machineHealth from './202611241000_machine_health.ts';
+import * as enrollmentKeys from './202611241010_enrollment_keys.ts';
 
 export interface Migration {
   up(knex: Knex): Promise<void>;
@@ -32,4 +33,5 @@ export const migrations: ReadonlyArray<readonly [string, Migration]> = [
   ['202611231020_create_deployment_log_chunks', createDeploymentLogChunks],
   ['202611232000_dashboard_sessions', dashboardSessions],
   ['202611241000_machine_health', machineHealth],
+  ['202611241010_enrollment_keys', enrollmentKeys],
 ];

@@ -26,6 +26,7 @@ const machine: Machine = {
   hostname: null,
   interpreters: null,
   homeFreeBytes: null,
+  enrollmentKeyId: null,
   environments: [],
 };
 const completed: string[] = [];

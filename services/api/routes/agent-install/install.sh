@@ -204,9 +204,9 @@ umask 077
   echo "# Written by the Gantry agent installer; re-run it to change these (it keeps what you do not pass)."
   echo "GANTRY_SERVER=$server"
   echo "GANTRY_AGENT_HOME=$HOME_DIR"
-  # A used token is worthless; once the agent has its identity the token is dropped.
+  # Once the agent has its identity, the token (worthless now) and the fleet's key are dropped.
   if [ "$registered" = no ] && [ -n "$token" ]; then echo "GANTRY_AGENT_TOKEN=$token"; fi
-  if [ -n "$enrollment_key" ]; then echo "GANTRY_AGENT_ENROLLMENT_KEY=$enrollment_key"; fi
+  if [ "$registered" = no ] && [ -n "$enrollment_key" ]; then echo "GANTRY_AGENT_ENROLLMENT_KEY=$enrollment_key"; fi
   if [ -n "$name" ]; then echo "GANTRY_AGENT_NAME=$name"; fi
   if [ -f "$CONF_DIR/ca.pem" ]; then echo "GANTRY_AGENT_CA_FILE=$CONF_DIR/ca.pem"; fi
   if [ -n "$ca_fingerprint" ]; then echo "GANTRY_AGENT_CA_FINGERPRINT=$ca_fingerprint"; fi

@@ -11,9 +11,12 @@ import {
   renewRegistrationToken,
   setMachineEnvironments,
   updateMachine,
+  createEnrollmentKey,
+  listEnrollmentKeys,
+  revokeEnrollmentKey,
   type MachineView,
 } from '../../../domain/index.ts';
-import type { MachineEnvironment } from '../../../store/index.ts';
+import type { EnrollmentKey, MachineEnvironment } from '../../../store/index.ts';
 import { errorResponses } from '../../schemas.ts';
 import type { Routes } from '../route-types.ts';
 import { agentInstallCommand } from '../agent-install/install-command.ts';
@@ -30,6 +33,11 @@ import {
   RegistrationTokenResponse,
   SetMachineEnvironmentsBody,
   UpdateMachineBody,
+  CreateEnrollmentKeyBody,
+  CreatedEnrollmentKey,
+  EnrollmentKeyIdBody,
+  EnrollmentKeyList,
+  WorkspaceIdQuery,
 } from './schemas.ts';
 
 const tags = ['machines'];
@@ -53,6 +61,23 @@ function toMachineDto(m: MachineView) {
     healthReasons: m.healthReasons,
     interpreters: m.interpreters,
     freeDiskBytes: m.homeFreeBytes,
+  };
+}
+
+const iso = (date: Date | null) => date?.toISOString() ?? null;
+
+function toEnrollmentKeyDto(k: EnrollmentKey) {
+  return {
+    enrollmentKeyId: k.id,
+    workspaceId: k.workspaceId,
+    name: k.name,
+    environmentIds: k.environmentIds,
+    tagIds: k.tagIds,
+    createdUtc: k.createdUtc.toISOString(),
+    expiresUtc: iso(k.expiresUtc),
+    revokedUtc: iso(k.revokedUtc),
+    lastUsedUtc: iso(k.lastUsedUtc),
+    useCount: k.useCount,
   };
 }
 
@@ -234,6 +259,67 @@ export const machineRoutes: Routes = async (app) => {
     },
     async (request, reply) => {
       await removeMachineEnvironment(deps, request.principal, request.body);
+      return reply.send();
+    },
+  );
+
+  app.post(
+    '/api/machine/enrollment-key',
+    {
+      schema: {
+        tags,
+        summary:
+          'Gantry extension: creates a reusable enrollment key bound to environments and tags; agents started with it enroll themselves (the key is shown once)',
+        body: CreateEnrollmentKeyBody,
+        response: { 200: CreatedEnrollmentKey, ...errorResponses },
+      },
+      config: manage,
+    },
+    async (request) => {
+      const { key, enrollmentKey } = await createEnrollmentKey(deps, request.principal, request.body);
+      return {
+        ...toEnrollmentKeyDto(key),
+        enrollmentKey,
+        installCommand: agentInstallCommand({
+          publicUrl: deps.publicUrl ?? `${request.protocol}://${request.host}`,
+          agentServer: deps.agentServer ?? `${request.hostname}:8081`,
+          enrollmentKey,
+        }),
+      };
+    },
+  );
+
+  app.get(
+    '/api/machine/enrollment-key',
+    {
+      schema: {
+        tags,
+        summary: 'Gantry extension: lists the enrollment keys of a workspace (never the keys themselves)',
+        querystring: WorkspaceIdQuery,
+        response: { 200: EnrollmentKeyList, ...errorResponses },
+      },
+      config: manage,
+    },
+    async (request) => ({
+      enrollmentKeys: (await listEnrollmentKeys(deps, request.principal, request.query.workspaceId)).map(
+        toEnrollmentKeyDto,
+      ),
+    }),
+  );
+
+  app.delete(
+    '/api/machine/enrollment-key',
+    {
+      schema: {
+        tags,
+        summary: 'Gantry extension: revokes an enrollment key; machines it enrolled keep working',
+        body: EnrollmentKeyIdBody,
+        response: errorResponses,
+      },
+      config: manage,
+    },
+    async (request, reply) => {
+      await revokeEnrollmentKey(deps, request.principal, request.body.enrollmentKeyId);
       return reply.send();
     },
   );

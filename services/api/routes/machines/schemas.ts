@@ -75,3 +75,38 @@ export const MachineEnvironmentsResponse = Type.Object({
 });
 export const SetMachineEnvironmentsBody = Type.Object({ machineId: Id, environmentIds: IdList });
 export const MachineEnvironmentBody = Type.Object({ machineId: Id, environmentId: Id });
+
+export const CreateEnrollmentKeyBody = Type.Object({
+  workspaceId: Id,
+  name: Name,
+  environmentIds: Type.Array(Id, { minItems: 1, maxItems: 500 }),
+  tagIds: Type.Optional(IdList),
+  expiresInHours: Type.Optional(
+    Type.Integer({ minimum: 1, maximum: 24 * 366, description: 'Omitted: the key never expires (revoke it instead)' }),
+  ),
+});
+
+export const EnrollmentKeySchema = Type.Object({
+  enrollmentKeyId: Id,
+  workspaceId: Id,
+  name: Type.String(),
+  environmentIds: Type.Array(Id),
+  tagIds: Type.Array(Id),
+  createdUtc: Type.String({ format: 'date-time' }),
+  expiresUtc: Nullable(Type.String({ format: 'date-time' })),
+  revokedUtc: Nullable(Type.String({ format: 'date-time' })),
+  lastUsedUtc: Nullable(Type.String({ format: 'date-time' })),
+  useCount: Type.Integer(),
+});
+
+export const CreatedEnrollmentKey = Type.Intersect([
+  EnrollmentKeySchema,
+  Type.Object({
+    enrollmentKey: Type.String({ description: 'The secret, shown once (only its hash is stored)' }),
+    installCommand: Type.String({ description: 'The one line that installs an agent enrolling itself with this key' }),
+  }),
+]);
+
+export const EnrollmentKeyList = Type.Object({ enrollmentKeys: Type.Array(EnrollmentKeySchema) });
+export const WorkspaceIdQuery = Type.Object({ workspaceId: Id });
+export const EnrollmentKeyIdBody = Type.Object({ enrollmentKeyId: Id });

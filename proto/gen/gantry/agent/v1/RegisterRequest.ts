@@ -6,6 +6,8 @@ export interface RegisterRequest {
   'hostname'?: (string);
   'os'?: (string);
   'agentVersion'?: (string);
+  'enrollmentKey'?: (string);
+  'machineName'?: (string);
 }
 
 export interface RegisterRequest__Output {
@@ -13,4 +15,6 @@ export interface RegisterRequest__Output {
   'hostname': (string);
   'os': (string);
   'agentVersion': (string);
+  'enrollmentKey': (string);
+  'machineName': (string);
 }

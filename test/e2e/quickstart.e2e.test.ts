@@ -1,0 +1,85 @@
+/**
+ * The quickstart on one machine (README): the control plane started with --local-agent on the
+ * embedded default also runs an agent on this computer, enrolled in the bootstrap workspace, so
+ * the first deployment needs no second machine. A restart keeps the same machine (no duplicate,
+ * no new token needed), and the control plane's secrets never reach a deployment script.
+ */
+import { afterAll, describe, expect, it } from 'vitest';
+import { hostname } from 'node:os';
+import path from 'node:path';
+import { agentBundle } from '../helpers/agent-bundle.ts';
+import { waitFor } from '../helpers/wait-for.ts';
+import {
+  api,
+  bashProject,
+  cleanup,
+  logsOf,
+  releaseAndDeploy,
+  startControlPlane,
+  tempDir,
+  waitForDeployment,
+  workspaceOf,
+  type ControlPlane,
+} from './harness.ts';
+
+describe('npm start -- --local-agent', () => {
+  afterAll(async () => {
+    await cleanup();
+  });
+
+  const dataDir = tempDir('gantry-quickstart-');
+  const start = (env: Record<string, string>) =>
+    startControlPlane({ dataDir, env: { GANTRY_AGENT_BUNDLE_DIR: path.dirname(agentBundle()), ...env } });
+
+  async function onlineMachines(plane: ControlPlane) {
+    const client = api(plane.url);
+    const { workspaceId } = await workspaceOf(client);
+    return waitFor(
+      async () => {
+        const machines = (await client.get('/api/machine', { workspaceId, take: '100' })).body.machines as Array<{
+          machineId: string;
+          name: string;
+          status: string;
+          environments: Array<{ name: string }>;
+        }>;
+        return machines.length === 1 && machines[0]!.status === 'Online' ? machines : null;
+      },
+      { timeoutMs: 60_000, intervalMs: 250, description: 'the local agent to come online' },
+    );
+  }
+
+  let machineId: string;
+
+  it('runs an agent on this computer in the bootstrap workspace, and a first deployment on it', async () => {
+    const plane = await start({ GANTRY_LOCAL_AGENT: '1' });
+    const [machine] = await onlineMachines(plane);
+    machineId = machine!.machineId;
+    expect(machine!.name).toBe(`local-${hostname()}`.slice(0, 66).replace(/[^A-Za-z0-9.-]/g, '-'));
+    expect(machine!.environments.map((e) => e.name).sort()).toEqual(['Production', 'Staging']);
+
+    const client = api(plane.url);
+    const { workspaceId, defaultLifecycleId } = await workspaceOf(client);
+    const { projectId } = await bashProject(client, workspaceId, defaultLifecycleId, [
+      { name: 'Hello', script: 'echo "hello from $(hostname)"; env | grep -c -E "^(DATABASE_URL|GANTRY_)" || true' },
+    ]);
+    const [deploymentId] = await releaseAndDeploy(client, projectId, ['Staging']);
+    expect((await waitForDeployment(client, deploymentId!)).Status).toBe('Completed');
+    const lines = (await logsOf(client, deploymentId!)).map((l) => l.Data);
+    expect(lines).toContain(`hello from ${hostname()}`);
+    // No DATABASE_URL, no GANTRY_* (bootstrap key, master key) in the script's environment.
+    expect(lines).toContain('0');
+
+    plane.child.kill('SIGTERM');
+    await new Promise((resolve) => plane.child.once('exit', resolve));
+  });
+
+  it('keeps the same machine across a restart (argument form), with no duplicate', async () => {
+    const plane = await startControlPlane({
+      dataDir,
+      env: { GANTRY_AGENT_BUNDLE_DIR: path.dirname(agentBundle()) },
+      args: ['--local-agent'],
+    });
+    const machines = await onlineMachines(plane);
+    expect(machines.map((m) => m.machineId)).toEqual([machineId]);
+  });
+});
