@@ -30,6 +30,7 @@ import { packagesStore } from './packages.ts';
 import { idempotencyKeysStore } from './idempotency-keys.ts';
 import { dashboardSessionsStore } from './dashboard-sessions.ts';
 import { dashboardReadsStore } from './dashboard-reads.ts';
+import { auditEventsStore } from './audit-events.ts';
 
 function bind(db: Db) {
   return {
@@ -58,6 +59,7 @@ function bind(db: Db) {
     idempotencyKeys: idempotencyKeysStore(db),
     dashboardSessions: dashboardSessionsStore(db),
     dashboardReads: dashboardReadsStore(db),
+    auditEvents: auditEventsStore(db),
   };
 }
 
@@ -103,6 +105,7 @@ export { MAX_LOG_PAGE_BYTES } from './deployment-logs.ts';
 export { LogLevel } from './deployment-logs.ts';
 export type { TargetMachine } from './deployment-machines.ts';
 export type { Tag } from './tags.ts';
+export type { AuditEvent, AuditFilter } from './audit-events.ts';
 export type { Machine, MachineEnvironment, AgentInfo } from './machines.ts';
 export { ProgressRequirement, ProgressRequirementErrorMode, HowToTrigger } from './lifecycles.ts';
 export type { Lifecycle, Phase, PhaseEnvironment, PhaseFields } from './lifecycles.ts';
