@@ -7790,6 +7790,94 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/audit": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Lists audit events newest first: changes through the API and sign-in attempts. With workspaceId (or for a workspace account, by default) the events of that workspace (View); an organization-wide Admin without workspaceId: events outside any workspace (service accounts, settings, sign-ins) */
+        get: {
+            parameters: {
+                query?: {
+                    workspaceId?: string;
+                    resourceType?: string;
+                    resourceId?: string;
+                    accountId?: string;
+                    /** @description Events at or after this time */
+                    from?: string;
+                    /** @description Events before this time */
+                    to?: string;
+                    skip?: number;
+                    take?: number;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            events: {
+                                eventId: string;
+                                /** Format: date-time */
+                                occurredUtc: string;
+                                workspaceId: string | null;
+                                accountId: string | null;
+                                accountName: string | null;
+                                /** @description create, update, delete, deploy, promote, cancel, clone, sign-in, sign-in-failed, … */
+                                action: string;
+                                /** @description The route's resource path, e.g. project, project/step, release */
+                                resourceType: string;
+                                resourceId: string | null;
+                                /** @description The resource as the API showed it before (no secrets); null when unknown */
+                                before: unknown;
+                                /** @description The resource after, or the answer (no secrets); for an update seen no other way: { changed: [fields] } */
+                                after: unknown;
+                                address: string | null;
+                                requestId: string | null;
+                                /** @description HTTP status of the answer */
+                                status: number;
+                            }[];
+                            totalCount: number;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {

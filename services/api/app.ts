@@ -7,6 +7,7 @@ import swagger from '@fastify/swagger';
 import { Ajv } from 'ajv';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Capability, Logger, Metrics } from '../core/index.ts';
+import { registerAudit, requestScopedDeps } from './plugins/audit.ts';
 import { registerAuthentication } from './plugins/auth.ts';
 import { registerDashboardFiles } from './plugins/dashboard-files.ts';
 import { clientError, frameworkError, registerErrorHandling } from './plugins/errors.ts';
@@ -53,7 +54,9 @@ function validators() {
   return { body: new Ajv({ ...common, coerceTypes: false }), query: new Ajv({ ...common, coerceTypes: 'array' }) };
 }
 
-export async function buildApp(deps: ApiDeps, options: BuildAppOptions): Promise<FastifyInstance> {
+export async function buildApp(rootDeps: ApiDeps, options: BuildAppOptions): Promise<FastifyInstance> {
+  // The routes' store is the request's transaction while a change runs (plugins/audit.ts).
+  const deps = requestScopedDeps(rootDeps);
   const app = Fastify({
     // Widened on purpose: typed as pino's Logger, the instance's route types no longer fit FastifyInstance.
     // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-assertion
@@ -105,6 +108,7 @@ export async function buildApp(deps: ApiDeps, options: BuildAppOptions): Promise
   registerErrorHandling(app);
   registerInputNormalization(app);
   registerAuthentication(app, deps);
+  registerAudit(app, rootDeps);
 
   await app.register(swagger, {
     // Shared schemas keep their $id as their name in the document (ErrorBody, not def-0).

@@ -10,6 +10,9 @@ export { getDeploymentPage, getMachinesPage, getTopology } from './dashboard-det
 export type { DeploymentPageView, MachinesPageView, TopologyView } from './dashboard-details.ts';
 export type { DeploymentEvent, FollowOptions } from './deployment-events.ts';
 export { authenticate } from './authentication.ts';
+export { listAuditEvents, recordChange, recordSignIn, withoutSecrets } from './audit.ts';
+export type { AuditQuery, ChangeRecord } from './audit.ts';
+export type { AuditEvent } from '../store/index.ts';
 export { redeemRegistrationToken, machineForCredential } from './agent-identity.ts';
 export type { AgentIdentityStore, AgentMachine, AgentSelfReport } from './agent-identity.ts';
 // Whether a failure is the database being unavailable (the API answers 503 and asks to retry).

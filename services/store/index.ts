@@ -31,6 +31,7 @@ import { packagesStore } from './packages.ts';
 import { idempotencyKeysStore } from './idempotency-keys.ts';
 import { dashboardSessionsStore } from './dashboard-sessions.ts';
 import { dashboardReadsStore } from './dashboard-reads.ts';
+import { auditEventsStore } from './audit-events.ts';
 
 function bind(db: Db) {
   return {
@@ -60,6 +61,7 @@ function bind(db: Db) {
     idempotencyKeys: idempotencyKeysStore(db),
     dashboardSessions: dashboardSessionsStore(db),
     dashboardReads: dashboardReadsStore(db),
+    auditEvents: auditEventsStore(db),
   };
 }
 
@@ -105,6 +107,7 @@ export { MAX_LOG_PAGE_BYTES } from './deployment-logs.ts';
 export { LogLevel } from './deployment-logs.ts';
 export type { TargetMachine } from './deployment-machines.ts';
 export type { Tag } from './tags.ts';
+export type { AuditEvent, AuditFilter } from './audit-events.ts';
 export type { Machine, MachineEnvironment, AgentInfo } from './machines.ts';
 export type { EnrollmentKey } from './enrollment-keys.ts';
 export { MAX_LISTED_ENROLLMENT_KEYS } from './enrollment-keys.ts';

@@ -40,6 +40,9 @@ const isWorkspaceVariableRoute = (url: string) =>
   url.startsWith('/api/workspace-variable') || url === '/api/project/workspace-variable';
 const KEY_OF: Record<string, Key | ((url: string) => Key)> = {
   workspaceid: 'workspace',
+  // GET /api/audit's filters: any resource's ID, an account's ID.
+  resourceid: 'project',
+  accountid: 'serviceAccount',
   environmentid: 'environment',
   environmentids: 'environment',
   environments: 'environment',

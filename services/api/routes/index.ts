@@ -24,6 +24,7 @@ import { sessionRoutes } from './sessions/index.ts';
 import { dashboardRoutes } from './dashboard/index.ts';
 import { dashboardChangeRoutes } from './dashboard/changes.ts';
 import { healthRoutes } from './health/index.ts';
+import { auditRoutes } from './audit/index.ts';
 
 const all: Routes[] = [
   accountRoutes,
@@ -50,6 +51,7 @@ const all: Routes[] = [
   dashboardRoutes,
   dashboardChangeRoutes,
   healthRoutes,
+  auditRoutes,
 ];
 
 export const registerRoutes: Routes = async (app) => {

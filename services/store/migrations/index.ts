@@ -13,6 +13,7 @@ import * as createIdempotencyKeys from './202611231000_create_idempotency_keys.t
 import * as alterMachinesSessions from './202611231010_alter_machines_sessions.ts';
 import * as createDeploymentLogChunks from './202611231020_create_deployment_log_chunks.ts';
 import * as dashboardSessions from './202611232000_dashboard_sessions.ts';
+import * as createAuditEvents from './202611240100_create_audit_events.ts';
 import * as machineHealth from './202611241000_machine_health.ts';
 import * as enrollmentKeys from './202611241010_enrollment_keys.ts';
 
@@ -32,6 +33,7 @@ export const migrations: ReadonlyArray<readonly [string, Migration]> = [
   ['202611231010_alter_machines_sessions', alterMachinesSessions],
   ['202611231020_create_deployment_log_chunks', createDeploymentLogChunks],
   ['202611232000_dashboard_sessions', dashboardSessions],
+  ['202611240100_create_audit_events', createAuditEvents],
   ['202611241000_machine_health', machineHealth],
   ['202611241010_enrollment_keys', enrollmentKeys],
 ];

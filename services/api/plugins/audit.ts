@@ -1,0 +1,269 @@
+/**
+ * Every change made through the API runs in ONE transaction that also writes its audit event
+ * (domain/audit.ts), so a change is never stored without its record or the other way round.
+ *
+ * How: each changing route's handler is wrapped (onRoute) to open a transaction and run inside an
+ * AsyncLocalStorage scope; the API's deps.store resolves to that transaction while the scope
+ * lasts, so the domain code is unchanged. Work that must see the committed change (waking the
+ * engine for a new deployment, automatic deployments of a new release) is deferred until after
+ * the commit, and an answer the handler sent early (`reply.send()`) is held in onSend until the
+ * commit is done. Before and after are the resource as its own GET route shows it (inside the
+ * transaction, with the caller's credentials), else the answer's body.
+ *
+ * Not in a transaction: the streamed package upload (its bytes must not hold a connection); its
+ * event is written right after it succeeds. Sign-in attempts are recorded failed or not.
+ */
+import { AsyncLocalStorage } from 'node:async_hooks';
+import type { FastifyInstance, FastifyReply, FastifyRequest, RouteHandlerMethod } from 'fastify';
+import { ErrorCode, toError } from '../../core/index.ts';
+import { isDatabaseUnavailable, recordChange, recordSignIn } from '../../domain/index.ts';
+import type { Store } from '../../store/index.ts';
+import type { ApiDeps } from '../routes/route-types.ts';
+
+interface RequestScope {
+  store: Store;
+  afterCommit: Array<() => Promise<unknown>>;
+}
+
+const scope = new AsyncLocalStorage<RequestScope>();
+/** What the race below yields when the handler started answering before it returned. */
+const SENT = { sent: true } as const;
+const CHANGES = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+/** Streamed uploads: recorded after they succeed, outside any transaction. */
+const STREAMED = new Set(['/api/packagestore/package']);
+/** A last URL segment that names what was done to the resource before it. */
+const VERBS = new Set(['deploy', 'promote', 'cancel', 'clone', 'confirm', 'negotiate', 'order']);
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** Settles once the request's transaction is over: an Error when its commit failed. */
+    auditCommitted: Promise<Error | null> | null;
+    /** Called by onSend: the handler has started answering. */
+    auditSending: (() => void) | null;
+  }
+}
+
+/**
+ * The deps the routes get: the same, but `store` is the request's transaction while one is open,
+ * and the engine's wake-ups wait for the commit.
+ */
+export function requestScopedDeps(deps: ApiDeps): ApiDeps {
+  // An app built only to describe itself (the OpenAPI document for the client) has no store.
+  if (typeof deps.store !== 'object') return deps;
+  const store = new Proxy(deps.store, {
+    get: (root, property) => {
+      const current = scope.getStore();
+      if (!current) return Reflect.get(root, property) as unknown;
+      // A nested transaction (a savepoint) becomes the scope's store while it runs: knex makes a
+      // query on the outer transaction wait for the inner one to end, so code inside that still
+      // reads through deps.store would wait for itself.
+      if (property === 'transaction') {
+        return <T>(fn: (tx: Store) => Promise<T>) =>
+          current.store.transaction((inner) => scope.run({ ...current, store: inner }, () => fn(inner)));
+      }
+      return Reflect.get(current.store, property) as unknown;
+    },
+  });
+  const afterCommit = <A extends unknown[]>(fn: ((...args: A) => Promise<void>) | undefined) =>
+    fn &&
+    ((...args: A): Promise<void> => {
+      const current = scope.getStore();
+      if (!current) return fn(...args);
+      current.afterCommit.push(() => fn(...args));
+      return Promise.resolve();
+    });
+  return {
+    ...deps,
+    store,
+    wakeDeployments: afterCommit(deps.wakeDeployments),
+    onReleaseCreated: afterCommit(deps.onReleaseCreated),
+  };
+}
+
+/** `project/step` + `deploy` from '/api/project/step', '/api/release/deploy'. */
+function describeRoute(url: string, method: string): { resourceType: string; action: string } {
+  const segments = url
+    .replace(/^\/api\//, '')
+    .split('/')
+    .filter((s) => !s.startsWith(':'));
+  const last = segments.at(-1) ?? '';
+  if (VERBS.has(last) && segments.length > 1) return { resourceType: segments.slice(0, -1).join('/'), action: last };
+  if (url === '/api/session' && method === 'DELETE') return { resourceType: 'session', action: 'sign-out' };
+  const action = method === 'POST' ? 'create' : method === 'DELETE' ? 'delete' : 'update';
+  return { resourceType: segments.join('/'), action };
+}
+
+/** String properties named `…Id` of the objects given, first one wins. */
+function idsOf(...sources: unknown[]): Record<string, string> {
+  const ids: Record<string, string> = {};
+  for (const source of sources) {
+    if (!source || typeof source !== 'object' || Array.isArray(source)) continue;
+    for (const [key, value] of Object.entries(source)) {
+      if (/Id$/.test(key) && typeof value === 'string' && !(key in ids)) ids[key] = value;
+    }
+  }
+  return ids;
+}
+
+/** The ID of the resource itself: `projectStepId` for project/step, else the first ID the request named. */
+function resourceIdOf(resourceType: string, ids: Record<string, string>, requestIds: Record<string, string>) {
+  const own = resourceType.replace(/[/-](\w)/g, (_m, c: string) => c.toUpperCase()) + 'Id';
+  const lastOwn = (resourceType.split('/').at(-1) ?? '').replace(/-(\w)/g, (_m, c: string) => c.toUpperCase()) + 'Id';
+  return ids[own] ?? ids[lastOwn] ?? Object.values(requestIds)[0] ?? null;
+}
+
+/** For an update whose resource has no GET by ID: which fields were sent (never their values: one may be a secret). */
+function changedFields(request: FastifyRequest): { changed: string[] } | null {
+  const body = request.body;
+  if (request.method !== 'PUT' || !body || typeof body !== 'object' || Array.isArray(body)) return null;
+  return { changed: Object.keys(body).filter((key) => !/Id$/.test(key)) };
+}
+
+function addressOf(request: FastifyRequest): string | null {
+  return request.ip || null;
+}
+
+export function registerAudit(app: FastifyInstance, root: ApiDeps): void {
+  app.decorateRequest('auditCommitted', null);
+  app.decorateRequest('auditSending', null);
+
+  /** The resource as its GET route shows it to this caller now, or null (no such route, or not 200). */
+  const show = async (request: FastifyRequest, url: string, ids: Record<string, string>): Promise<unknown> => {
+    if (Object.keys(ids).length === 0) return null;
+    if (!app.routeCatalog.some((route) => route.method === 'GET' && route.url === url)) return null;
+    const headers: Record<string, string> = {};
+    for (const name of ['authorization', 'cookie'] as const) {
+      const value = request.headers[name];
+      if (typeof value === 'string') headers[name] = value;
+    }
+    const response = await app.inject({ method: 'GET', url, query: ids, headers });
+    return response.statusCode === 200 && response.body ? (JSON.parse(response.body) as unknown) : null;
+  };
+
+  const transactional = (original: RouteHandlerMethod, url: string): RouteHandlerMethod =>
+    async function (this: FastifyInstance, request: FastifyRequest, reply: FastifyReply) {
+      const { resourceType, action } = describeRoute(url, request.method);
+      let settle!: (failure: Error | null) => void;
+      request.auditCommitted = new Promise((resolve) => (settle = resolve));
+      // A handler that answers with `return reply.send()` resolves only once the answer is out
+      // (a Reply is a thenable), and the answer waits for the commit: so the handler counts as
+      // done as soon as it starts sending (onSend), not when its promise settles.
+      const sending = new Promise<typeof SENT>((resolve) => (request.auditSending = () => resolve(SENT)));
+      const afterCommit: RequestScope['afterCommit'] = [];
+      let handled: Promise<unknown> | null = null;
+      try {
+        const requestIds = idsOf(request.body, request.query);
+        // Read before the transaction opens: the committed state, on a connection of its own.
+        const before = request.method === 'POST' ? null : await show(request, url, requestIds);
+        // Wrapped in an object: knex must not adopt a thenable Reply as the transaction's result.
+        const outcome = await root.store.transaction((tx) =>
+          scope.run({ store: tx, afterCommit }, async () => {
+            handled = Promise.resolve(original.call(this, request, reply));
+            handled.catch(() => undefined);
+            const first = await Promise.race([handled.then((value) => ({ value })), sending]);
+            const answer = !('value' in first) || first.value === reply ? null : first.value;
+            // Signing out under HTTP Basic ends nothing: no event.
+            const changed = reply.statusCode < 400 && !(url === '/api/session' && request.session === null);
+            if (changed) {
+              const ids = idsOf(request.body, request.query, answer, before);
+              // After an update: its GET inside this transaction, so it shows the change.
+              const after = request.method === 'PUT' ? await show(request, url, ids) : null;
+              await recordChange(app.deps, {
+                principal: request.principal,
+                action,
+                resourceType,
+                resourceId: resourceIdOf(resourceType, ids, requestIds),
+                ids,
+                before,
+                after: request.method === 'DELETE' ? null : (after ?? answer ?? changedFields(request)),
+                address: addressOf(request),
+                requestId: request.id,
+                status: reply.statusCode,
+              });
+            }
+            return { first };
+          }),
+        );
+        settle(null);
+        for (const work of afterCommit) {
+          work().catch((error: unknown) => request.log.warn({ err: toError(error) }, 'after-commit work failed'));
+        }
+        const { first } = outcome;
+        return 'value' in first ? first.value : handled;
+      } catch (error) {
+        settle(toError(error));
+        throw error;
+      }
+    };
+
+  const streamed = (original: RouteHandlerMethod, url: string): RouteHandlerMethod =>
+    async function (this: FastifyInstance, request: FastifyRequest, reply: FastifyReply) {
+      const value: unknown = await original.call(this, request, reply);
+      if (reply.statusCode < 400) {
+        const answer = value === reply ? null : value;
+        const { resourceType, action } = describeRoute(url, request.method);
+        const ids = idsOf(request.query, answer);
+        await recordChange(app.deps, {
+          principal: request.principal,
+          action,
+          resourceType,
+          resourceId: resourceIdOf(resourceType, ids, ids),
+          ids,
+          before: null,
+          after: answer,
+          address: addressOf(request),
+          requestId: request.id,
+          status: reply.statusCode,
+        });
+      }
+      return value;
+    };
+
+  const signIn = (original: RouteHandlerMethod): RouteHandlerMethod =>
+    async function (this: FastifyInstance, request: FastifyRequest, reply: FastifyReply) {
+      const body = request.body as { serviceAccountId?: unknown } | undefined;
+      const accountId = typeof body?.serviceAccountId === 'string' ? body.serviceAccountId : '';
+      const attempt = { accountId, address: addressOf(request), requestId: request.id };
+      try {
+        const value: unknown = await original.call(this, request, reply);
+        await recordSignIn(app.deps, { ...attempt, succeeded: true, status: reply.statusCode });
+        return value;
+      } catch (error) {
+        const status = (error as { statusCode?: number }).statusCode;
+        if (!isDatabaseUnavailable(error)) {
+          await recordSignIn(app.deps, { ...attempt, succeeded: false, status: status ?? 401 }).catch(
+            (failure: unknown) => request.log.warn({ err: toError(failure) }, 'failed sign-in not recorded'),
+          );
+        }
+        throw error;
+      }
+    };
+
+  app.addHook('onRoute', (route) => {
+    const methods = [route.method].flat();
+    if (!methods.some((method) => CHANGES.has(method))) return;
+    const original = route.handler as RouteHandlerMethod;
+    if (route.url === '/api/session' && methods.includes('POST')) route.handler = signIn(original);
+    else if (route.config?.public) return;
+    else if (STREAMED.has(route.url)) route.handler = streamed(original, route.url);
+    else route.handler = transactional(original, route.url);
+  });
+
+  // An answer sent from inside the transaction leaves only once the commit is done; if the
+  // commit failed, the change did not happen and the answer says so instead.
+  app.addHook('onSend', async (request, reply, payload) => {
+    if (!request.auditCommitted) return payload;
+    request.auditSending?.();
+    const failure = await request.auditCommitted;
+    if (!failure || reply.statusCode >= 400) return payload;
+    request.log.error({ err: failure }, 'change rolled back after its answer was prepared');
+    const unavailable = isDatabaseUnavailable(failure);
+    reply.code(unavailable ? 503 : 500).header('content-type', 'application/json; charset=utf-8');
+    if (unavailable) reply.header('retry-after', '5');
+    return JSON.stringify({
+      error: unavailable ? 'The database is unavailable; retry shortly' : 'The change was not saved',
+      errorcode: ErrorCode.UnknownError,
+      requestid: request.id,
+    });
+  });
+}

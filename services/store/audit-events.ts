@@ -1,0 +1,114 @@
+import type { Page, Paged } from '../core/index.ts';
+import type { Db } from './db.ts';
+import { pageOf } from './paging.ts';
+
+export interface AuditEvent {
+  id: string;
+  organizationId: string | null;
+  workspaceId: string | null;
+  occurredUtc: Date;
+  accountId: string | null;
+  accountName: string | null;
+  /** create, update, delete, deploy, promote, cancel, sign-in, sign-in-failed, … (domain/audit.ts). */
+  action: string;
+  /** The route's resource path, e.g. `project/step`. */
+  resourceType: string;
+  resourceId: string | null;
+  /** The resource as the API showed it before and after (secrets already removed). */
+  before: unknown;
+  after: unknown;
+  address: string | null;
+  requestId: string | null;
+  /** The HTTP status of the answer (a failed sign-in: 401). */
+  status: number;
+}
+
+export interface AuditFilter {
+  /** Exactly one scope: a workspace's events, or an organization's events outside any workspace. */
+  workspaceId?: string | undefined;
+  organizationId?: string | undefined;
+  resourceType?: string | undefined;
+  resourceId?: string | undefined;
+  accountId?: string | undefined;
+  from?: Date | undefined;
+  to?: Date | undefined;
+}
+
+interface AuditRow {
+  id: string;
+  organization_id: string | null;
+  workspace_id: string | null;
+  occurred_at: Date;
+  account_id: string | null;
+  account_name: string | null;
+  action: string;
+  resource_type: string;
+  resource_id: string | null;
+  before: unknown;
+  after: unknown;
+  address: string | null;
+  request_id: string | null;
+  status: number;
+}
+
+function toEvent(row: AuditRow): AuditEvent {
+  return {
+    id: row.id,
+    organizationId: row.organization_id,
+    workspaceId: row.workspace_id,
+    occurredUtc: row.occurred_at,
+    accountId: row.account_id,
+    accountName: row.account_name,
+    action: row.action,
+    resourceType: row.resource_type,
+    resourceId: row.resource_id,
+    before: row.before,
+    after: row.after,
+    address: row.address,
+    requestId: row.request_id,
+    status: row.status,
+  };
+}
+
+export function auditEventsStore(db: Db) {
+  return {
+    async insert(event: AuditEvent): Promise<void> {
+      await db('audit_events').insert({
+        id: event.id,
+        organization_id: event.organizationId,
+        workspace_id: event.workspaceId,
+        occurred_at: event.occurredUtc,
+        account_id: event.accountId,
+        account_name: event.accountName,
+        action: event.action,
+        resource_type: event.resourceType,
+        resource_id: event.resourceId,
+        before: event.before === undefined ? null : JSON.stringify(event.before),
+        after: event.after === undefined ? null : JSON.stringify(event.after),
+        address: event.address,
+        request_id: event.requestId,
+        status: event.status,
+      });
+    },
+    /** Newest first. A workspace scope lists its events; an organization scope, those outside any workspace. */
+    async list(filter: AuditFilter, page: Page): Promise<Paged<AuditEvent>> {
+      const query = db<AuditRow>('audit_events');
+      if (filter.workspaceId !== undefined) query.where({ workspace_id: filter.workspaceId });
+      else query.whereNull('workspace_id').where({ organization_id: filter.organizationId ?? null });
+      if (filter.resourceType !== undefined) query.where({ resource_type: filter.resourceType });
+      if (filter.resourceId !== undefined) query.where({ resource_id: filter.resourceId });
+      if (filter.accountId !== undefined) query.where({ account_id: filter.accountId });
+      if (filter.from !== undefined) query.where('occurred_at', '>=', filter.from);
+      if (filter.to !== undefined) query.where('occurred_at', '<', filter.to);
+      return pageOf(
+        query,
+        page,
+        [
+          { column: 'occurred_at', order: 'desc' },
+          { column: 'id', order: 'desc' },
+        ],
+        toEvent,
+      );
+    },
+  };
+}
