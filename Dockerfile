@@ -22,4 +22,6 @@ ENV GANTRY_DATA_DIR=/data \
     GANTRY_AGENT_HOME=/var/lib/gantry-agent \
     GANTRY_HOST=0.0.0.0
 EXPOSE 8080 8081
+# Control plane: healthy when GET /readyz answers 200 (scripts/healthcheck.mjs; agents: while running).
+HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 CMD ["node", "scripts/healthcheck.mjs"]
 CMD ["npm", "start"]

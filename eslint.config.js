@@ -18,14 +18,17 @@ const LAYERS = {
   'services/engine': { runtime: ['core', 'domain', 'store', 'bus'] },
   'services/gateway': { runtime: ['core', 'domain', 'bus', 'proto'], types: ['engine'] },
   'services/api': { runtime: ['core', 'domain', 'engine', 'packages'], types: ['store'] },
-  agent: { runtime: ['proto'] },
+  // environment/: the one schema of every environment variable, shared by the control plane's
+  // config.ts and the agent's; a folder of its own because the agent may not import services/.
+  agent: { runtime: ['proto', 'environment'] },
   proto: { runtime: [] },
+  environment: { runtime: [] },
   // The CLI reaches the server only over HTTP, through the generated client (design §7).
   cli: { runtime: ['client'] },
   client: { runtime: [] },
 };
 const SERVICES = ['core', 'store', 'bus', 'domain', 'packages', 'engine', 'gateway', 'api'];
-const TOP = ['agent', 'proto', 'cli', 'client'];
+const TOP = ['agent', 'proto', 'cli', 'client', 'environment'];
 /** An import path (relative, any depth) into folder `name` of services/ or of the repository. */
 const into = (name) => `^(\\./)?(\\.\\./)+${TOP.includes(name) ? '' : '(services/)?'}${name}/`;
 

@@ -4,6 +4,8 @@ export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
     globalSetup: ['test/global-setup.ts'],
+    // Fails a test that leaks an agent process, a server or a timer (test/setup/leak-check.ts).
+    setupFiles: ['test/setup/leak-check.ts'],
     pool: 'forks',
     testTimeout: 30_000,
     hookTimeout: 120_000,

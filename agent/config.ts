@@ -1,6 +1,7 @@
 // The agent's configuration, parsed once from the environment at start-up (contract §7).
 import { homedir } from 'node:os';
 import path from 'node:path';
+import { AGENT_VARIABLES, readEnvironment } from '../environment/index.ts';
 
 export interface AgentConfig {
   /** GANTRY_SERVER: control-plane gRPC addresses `host:port`, comma-separated for failover. */
@@ -28,60 +29,27 @@ export interface AgentConfig {
   readonly maxUnpackedBytes: number | undefined;
 }
 
-export class AgentConfigError extends Error {
-  readonly code = 'AGENT_CONFIG_INVALID';
-  constructor(message: string) {
-    super(message);
-    this.name = 'AgentConfigError';
-  }
-}
+/** A refused agent setting (the shared schema's ConfigurationError): main.ts prints it without a stack. */
+export { ConfigurationError as AgentConfigError, EXIT_CONFIGURATION } from '../environment/index.ts';
 
-const ADDRESS = /^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+):(\d{1,5})$/;
-
+/** Checks every agent variable against the shared schema (environment/), then applies the defaults. */
 export function parseAgentConfig(env: NodeJS.ProcessEnv): AgentConfig {
-  const servers = (env.GANTRY_SERVER ?? '127.0.0.1:8081')
+  const vars = readEnvironment(env, AGENT_VARIABLES);
+  const servers = (vars.GANTRY_SERVER ?? '127.0.0.1:8081')
     .split(',')
     .map((s) => s.trim())
     .filter((s) => s !== '');
-  if (servers.length === 0)
-    throw new AgentConfigError('GANTRY_SERVER is empty: set it to host:port (or several, comma-separated)');
-  for (const server of servers) {
-    const port = Number(ADDRESS.exec(server)?.[2] ?? NaN);
-    if (!(port > 0 && port < 65536))
-      throw new AgentConfigError(`GANTRY_SERVER entry "${server}" is not host:port (e.g. gantry.example.com:8081)`);
-  }
-  const graceText = env.GANTRY_AGENT_SHUTDOWN_GRACE_MS ?? '5000';
-  const shutdownGraceMs = Number(graceText);
-  if (!Number.isInteger(shutdownGraceMs) || shutdownGraceMs < 0) {
-    throw new AgentConfigError(
-      `GANTRY_AGENT_SHUTDOWN_GRACE_MS must be a whole number of milliseconds, got "${graceText}"`,
-    );
-  }
-  const retentionText = env.GANTRY_AGENT_RETENTION_DAYS ?? '7';
-  const retentionDays = Number(retentionText);
-  if (retentionText.trim() === '' || !Number.isFinite(retentionDays) || retentionDays <= 0) {
-    throw new AgentConfigError(
-      `GANTRY_AGENT_RETENTION_DAYS must be a number of days above 0 (e.g. 7 or 0.5), got "${retentionText}"`,
-    );
-  }
-  const unpackedText = nonEmpty(env.GANTRY_AGENT_MAX_UNPACKED_BYTES);
-  const maxUnpackedBytes = unpackedText === undefined ? undefined : Number(unpackedText);
-  if (maxUnpackedBytes !== undefined && !(Number.isSafeInteger(maxUnpackedBytes) && maxUnpackedBytes > 0)) {
-    throw new AgentConfigError(
-      `GANTRY_AGENT_MAX_UNPACKED_BYTES must be a whole number of bytes above 0 (e.g. 8589934592), got "${unpackedText}"`,
-    );
-  }
   return {
     servers,
-    registrationToken: nonEmpty(env.GANTRY_AGENT_TOKEN),
-    enrollmentKey: nonEmpty(env.GANTRY_AGENT_ENROLLMENT_KEY),
-    machineName: nonEmpty(env.GANTRY_AGENT_NAME),
-    homeDir: path.resolve(nonEmpty(env.GANTRY_AGENT_HOME) ?? path.join(homedir(), '.gantry-agent')),
-    caFile: nonEmpty(env.GANTRY_AGENT_CA_FILE),
-    logLevel: nonEmpty(env.GANTRY_AGENT_LOG_LEVEL) ?? 'info',
-    shutdownGraceMs,
-    retentionMs: retentionDays * 24 * 3600 * 1000,
-    maxUnpackedBytes,
+    registrationToken: vars.GANTRY_AGENT_TOKEN?.trim(),
+    enrollmentKey: vars.GANTRY_AGENT_ENROLLMENT_KEY?.trim(),
+    machineName: vars.GANTRY_AGENT_NAME,
+    homeDir: path.resolve(vars.GANTRY_AGENT_HOME?.trim() ?? path.join(homedir(), '.gantry-agent')),
+    caFile: vars.GANTRY_AGENT_CA_FILE?.trim(),
+    logLevel: vars.GANTRY_AGENT_LOG_LEVEL ?? 'info',
+    shutdownGraceMs: vars.GANTRY_AGENT_SHUTDOWN_GRACE_MS ?? 5000,
+    retentionMs: (vars.GANTRY_AGENT_RETENTION_DAYS ?? 7) * 24 * 3600 * 1000,
+    maxUnpackedBytes: vars.GANTRY_AGENT_MAX_UNPACKED_BYTES,
   };
 }
 
@@ -92,8 +60,4 @@ export function scriptBaseEnv(env: NodeJS.ProcessEnv): Record<string, string> {
     if (value !== undefined && !key.startsWith('GANTRY_')) base[key] = value;
   }
   return base;
-}
-
-function nonEmpty(value: string | undefined): string | undefined {
-  return value === undefined || value.trim() === '' ? undefined : value.trim();
 }

@@ -5,7 +5,7 @@ import { chmodSync, mkdirSync } from 'node:fs';
 import { arch, hostname, platform } from 'node:os';
 import path from 'node:path';
 import pino from 'pino';
-import { AgentConfigError, parseAgentConfig, scriptBaseEnv } from './config.ts';
+import { AgentConfigError, EXIT_CONFIGURATION, parseAgentConfig, scriptBaseEnv } from './config.ts';
 import {
   AgentConnection,
   createChannelCredentials,
@@ -101,5 +101,5 @@ main().catch((error: unknown) => {
   process.stderr.write(
     `gantry agent: ${known ? (error as Error).message : String((error as Error)?.stack ?? error)}\n`,
   );
-  process.exit(1);
+  process.exit(error instanceof AgentConfigError ? EXIT_CONFIGURATION : 1);
 });

@@ -1,8 +1,12 @@
 /**
  * Process configuration (contract §7), parsed once at the edge. Nothing else reads process.env.
+ * The variables and what each accepts are the shared schema in environment/ (also the agent's).
  */
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { ConfigurationError, readEnvironment, SERVER_VARIABLES } from '../environment/index.ts';
+
+export { ConfigurationError, EXIT_CONFIGURATION } from '../environment/index.ts';
 
 /** Where npm run build:agent (run by npm start when the agent changed) writes the agent. */
 const DEFAULT_AGENT_BUNDLE_DIR = fileURLToPath(new URL('../dist/agent/', import.meta.url));
@@ -49,6 +53,8 @@ export interface Config {
    * machine goes offline; a late result after the timeout is logged, not applied.
    */
   agentLostTimeoutSeconds: number;
+  /** Port of GET /metrics (GANTRY_METRICS_PORT, default 9464, on GANTRY_HOST); null: not served. Never the API port. */
+  metricsPort: number | null;
   /** The built agent (npm run build:agent) that GET /api/agent/install.sh installs (GANTRY_AGENT_BUNDLE_DIR, default dist/agent). */
   agentBundleDir: string;
   /** Also run an agent on this computer in the bootstrap workspace (GANTRY_LOCAL_AGENT=1, or npm start -- --local-agent). */
@@ -63,71 +69,51 @@ export interface Config {
 
 type Env = Record<string, string | undefined>;
 
-function intVar(env: Env, name: string, fallback: number): number {
-  const raw = env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const value = Number(raw);
-  if (!Number.isInteger(value) || value < 0 || value > 65535) {
-    throw new Error(`${name} must be a port number (0-65535), got '${raw}'`);
-  }
-  return value;
-}
-
-function secondsVar(env: Env, name: string, fallback: number): number {
-  const raw = env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const value = Number(raw);
-  if (!Number.isInteger(value) || value < 1 || value > 86_400) {
-    throw new Error(`${name} must be a whole number of seconds from 1 to 86400, got '${raw}'`);
-  }
-  return value;
-}
-
-function optional(env: Env, name: string): string | null {
-  const raw = env[name];
-  return raw === undefined || raw === '' ? null : raw;
-}
-
-function enrollmentKeyVar(env: Env): string | null {
-  const key = optional(env, 'GANTRY_BOOTSTRAP_ENROLLMENT_KEY');
-  if (key !== null && !/^[A-Za-z0-9._~+/=-]{32,512}$/.test(key))
-    throw new Error('GANTRY_BOOTSTRAP_ENROLLMENT_KEY must be 32 to 512 characters of A-Z a-z 0-9 . _ ~ + / = -');
-  return key;
-}
-
+/** Checks every variable against the shared schema (environment/), then applies defaults and the pairing rules. */
 export function loadConfig(env: Env = process.env, argv: readonly string[] = []): Config {
-  const httpPort = intVar(env, 'GANTRY_PORT', 8080);
-  const accountId = optional(env, 'GANTRY_BOOTSTRAP_ACCOUNT_ID');
-  const apiKey = optional(env, 'GANTRY_BOOTSTRAP_API_KEY');
-  if ((accountId === null) !== (apiKey === null)) {
-    throw new Error('Set both GANTRY_BOOTSTRAP_ACCOUNT_ID and GANTRY_BOOTSTRAP_API_KEY, or neither');
+  const vars = readEnvironment(env, SERVER_VARIABLES);
+  const httpPort = vars.GANTRY_PORT ?? 8080;
+  if (
+    vars.GANTRY_METRICS_PORT !== undefined &&
+    vars.GANTRY_METRICS_PORT !== 0 &&
+    vars.GANTRY_METRICS_PORT === httpPort
+  ) {
+    // Unauthenticated metrics must never be reachable where the API is.
+    throw new ConfigurationError([`GANTRY_METRICS_PORT must differ from GANTRY_PORT (${httpPort})`]);
   }
-  const tlsCert = optional(env, 'GANTRY_GRPC_TLS_CERT_FILE');
-  const tlsKey = optional(env, 'GANTRY_GRPC_TLS_KEY_FILE');
+  const accountId = vars.GANTRY_BOOTSTRAP_ACCOUNT_ID ?? null;
+  const apiKey = vars.GANTRY_BOOTSTRAP_API_KEY ?? null;
+  if ((accountId === null) !== (apiKey === null)) {
+    throw new ConfigurationError(['Set both GANTRY_BOOTSTRAP_ACCOUNT_ID and GANTRY_BOOTSTRAP_API_KEY, or neither']);
+  }
+  const tlsCert = vars.GANTRY_GRPC_TLS_CERT_FILE ?? null;
+  const tlsKey = vars.GANTRY_GRPC_TLS_KEY_FILE ?? null;
   if ((tlsCert === null) !== (tlsKey === null)) {
-    throw new Error('Set both GANTRY_GRPC_TLS_CERT_FILE and GANTRY_GRPC_TLS_KEY_FILE (TLS for agents), or neither');
+    throw new ConfigurationError([
+      'Set both GANTRY_GRPC_TLS_CERT_FILE and GANTRY_GRPC_TLS_KEY_FILE (TLS for agents), or neither',
+    ]);
   }
   return {
     httpPort,
-    httpHost: env.GANTRY_HOST ?? '0.0.0.0',
-    grpcPort: intVar(env, 'GANTRY_GRPC_PORT', 8081),
+    httpHost: vars.GANTRY_HOST ?? '0.0.0.0',
+    grpcPort: vars.GANTRY_GRPC_PORT ?? 8081,
     grpcTls: tlsCert && tlsKey ? { certFile: path.resolve(tlsCert), keyFile: path.resolve(tlsKey) } : null,
-    dataDir: path.resolve(env.GANTRY_DATA_DIR ?? './data'),
-    databaseUrl: optional(env, 'DATABASE_URL'),
-    embeddedPgPort: intVar(env, 'GANTRY_EMBEDDED_PG_PORT', 0),
-    natsUrl: optional(env, 'NATS_URL'),
-    natsPrefix: optional(env, 'GANTRY_NATS_PREFIX') ?? 'gantry',
-    publicUrl: optional(env, 'GANTRY_PUBLIC_URL') ?? `http://127.0.0.1:${httpPort}`,
+    dataDir: path.resolve(vars.GANTRY_DATA_DIR ?? './data'),
+    databaseUrl: vars.DATABASE_URL ?? null,
+    embeddedPgPort: vars.GANTRY_EMBEDDED_PG_PORT ?? 0,
+    natsUrl: vars.NATS_URL ?? null,
+    natsPrefix: vars.GANTRY_NATS_PREFIX ?? 'gantry',
+    publicUrl: vars.GANTRY_PUBLIC_URL ?? `http://127.0.0.1:${httpPort}`,
     bootstrapAccountId: accountId,
     bootstrapApiKey: apiKey,
-    masterKey: optional(env, 'GANTRY_MASTER_KEY'),
-    logLevel: env.GANTRY_LOG_LEVEL ?? 'info',
-    azureStorageConnectionString: optional(env, 'GANTRY_AZURE_STORAGE_CONNECTION_STRING'),
-    azureStorageContainer: env.GANTRY_AZURE_STORAGE_CONTAINER ?? 'gantry-packages',
-    agentLostTimeoutSeconds: secondsVar(env, 'GANTRY_AGENT_LOST_TIMEOUT_SECONDS', 120),
-    agentBundleDir: path.resolve(optional(env, 'GANTRY_AGENT_BUNDLE_DIR') ?? DEFAULT_AGENT_BUNDLE_DIR),
-    bootstrapEnrollmentKey: enrollmentKeyVar(env),
-    localAgent:
-      argv.includes('--local-agent') || ['1', 'true', 'yes'].includes((env.GANTRY_LOCAL_AGENT ?? '').toLowerCase()),
+    masterKey: vars.GANTRY_MASTER_KEY ?? null,
+    logLevel: vars.GANTRY_LOG_LEVEL ?? 'info',
+    azureStorageConnectionString: vars.GANTRY_AZURE_STORAGE_CONNECTION_STRING ?? null,
+    azureStorageContainer: vars.GANTRY_AZURE_STORAGE_CONTAINER ?? 'gantry-packages',
+    agentLostTimeoutSeconds: vars.GANTRY_AGENT_LOST_TIMEOUT_SECONDS ?? 120,
+    metricsPort: vars.GANTRY_METRICS_PORT === 'off' ? null : (vars.GANTRY_METRICS_PORT ?? 9464),
+    agentBundleDir: path.resolve(vars.GANTRY_AGENT_BUNDLE_DIR ?? DEFAULT_AGENT_BUNDLE_DIR),
+    bootstrapEnrollmentKey: vars.GANTRY_BOOTSTRAP_ENROLLMENT_KEY ?? null,
+    localAgent: argv.includes('--local-agent') || ['1', 'true', 'yes'].includes(String(vars.GANTRY_LOCAL_AGENT ?? '')),
   };
 }

@@ -1,10 +1,21 @@
 /** Composition root of the control plane: `npm start`. Stops cleanly on SIGTERM and SIGINT. */
-import { loadConfig } from './config.ts';
+import { ConfigurationError, EXIT_CONFIGURATION, loadConfig, type Config } from './config.ts';
 import { createLogger, toError } from './core/index.ts';
 import { startLocalAgent, type LocalAgent } from './local-agent.ts';
 import { startServer } from './server.ts';
 
-const config = loadConfig(process.env, process.argv.slice(2));
+function configOrExit(): Config {
+  try {
+    return loadConfig(process.env, process.argv.slice(2));
+  } catch (error) {
+    if (!(error instanceof ConfigurationError)) throw error;
+    // Before the logger exists (its level is one of the values checked): plain text, no stack.
+    process.stderr.write(`Gantry did not start: ${error.message}\n`);
+    process.exit(EXIT_CONFIGURATION);
+  }
+}
+
+const config = configOrExit();
 const logger = createLogger(config.logLevel);
 
 try {

@@ -4,15 +4,35 @@
  * it; so do the tests of the embedded default and the end-to-end tests.
  */
 import fs from 'node:fs/promises';
+import { connect } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { FastifyInstance } from 'fastify';
 import type { Knex } from 'knex';
 import { buildApp } from './api/index.ts';
 import type { Config } from './config.ts';
-import { createLogger, createSecretBox, loadMasterKey, systemClock, toError, type Logger } from './core/index.ts';
+import {
+  createLogger,
+  createMetrics,
+  createSecretBox,
+  serveMetrics,
+  loadMasterKey,
+  systemClock,
+  toError,
+  type Logger,
+  type ReadinessCheck,
+} from './core/index.ts';
 import { bootstrap, ensureBootstrapEnrollmentKey, redeemEnrollmentKey, type DomainDeps } from './domain/index.ts';
-import { createDb, createStore, migrateToLatest, startEmbeddedPostgres, type EmbeddedDatabase } from './store/index.ts';
+import {
+  createDb,
+  createStore,
+  migrateToLatest,
+  migrationStatus,
+  pingDatabase,
+  startEmbeddedPostgres,
+  type EmbeddedDatabase,
+} from './store/index.ts';
+import type { Bus } from './bus/index.ts';
 import { createBus } from './bus/index.ts';
 import { createEngine } from './engine/index.ts';
 import { createGateway, heartbeatIntervalFor, type PackageSource } from './gateway/index.ts';
@@ -36,6 +56,8 @@ export interface RunningServer {
   url: string;
   /** The port agents connect to over gRPC. */
   grpcPort: number;
+  /** http://host:port/metrics (Prometheus), or null when GANTRY_METRICS_PORT=off. */
+  metricsUrl: string | null;
   stop(): Promise<void>;
 }
 
@@ -63,6 +85,49 @@ async function loadGrpcTls(config: Config): Promise<{ cert: Buffer; key: Buffer 
     cert: await read(config.grpcTls.certFile, 'GANTRY_GRPC_TLS_CERT_FILE'),
     key: await read(config.grpcTls.keyFile, 'GANTRY_GRPC_TLS_KEY_FILE'),
   };
+}
+
+/** Resolves when something accepts TCP connections on host:port (the gateway's socket). */
+function acceptsConnections(host: string, port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect({ host, port });
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
+}
+
+/** What GET /readyz checks, each named: the failing part is the one an operator must fix. */
+function readinessChecks(db: Knex, bus: Bus, gateway: { host: string; port: () => number | null }): ReadinessCheck[] {
+  return [
+    {
+      name: 'postgres',
+      probe: async () => {
+        await pingDatabase(db);
+        return null;
+      },
+    },
+    {
+      name: 'migrations',
+      probe: async () => {
+        const { pending, unknown } = await migrationStatus(db);
+        if (pending.length > 0) return `${pending.length} pending (first: ${pending[0]})`;
+        if (unknown.length > 0) return `the database has migrations this build does not know: ${unknown.join(', ')}`;
+        return null;
+      },
+    },
+    { name: 'bus', probe: async () => (bus.connected() ? null : 'disconnected from NATS') },
+    {
+      name: 'gateway',
+      probe: async () => {
+        const port = gateway.port();
+        if (port === null) return 'not started';
+        return (await acceptsConnections(gateway.host, port)) ? null : `nothing accepts connections on port ${port}`;
+      },
+    },
+  ];
 }
 
 export async function startServer(
@@ -105,13 +170,13 @@ export async function startServer(
         });
     const packages = createPackageService({
       deps,
-      db,
       clock: deps.clock,
       blobs,
       stagingDir: stagingDirOf(config.dataDir),
     });
 
-    const bus = await createBus({ natsUrl: config.natsUrl, prefix: config.natsPrefix, logger });
+    const metrics = createMetrics({ processMetrics: config.metricsPort !== null });
+    const bus = await createBus({ natsUrl: config.natsUrl, prefix: config.natsPrefix, logger, metrics });
     const engine = createEngine({
       store: deps.store,
       clock: deps.clock,
@@ -119,6 +184,7 @@ export async function startServer(
       secrets: deps.secrets,
       logger,
       timing: { agentLostMs: config.agentLostTimeoutSeconds * 1000 },
+      metrics,
     });
     deps.wakeDeployments = (ids) => engine.wake(ids);
     deps.deploymentChanges = engine.changes;
@@ -146,16 +212,29 @@ export async function startServer(
       enroll: (key, report) => redeemEnrollmentKey(deps.store, deps.clock, key, report),
     });
     await engine.start();
-    const grpcPort = await gateway.start(config.grpcPort, config.httpHost);
+    let gatewayPort: number | null = await gateway.start(config.grpcPort, config.httpHost);
+    const grpcPort = gatewayPort;
     const agentServer = `${new URL(config.publicUrl).hostname}:${grpcPort}`;
+    const probeHost = ['0.0.0.0', '::', ''].includes(config.httpHost) ? '127.0.0.1' : config.httpHost;
+    const readiness = readinessChecks(db, bus, { host: probeHost, port: () => gatewayPort });
     const agentDistribution = await loadAgentDistribution(config.agentBundleDir, logger);
     const app = await buildApp(
-      { ...deps, packages, agentServer, publicUrl: config.publicUrl, agentDistribution },
-      { logger, dashboardDir: DASHBOARD_DIR },
+      { ...deps, packages, agentServer, readiness, publicUrl: config.publicUrl, agentDistribution },
+      { logger, dashboardDir: DASHBOARD_DIR, metrics },
     );
     const address = await app.listen({ port: config.httpPort, host: config.httpHost });
+    metrics.sources.agentsConnected = () => gateway.connectedMachineIds().length;
+    metrics.sources.activeDeployments = () => deps.store.deployments.countActive();
+    const metricsServer =
+      config.metricsPort === null ? null : await serveMetrics(metrics, config.metricsPort, config.httpHost);
     logger.info(
-      { address, grpcPort, embedded: embedded !== null, nats: config.natsUrl !== null },
+      {
+        address,
+        grpcPort,
+        metricsPort: metricsServer?.port,
+        embedded: embedded !== null,
+        nats: config.natsUrl !== null,
+      },
       'Gantry control plane listening',
     );
     return {
@@ -163,9 +242,12 @@ export async function startServer(
       db,
       url: address.replace('0.0.0.0', '127.0.0.1').replace('[::]', '127.0.0.1'),
       grpcPort,
+      metricsUrl: metricsServer ? `http://${probeHost}:${metricsServer.port}/metrics` : null,
       async stop() {
         // Reverse order: stop taking requests and agents first, then the engine, then storage.
+        await metricsServer?.close();
         await app.close();
+        gatewayPort = null;
         await gateway.stop();
         await engine.stop();
         await bus.close();

@@ -5,9 +5,9 @@ import { Readable } from 'node:stream';
 import type * as grpc from '@grpc/grpc-js';
 import type { Logger } from 'pino';
 import { backoffDelayMs, DEFAULT_BACKOFF, type BackoffOptions } from './backoff.ts';
+import { pause } from './pause.ts';
 import { authMetadata, createAgentClient, waitForChannel } from './client.ts';
 import type { AgentIdentity } from './identity.ts';
-import { InterruptibleSleep } from './interruptible-sleep.ts';
 import type { AgentMessage, AgentServiceClient, ServerMessage } from './proto.ts';
 import type { AgentInfo } from './register.ts';
 import type { AgentLink, SessionHandler } from './session-handler.ts';
@@ -43,7 +43,8 @@ const DEFAULT_HEARTBEAT_MS = 15_000;
 export class AgentConnection implements AgentLink {
   readonly #options: AgentConnectionOptions;
   readonly #clients = new Map<string, AgentServiceClient>();
-  readonly #sleep = new InterruptibleSleep();
+  /** Aborted by stop(): ends a reconnect pause at once, so SIGTERM does not wait out a 30 s backoff. */
+  readonly #stopping = new AbortController();
   #server: string;
   #call: ConnectCall | undefined;
   #welcomed = false;
@@ -69,7 +70,7 @@ export class AgentConnection implements AgentLink {
   /** Ends the session (pending writes are flushed first) and stops reconnecting. */
   async stop(): Promise<void> {
     this.#stopped = true;
-    this.#sleep.wake();
+    this.#stopping.abort();
     const call = this.#call;
     if (call) {
       call.end();
@@ -147,7 +148,7 @@ export class AgentConnection implements AgentLink {
         }
       }
       logger.warn({ server, reason: end.reason, delayMs }, 'control-plane session ended; reconnecting');
-      await this.#sleep.sleep(delayMs);
+      await pause(delayMs, this.#stopping.signal);
     }
   }
 
@@ -192,11 +193,18 @@ export class AgentConnection implements AgentLink {
             message.welcome.heartbeatIntervalMs > 0 ? message.welcome.heartbeatIntervalMs : DEFAULT_HEARTBEAT_MS;
           // Written even when the stream is congested (write() takes it and only advises to wait):
           // a backlog of log lines must never make the agent look silent. Flow control bounds the rest.
-          heartbeat = setInterval(() => {
+          const beat = (): void => {
             if (this.#call !== call) return;
             const homeFreeBytes = this.#options.health?.().homeFreeBytes ?? '0';
             call.write({ heartbeat: { sentUnixMs: String(Date.now()), homeFreeBytes } });
-          }, intervalMs);
+          };
+          // A random phase within the interval: a fleet that connected together (a replica
+          // restarted) does not beat together, so the control plane sees a steady rate, not bursts.
+          heartbeat = setTimeout(() => {
+            if (ended) return;
+            beat();
+            heartbeat = setInterval(beat, intervalMs);
+          }, Math.random() * intervalMs);
           logger.info({ server }, 'connected to the control plane');
           handler.onWelcome({
             acceptsLogChunks: message.welcome.acceptsLogChunks,

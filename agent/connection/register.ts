@@ -3,9 +3,9 @@
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from 'pino';
 import { backoffDelayMs, type BackoffOptions } from './backoff.ts';
+import { pause } from './pause.ts';
 import { createAgentClient, waitForChannel } from './client.ts';
 import { loadIdentity, saveIdentity, type AgentIdentity } from './identity.ts';
-import { InterruptibleSleep } from './interruptible-sleep.ts';
 
 export interface AgentInfo {
   readonly agentVersion: string;
@@ -59,8 +59,6 @@ export async function ensureIdentity(options: EnsureIdentityOptions): Promise<Ag
       `No identity in ${options.homeDir}, no GANTRY_AGENT_TOKEN and no GANTRY_AGENT_ENROLLMENT_KEY: create the machine with POST /api/machine and start the agent with its registrationToken (or use an enrollment key)`,
     );
   }
-  const sleep = new InterruptibleSleep();
-  options.signal.addEventListener('abort', () => sleep.wake(), { once: true });
   for (let attempt = 0; ; attempt++) {
     options.signal.throwIfAborted();
     const server = options.servers[attempt % options.servers.length] ?? '';
@@ -95,7 +93,7 @@ export async function ensureIdentity(options: EnsureIdentityOptions): Promise<Ag
       }
       const delayMs = backoffDelayMs(attempt, options.backoff);
       options.logger.warn({ server, delayMs, error: status.message }, 'registration failed; retrying');
-      await sleep.sleep(delayMs);
+      await pause(delayMs, options.signal);
     } finally {
       client.close();
     }

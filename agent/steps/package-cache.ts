@@ -21,9 +21,18 @@ export class PackageCache {
   /** One download per package version at a time, shared by concurrent tasks. */
   readonly #inflight = new Map<string, Promise<string>>();
 
-  constructor(root: string, source: PackageSource) {
+  /** The agent's clock for "last used" (the marker's mtime); tests move it instead of sleeping. */
+  readonly #now: () => number;
+
+  constructor(root: string, source: PackageSource, now: () => number = Date.now) {
     this.#root = root;
     this.#source = source;
+    this.#now = now;
+  }
+
+  async #touch(marker: string): Promise<void> {
+    const now = new Date(this.#now());
+    await utimes(marker, now, now);
   }
 
   /** Path of the verified package file, downloading it unless a verified copy is cached. */
@@ -49,8 +58,7 @@ export class PackageCache {
     const marker = path.join(dir, 'package.sha256');
     const expected = ref.sha256.toLowerCase();
     if (!options.redownload && expected !== '' && (await readMarker(marker)) === expected && (await exists(file))) {
-      const now = new Date();
-      await utimes(marker, now, now);
+      await this.#touch(marker);
       return file;
     }
 
@@ -89,6 +97,7 @@ export class PackageCache {
       await rm(marker, { force: true });
       await rename(partial, file);
       await writeFile(marker, actual, { mode: 0o600 });
+      await this.#touch(marker);
       return file;
     } catch (error) {
       await rm(partial, { force: true });

@@ -41,6 +41,8 @@ export interface TaskManagerOptions {
   readonly retentionMs?: number;
   /** How often a running agent looks for tasks past retention (default hourly; also at start). */
   readonly pruneEveryMs?: number;
+  /** The clock for acceptance, finish and retention times (default Date.now; tests move it). */
+  readonly now?: () => number;
   /** Most bytes one package may unpack to (GANTRY_AGENT_MAX_UNPACKED_BYTES); undefined: the default. */
   readonly maxUnpackedBytes?: number | undefined;
 }
@@ -85,6 +87,7 @@ const BACKLOG_BYTES = 1024 * 1024;
 
 export class TaskManager implements SessionHandler {
   readonly #options: TaskManagerOptions;
+  readonly #now: () => number;
   readonly #flushIntervalMs: number;
   readonly #maxBatchBytes: number;
   readonly #tasks = new Map<string, ActiveTask>();
@@ -101,6 +104,7 @@ export class TaskManager implements SessionHandler {
 
   constructor(options: TaskManagerOptions) {
     this.#options = options;
+    this.#now = options.now ?? Date.now;
     this.#flushIntervalMs = options.flushIntervalMs ?? 25;
     this.#maxBatchBytes = options.maxBatchBytes ?? 64 * 1024;
     mkdirSync(options.scriptsRoot, { recursive: true, mode: 0o700 });
@@ -248,7 +252,7 @@ export class TaskManager implements SessionHandler {
       taskId,
       deploymentId,
       status: 'accepted',
-      acceptedUnixMs: Date.now(),
+      acceptedUnixMs: this.#now(),
       resultAcknowledged: false,
       logsAcknowledgedSeq: 0,
       forgotten: false,
@@ -306,7 +310,7 @@ export class TaskManager implements SessionHandler {
       taskId: cancel.taskId,
       deploymentId: '',
       status: 'accepted',
-      acceptedUnixMs: Date.now(),
+      acceptedUnixMs: this.#now(),
       resultAcknowledged: false,
       logsAcknowledgedSeq: 0,
       forgotten: false,
@@ -336,7 +340,7 @@ export class TaskManager implements SessionHandler {
     ) {
       this.#options.journal.forget(record);
       this.#tasks.delete(taskId);
-      if (Date.now() - this.#lastPruneMs >= (this.#options.pruneEveryMs ?? 3600 * 1000)) this.#prune();
+      if (this.#now() - this.#lastPruneMs >= (this.#options.pruneEveryMs ?? 3600 * 1000)) this.#prune();
     }
   }
 
@@ -346,7 +350,7 @@ export class TaskManager implements SessionHandler {
    * day). Files are removed in the background.
    */
   #prune(): void {
-    this.#lastPruneMs = Date.now();
+    this.#lastPruneMs = this.#now();
     const { journal, packages, workRoot, logger } = this.#options;
     const cutoff = this.#lastPruneMs - (this.#options.retentionMs ?? 7 * 24 * 3600 * 1000);
     packages
@@ -478,7 +482,7 @@ export class TaskManager implements SessionHandler {
     this.#flush(task);
     const { record } = task;
     record.status = 'finished';
-    record.finishedUnixMs = Date.now();
+    record.finishedUnixMs = this.#now();
     record.pid = undefined;
     record.pidStartTicks = undefined;
     record.result = {

@@ -186,7 +186,8 @@ try {
   const script = median(scriptMs);
   const overhead = wallMedian - script;
   const events = rows[0]!.paths.find((p) => p.startsWith('GET /api/deployment/events'));
-  const mode = events?.endsWith(' 200') ? 'event stream' : 'polling (no event stream: 404)';
+  // Each path reads "METHOD /path STATUS (N ms)".
+  const mode = / 200 \(/.test(events ?? '') ? 'the event stream' : 'polling (no event stream)';
 
   console.log(`\n## bench/cli — push + create + deploy --wait, no-op step, one agent (K = ${K}, medians)\n`);
   console.log('| | push | create | deploy + wait | total | goal |');

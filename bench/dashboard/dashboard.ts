@@ -103,7 +103,6 @@ async function benchOverview(): Promise<void> {
     );
     const packages = createPackageService({
       deps,
-      db,
       clock: systemClock,
       blobs: createFilesystemBlobStore({
         root: path.join(dataDir, 'packages'),

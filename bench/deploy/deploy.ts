@@ -11,6 +11,7 @@
  *   npx tsx bench/deploy/deploy.ts --n 10 --k 20   (one N, K iterations)
  *   npx tsx bench/deploy/deploy.ts --script 'echo ready; sleep 0.5'   (a step that runs on after its first line)
  *   npx tsx bench/deploy/deploy.ts --agents-nice 10   (agents and their scripts at a lower CPU priority: see bench/README.md)
+ *   npx tsx bench/deploy/deploy.ts --metrics off   (GANTRY_METRICS_PORT=off; default on, /metrics scraped every second)
  */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -54,6 +55,9 @@ const SCRIPT = option('--script') ?? 'echo ready';
 const quick = flag('--quick');
 const usePostgres = flag('--postgres') || flag('--nats');
 const useNats = flag('--nats');
+/** On (default): GET /metrics is served and scraped every second, 15× more often than Prometheus' default. */
+const metricsOn = option('--metrics') !== 'off';
+const SCRAPE_EVERY_MS = 1_000;
 /**
  * Agents stand for target machines; here they share the control plane's two cores. A nice value
  * for them (and the scripts they fork, which inherit it) lets the control plane and PostgreSQL
@@ -129,6 +133,7 @@ async function setUp(n: number): Promise<{
   }
   const plane = await startControlPlane({
     env: {
+      ...(metricsOn ? {} : { GANTRY_METRICS_PORT: 'off' }),
       ...(process.env.GANTRY_BENCH_LOG_LEVEL ? { GANTRY_LOG_LEVEL: process.env.GANTRY_BENCH_LOG_LEVEL } : {}),
       // e.g. '--import ./my-query-tracer.mjs' or '--cpu-prof' to see where the control plane spends its time.
       ...(process.env.GANTRY_BENCH_NODE_OPTIONS ? { NODE_OPTIONS: process.env.GANTRY_BENCH_NODE_OPTIONS } : {}),
@@ -269,6 +274,16 @@ async function run(n: number): Promise<Result> {
   const k = iterationsFor(n);
   console.log(`N = ${n}: setting up`);
   const { plane, client, projectId, dropDatabase, agentPids } = await setUp(n);
+  const scraper = metricsOn
+    ? setInterval(
+        () =>
+          void fetch(plane.metricsUrl!).then(
+            (r) => r.text(),
+            () => undefined,
+          ),
+        SCRAPE_EVERY_MS,
+      )
+    : null;
   try {
     await promoteOnce(client, projectId, n, POLL_FINE_MS).catch((error: unknown) => {
       const file = path.join(os.tmpdir(), `gantry-bench-deploy-${n}.log`);
@@ -300,6 +315,7 @@ async function run(n: number): Promise<Result> {
     }
     return { n, k, iterations, paced, bashParallel, bashSequential, cpu };
   } finally {
+    if (scraper) clearInterval(scraper);
     await stopPlane(plane);
     await cleanup();
     await dropDatabase().catch((error: unknown) => console.warn(`could not drop the bench database: ${String(error)}`));
@@ -313,7 +329,7 @@ function report(results: Result[]): void {
       ? 'PostgreSQL 127.0.0.1:5432, in-process bus'
       : 'embedded PostgreSQL, in-process bus';
   console.log(
-    `\nbench/deploy — one '${SCRIPT}' step, ${mode}${agentsNice !== 0 ? `, agents at nice ${agentsNice}` : ''}, Node ${process.version}\n`,
+    `\nbench/deploy — one '${SCRIPT}' step, ${mode}${agentsNice !== 0 ? `, agents at nice ${agentsNice}` : ''}, metrics ${metricsOn ? 'on (scraped every 1 s)' : 'off'}, Node ${process.version}\n`,
   );
   const rows = results.map((r) => {
     const first = r.iterations.map((i) => i.firstVisible);

@@ -6,7 +6,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import swagger from '@fastify/swagger';
 import { Ajv } from 'ajv';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import type { Capability, Logger } from '../core/index.ts';
+import type { Capability, Logger, Metrics } from '../core/index.ts';
 import { registerAuthentication } from './plugins/auth.ts';
 import { registerDashboardFiles } from './plugins/dashboard-files.ts';
 import { clientError, frameworkError, registerErrorHandling } from './plugins/errors.ts';
@@ -19,6 +19,8 @@ export interface BuildAppOptions {
   logger: Logger | false;
   /** The dashboard's built files (dist/dashboard), served at `/`; omitted: API only. */
   dashboardDir?: string;
+  /** Where request durations are observed (by route template, never the raw URL). */
+  metrics?: Metrics;
 }
 
 /** One registered route, as tests that sweep every endpoint (roles, bad input) see it. */
@@ -75,6 +77,14 @@ export async function buildApp(deps: ApiDeps, options: BuildAppOptions): Promise
     reply.header('x-request-id', request.id);
     return payload;
   });
+  const { metrics } = options;
+  if (metrics) {
+    app.addHook('onResponse', async (request, reply) => {
+      // The template (/api/project/:id…), not the URL: a label never carries ids or tenant text.
+      const route = request.is404 ? 'unmatched' : (request.routeOptions.url ?? 'unmatched');
+      metrics.httpRequest(request.method, route, reply.statusCode, reply.elapsedTime / 1000);
+    });
+  }
 
   app.decorate('deps', deps);
   const catalog: RouteEntry[] = [];

@@ -59,6 +59,8 @@ export interface Bus {
   subscribeEvents(subjectPattern: string, handler: EventHandler): Promise<Subscription>;
   /** Closes every subscription of this bus and releases its connection. */
   close(): Promise<void>;
+  /** False while the connection to the broker is down (or after close): readiness reports it. */
+  connected(): boolean;
 }
 
 /** Tuning shared by both adapters; defaults suit production, tests shorten them. */

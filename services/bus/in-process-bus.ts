@@ -142,6 +142,10 @@ export class InProcessBus implements Bus {
     });
   }
 
+  connected(): boolean {
+    return !this.#closed;
+  }
+
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;

@@ -1,5 +1,5 @@
 /** Public surface of the bus: the port, its messages and subjects, and the adapter factory. */
-import type { Logger } from '../core/index.ts';
+import type { Logger, Metrics } from '../core/index.ts';
 import type { Bus, WorkTuning } from './bus.ts';
 import { InProcessBus } from './in-process-bus.ts';
 import { NatsJetStreamBus } from './nats-jetstream-bus.ts';
@@ -23,7 +23,6 @@ export type {
   DeploymentChangedEvent,
   DeploymentLogsEvent,
   EventMessage,
-  MachineWorkAvailableEvent,
   TasksDispatchedEvent,
   WorkMessage,
 } from './messages.ts';
@@ -40,11 +39,14 @@ export interface BusConfig extends WorkTuning {
   /** Stream and subject prefix (default 'gantry'); distinct prefixes never see each other's messages. */
   prefix?: string;
   logger: Logger;
+  /** Failed NATS publishes and fetches are counted here. */
+  metrics?: Metrics;
 }
 
 /** Chooses the adapter: NATS JetStream when a URL is configured, the in-process bus otherwise. */
 export async function createBus(config: BusConfig): Promise<Bus> {
-  const { natsUrl, ...rest } = config;
+  const { natsUrl, metrics, ...rest } = config;
+  // The in-process bus has no network that can fail: nothing of it to count.
   if (natsUrl === null) return new InProcessBus(rest);
-  return NatsJetStreamBus.connect({ ...rest, url: natsUrl });
+  return NatsJetStreamBus.connect({ ...rest, metrics, url: natsUrl });
 }

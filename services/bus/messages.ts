@@ -24,7 +24,7 @@ export interface CancelTaskEvent {
   machineId: string;
 }
 
-/** Event: a deployment's state changed; pollers and log followers re-read it. */
+/** Event: a deployment's state changed; its live followers (GET /api/deployment/events, the dashboard) re-read it. */
 export interface DeploymentChangedEvent {
   v: 1;
   type: 'deployment.changed';
@@ -43,16 +43,6 @@ export interface DeploymentLogsEvent {
 }
 
 /**
- * Event: work waits for a machine; the replica holding that agent's stream pulls it from the DB.
- * Published by builds before TasksDispatchedEvent; still handled, so both builds share a bus.
- */
-export interface MachineWorkAvailableEvent {
-  v: 1;
-  type: 'machine.work-available';
-  machineId: string;
-}
-
-/**
  * Event: these tasks of one deployment were started. Each replica reads the ones whose agents it
  * holds in one query and sends them: fifty machines starting together cost one read, not fifty.
  */
@@ -64,8 +54,7 @@ export interface TasksDispatchedEvent {
 }
 
 /** Every message an event subject may carry. Extend this union; never change a shipped member. */
-export type EventMessage =
-  CancelTaskEvent | DeploymentChangedEvent | DeploymentLogsEvent | MachineWorkAvailableEvent | TasksDispatchedEvent;
+export type EventMessage = CancelTaskEvent | DeploymentChangedEvent | DeploymentLogsEvent | TasksDispatchedEvent;
 
 /**
  * Checks the envelope of a message that crossed a process boundary. The body is trusted to match

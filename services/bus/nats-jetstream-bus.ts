@@ -14,7 +14,7 @@ import {
   type JetStreamManager,
   type JsMsg,
 } from '@nats-io/jetstream';
-import { toError, type Logger } from '../core/index.ts';
+import { createMetrics, toError, type Logger, type Metrics } from '../core/index.ts';
 import {
   WORK_DEFAULTS,
   type Bus,
@@ -36,6 +36,8 @@ export interface NatsJetStreamBusOptions extends WorkTuning {
   prefix?: string;
   /** Connection name shown by the NATS server's monitoring (default 'gantry'). */
   connectionName?: string;
+  /** Where failed publishes and fetches are counted (gantry_bus_errors_total). */
+  metrics?: Metrics;
 }
 
 // How long one pull request waits for messages before the loop re-issues it.
@@ -55,6 +57,8 @@ export class NatsJetStreamBus implements Bus {
   readonly #consumers = new Map<string, Promise<void>>();
   readonly #watched = new Set<string>();
   #closed = false;
+  #disconnected = false;
+  #metrics: Metrics = createMetrics();
 
   private constructor(
     nc: NatsConnection,
@@ -72,6 +76,19 @@ export class NatsJetStreamBus implements Bus {
     this.#stream = workStreamName(prefix);
     this.#tuning = tuning;
     this.#logger = logger;
+    void this.#watchStatus();
+  }
+
+  /** Follows the client's connection events so readiness can say "bus disconnected" without a round trip. */
+  async #watchStatus(): Promise<void> {
+    for await (const status of this.#nc.status()) {
+      if (status.type === 'disconnect' || status.type === 'staleConnection') this.#disconnected = true;
+      else if (status.type === 'reconnect') this.#disconnected = false;
+    }
+  }
+
+  connected(): boolean {
+    return !this.#closed && !this.#disconnected && !this.#nc.isClosed();
   }
 
   /** Connects, checks JetStream and creates (or adopts) the prefix's work stream. */
@@ -93,6 +110,7 @@ export class NatsJetStreamBus implements Bus {
         throw new NatsWithoutJetStreamError(options.url, { cause: error });
       });
       const bus = new NatsJetStreamBus(nc, jsm, options.url, prefix, tuning, logger);
+      if (options.metrics) bus.#metrics = options.metrics;
       await ensureWorkStream(jsm, options.url, prefix, tuning.dedupWindowMs);
       return bus;
     } catch (error) {
@@ -104,11 +122,16 @@ export class NatsJetStreamBus implements Bus {
   async publishWork(queue: string, message: WorkMessage, options: PublishWorkOptions = {}): Promise<void> {
     this.#assertOpen();
     assertBusName('queue', queue);
-    await this.#js.publish(
-      workSubject(this.#prefix, queue),
-      JSON.stringify(message),
-      options.id === undefined ? {} : { msgID: options.id },
-    );
+    await this.#js
+      .publish(
+        workSubject(this.#prefix, queue),
+        JSON.stringify(message),
+        options.id === undefined ? {} : { msgID: options.id },
+      )
+      .catch((error: unknown) => {
+        this.#metrics.busError('publish_work');
+        throw error;
+      });
   }
 
   async consumeWork(queue: string, handler: WorkHandler, options: ConsumeWorkOptions = {}): Promise<Subscription> {
@@ -162,6 +185,7 @@ export class NatsJetStreamBus implements Bus {
           }
         } catch (error) {
           if (closed) break;
+          this.#metrics.busError('consume');
           logger.warn({ err: toError(error) }, 'work fetch failed; retrying');
           await new Promise((resolve) => setTimeout(resolve, FETCH_ERROR_PAUSE_MS));
           // A NATS restart without its JetStream store loses the stream; put it back (idempotent).
@@ -184,7 +208,12 @@ export class NatsJetStreamBus implements Bus {
   async publishEvent(subject: string, message: EventMessage): Promise<void> {
     this.#assertOpen();
     assertEventSubject(subject, { allowWildcards: false });
-    this.#nc.publish(eventSubject(this.#prefix, subject), JSON.stringify(message));
+    try {
+      this.#nc.publish(eventSubject(this.#prefix, subject), JSON.stringify(message));
+    } catch (error) {
+      this.#metrics.busError('publish_event');
+      throw error;
+    }
   }
 
   async subscribeEvents(subjectPattern: string, handler: EventHandler): Promise<Subscription> {

@@ -22,8 +22,6 @@ export const EventSubject = {
   deploymentLogs: (deploymentId: string) => `deployments.${token(deploymentId)}.logs`,
   tasksDispatched: (deploymentId: string) => `deployments.${token(deploymentId)}.tasks-dispatched`,
   allTasksDispatched: 'deployments.*.tasks-dispatched',
-  machineWorkAvailable: (machineId: string) => `machines.${token(machineId)}.work-available`,
-  allMachineEvents: 'machines.>',
 } as const;
 
 // A prefix or queue becomes a NATS stream/consumer name, so it is restricted to name-safe chars.

@@ -74,6 +74,16 @@ export class ConflictError extends GantryError {
   }
 }
 
+/**
+ * A signed URL that does not grant this request (forged, expired, or already used): 403, as an
+ * Azure SAS URL answers, since the signature is the only credential such a request carries.
+ */
+export class SignatureRefusedError extends GantryError {
+  constructor(message: string) {
+    super(message, ErrorCode.InvalidParameter);
+  }
+}
+
 /** Normalises anything thrown into an Error, so no caller writes `catch (e: any)`. */
 export function toError(value: unknown): Error {
   if (value instanceof Error) return value;

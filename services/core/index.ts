@@ -7,6 +7,7 @@ export {
   InsufficientPermissionsError,
   LimitExceededError,
   ConflictError,
+  SignatureRefusedError,
   toError,
   unknownId,
 } from './errors.ts';
@@ -30,6 +31,10 @@ export { isStorableText, findUnstorableText } from './text.ts';
 export { encodeVarints, decodeVarints } from './varints.ts';
 export { BoundedCache } from './bounded-cache.ts';
 export { freePort } from './free-port.ts';
+export { checkReadiness } from './readiness.ts';
+export { createMetrics, serveMetrics } from './metrics.ts';
+export type { Metrics, MetricSources, MetricsServer, BusOperation } from './metrics.ts';
+export type { ReadinessCheck, ReadinessReport } from './readiness.ts';
 export { systemClock, dateToTicks, ticksToDate, parseTicks, MAX_INT64 } from './clock.ts';
 export type { Clock } from './clock.ts';
 export { toPage, DEFAULT_TAKE, MAX_TAKE } from './pagination.ts';

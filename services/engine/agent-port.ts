@@ -94,6 +94,12 @@ export interface AgentPort {
    */
   dispatchedTasks(taskIds: readonly string[]): Promise<Array<{ machineId: string; payload: RunTaskPayload }>>;
   /**
+   * Whether this machine may download this package version now: only while a task dispatched to
+   * it and not finished references that exact version (its RunTask lists it). A machine's
+   * credential never reaches another machine's packages, nor one no step of its tasks uses.
+   */
+  mayDownload(machineId: string, packageId: string, version: string): Promise<boolean>;
+  /**
    * Stores chunks of a task run by this machine — a contiguous run of its lines, in one write;
    * returns the seq up to which the agent may forget its lines (for AckLogs): stored now or
    * before, or past a step that already ended. Lines of a task that is not the machine's are

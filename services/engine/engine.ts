@@ -3,10 +3,10 @@
  * deployments nobody drives (scheduled ones that fell due, leases of a dead replica), and
  * serves the agent gateway through the AgentPort.
  */
-import type { Clock, Logger, SecretBox } from '../core/index.ts';
-import { BoundedCache, dateToTicks, encodeVarints, newId, toError } from '../core/index.ts';
+import type { Clock, Logger, Metrics, SecretBox } from '../core/index.ts';
+import { BoundedCache, createMetrics, dateToTicks, encodeVarints, newId, toError } from '../core/index.ts';
 import { WorkQueue, type Bus, type Subscription } from '../bus/index.ts';
-import { automaticEnvironmentsDue, computeProgression } from '../domain/index.ts';
+import { automaticEnvironmentsDue, computeProgression, isDatabaseUnavailable } from '../domain/index.ts';
 import type {
   Deployment,
   DeploymentTask,
@@ -20,7 +20,7 @@ import type { AgentLogChunk, AgentPort, ResultReceipt, RunTaskPayload } from './
 import { DEFAULT_TIMING, Orchestrator, type AdvanceResult, type OrchestratorTiming } from './orchestrator.ts';
 import { ProgressWriter } from './progress-writer.ts';
 import { createDeploymentChangeHub, type DeploymentChangeHub } from './deployment-changes.ts';
-import { buildRunTask } from './task-payload.ts';
+import { buildRunTask, packagesOfStep } from './task-payload.ts';
 
 export interface EngineOptions {
   store: Store;
@@ -33,6 +33,8 @@ export interface EngineOptions {
   timing?: Partial<OrchestratorTiming>;
   /** How often this replica looks for deployments nobody drives. */
   sweepIntervalMs?: number;
+  /** Counters and histograms of deployments, tasks and log lines; omitted: counted, never served. */
+  metrics?: Metrics;
 }
 
 export interface Engine {
@@ -48,6 +50,9 @@ export interface Engine {
   changes: DeploymentChangeHub;
 }
 
+/** A deployment whose advance fails this many times in a row (not for the database being down) ends Failed. */
+const ADVANCE_ATTEMPTS = 5;
+
 const STATUS_BY_OUTCOME = { SUCCEEDED: 'Succeeded', FAILED: 'Failed', CANCELLED: 'Cancelled' } as const;
 
 export function createEngine(options: EngineOptions): Engine {
@@ -55,6 +60,7 @@ export function createEngine(options: EngineOptions): Engine {
   const logger = options.logger.child({ component: 'engine' });
   const replicaId = options.replicaId ?? newId();
   const sweepIntervalMs = options.sweepIntervalMs ?? 2_000;
+  const metrics = options.metrics ?? createMetrics();
   let subscription: Subscription | null = null;
   let sweeper: NodeJS.Timeout | null = null;
   /** Deployments this replica is advancing now; `again`: a wake-up arrived meanwhile. */
@@ -139,6 +145,7 @@ export function createEngine(options: EngineOptions): Engine {
     progress,
     timing: { ...DEFAULT_TIMING, ...options.timing },
     onFinished,
+    metrics,
   });
 
   /** What agents run for these dispatched tasks; a task whose payload cannot be built fails with the reason. */
@@ -243,6 +250,21 @@ export function createEngine(options: EngineOptions): Engine {
       return payloadsOf(await store.deploymentTasks.listDispatchedByIds(taskIds));
     },
 
+    async mayDownload(machineId, packageId, version) {
+      for (const { deployment, task } of await store.deploymentTasks.listDispatchedTo(machineId)) {
+        const snapshot = (await releaseOf(deployment.releaseId))?.snapshot;
+        const step = snapshot?.steps.find((s) => s.stepId === task.stepId);
+        // Exactly what the task's RunTask lists: the step's packages at the release's versions.
+        if (
+          snapshot &&
+          step &&
+          packagesOfStep(snapshot, step).some((p) => p.packageId === packageId && p.version === version)
+        )
+          return true;
+      }
+      return false;
+    },
+
     async recordLogs(machineId: string, taskId: string, chunks: readonly AgentLogChunk[]): Promise<number> {
       const last = chunks.at(-1);
       if (!last) return 0;
@@ -260,7 +282,10 @@ export function createEngine(options: EngineOptions): Engine {
           [],
           pending.map((chunk) => toNewChunk(task, chunk, now)),
         );
-        if (outcome.storedChunks.has(task.id)) return lastSeq;
+        if (outcome.storedChunks.has(task.id)) {
+          metrics.logLinesIngested(pending.reduce((sum, chunk) => sum + chunk.lineCount, 0));
+          return lastSeq;
+        }
         const refused = outcome.refusedChunks.get(task.id);
         // Its step has ended (final): the lines are dropped, and acknowledged so the agent forgets them.
         if (!refused || !refused.running || refused.lastLogSeq >= lastSeq)
@@ -327,7 +352,7 @@ export function createEngine(options: EngineOptions): Engine {
       await changes.start();
       subscription = await bus.consumeWork(
         WorkQueue.deployments,
-        async (message) => {
+        async (message, context) => {
           if (message.type !== 'deployment.advance') return 'ack';
           const { deploymentId } = message;
           // Already being advanced here: ask that run to go once more instead of colliding with
@@ -346,6 +371,13 @@ export function createEngine(options: EngineOptions): Engine {
               outcome = await orchestrator.advance(deploymentId);
             } while (state.again && outcome !== 'busy');
             return outcome === 'busy' ? { retryInMs: 250 } : 'ack';
+          } catch (error) {
+            const { deliveryCount } = context;
+            logger.error({ err: toError(error), deploymentId, deliveryCount }, 'advancing a deployment failed');
+            // The database coming back fixes that one: retried (with backoff) until it does.
+            if (isDatabaseUnavailable(error) || deliveryCount < ADVANCE_ATTEMPTS) throw error;
+            await orchestrator.giveUp(deploymentId, deliveryCount);
+            return 'ack';
           } finally {
             advancing.delete(deploymentId);
           }

@@ -7,7 +7,15 @@
  * happens once), so two replicas, a redelivered message or a crash in the middle never start a
  * step twice. Agents are woken through the bus; they pull their tasks from the database.
  */
-import { BoundedCache, isFinalStatus, newId, type Clock, type Logger, type TaskStatus } from '../core/index.ts';
+import {
+  BoundedCache,
+  isFinalStatus,
+  newId,
+  type Clock,
+  type Logger,
+  type Metrics,
+  type TaskStatus,
+} from '../core/index.ts';
 import type { Bus } from '../bus/index.ts';
 import { EventSubject } from '../bus/index.ts';
 import type { Deployment, DeploymentTask, LogLevel, NewLogEntry, Store, TargetMachine } from '../store/index.ts';
@@ -42,6 +50,7 @@ export interface OrchestratorDeps {
   progress: ProgressWriter;
   /** Called once a deployment reaches Completed or Failed: frees slots, triggers automatic phases. */
   onFinished(deployment: Deployment): Promise<void>;
+  metrics: Metrics;
 }
 
 export type AdvanceResult = 'done' | 'busy';
@@ -82,6 +91,9 @@ export class Orchestrator {
       const current = await store.deployments.get(deploymentId);
       return current && !isFinalStatus(current.status) ? 'busy' : 'done';
     }
+    if (claimed.previousLeaseOwner !== null && claimed.previousLeaseOwner !== replicaId) {
+      this.#deps.metrics.leaseTakenOver();
+    }
     try {
       // Each state hands on the deployment as it left it, so Validating → Running → dispatch
       // happens in one advance without reading the deployment back between states.
@@ -113,6 +125,30 @@ export class Orchestrator {
       case 'Cancelled':
         return null;
     }
+  }
+
+  /** Queue wait: from creation, or from its scheduled time when it was scheduled for later. */
+  #started(deployment: Deployment, now: Date): void {
+    const queuedSince = Math.max(deployment.createdUtc.getTime(), deployment.scheduledFor?.getTime() ?? 0);
+    this.#deps.metrics.deploymentStarted((now.getTime() - queuedSince) / 1000);
+  }
+
+  /**
+   * Ends a deployment that cannot be advanced (its advance kept failing) as Failed, with a line
+   * that says so, instead of leaving it in its state with nothing in its log while it is retried
+   * forever. The cause is in the control plane's log, not here: an internal error's text is not
+   * for the workspace's readers.
+   */
+  async giveUp(deploymentId: string, attempts: number): Promise<void> {
+    const deployment = await this.#deps.store.deployments.get(deploymentId);
+    if (!deployment || isFinalStatus(deployment.status)) return;
+    await this.#finish(
+      deployment,
+      'Failed',
+      () =>
+        `The deployment failed: Gantry could not advance it after ${attempts} attempts (an internal error; the control plane's log has it under deploymentId ${deploymentId})`,
+      'Error',
+    );
   }
 
   #publishChanged(deploymentId: string, status: Deployment['status']): Promise<void> {
@@ -148,6 +184,10 @@ export class Orchestrator {
       await tx.deploymentLogs.append(deployment.id, [{ level, data: message(finished?.errorCount ?? 0) }], now);
     });
     this.#plans.forget(deployment.id);
+    this.#deps.metrics.deploymentFinished(
+      status,
+      deployment.startedUtc ? (now.getTime() - deployment.startedUtc.getTime()) / 1000 : null,
+    );
     await this.#publishChanged(deployment.id, status);
     await this.#deps.onFinished(deployment);
   }
@@ -229,6 +269,7 @@ export class Orchestrator {
       return { running: true, written: await this.#writeDecisions(tx, deployment.id, decisions, lines, now) };
     });
     this.#plans.remember(deployment.id, plan);
+    if (running) this.#started(deployment, now);
     await this.#publishChanged(deployment.id, running ? 'Running' : 'AwaitingSlot');
     if (!running) return { ...deployment, status: 'AwaitingSlot' };
     const again = await this.#afterDecisions(
@@ -251,6 +292,7 @@ export class Orchestrator {
       return true;
     });
     if (!started) return null;
+    this.#started(deployment, now);
     await this.#publishChanged(deployment.id, 'Running');
     return { ...deployment, status: 'Running', startedUtc: now };
   }
@@ -383,6 +425,7 @@ export class Orchestrator {
 
   /** One event per window (chunked to stay far below NATS's 1 MiB payload limit). */
   async #announceDispatched(deploymentId: string, tasks: Array<{ taskId: string; machineId: string }>): Promise<void> {
+    if (tasks.length > 0) this.#deps.metrics.tasksDispatched(tasks.length);
     for (let at = 0; at < tasks.length; at += DISPATCH_EVENT_CHUNK) {
       await this.#deps.bus.publishEvent(EventSubject.tasksDispatched(deploymentId), {
         v: 1,

@@ -3,7 +3,7 @@
  * modules of its language before it, every `#{…}` reference substituted with the variables
  * resolved for this exact machine, step and environment, and the packages the step references.
  */
-import type { ReleaseSnapshot, SecretBox, SnapshotStep } from '../core/index.ts';
+import type { ReleaseSnapshot, SecretBox, SnapshotPackage, SnapshotStep } from '../core/index.ts';
 import { VariableSubstitution, resolveVariables, type CandidateValue, type SystemValues } from '../domain/index.ts';
 import type { Deployment, DeploymentTask, TargetMachine } from '../store/index.ts';
 import type { RunTaskPayload } from './agent-port.ts';
@@ -81,15 +81,13 @@ export function buildRunTask(input: {
   for (const [name, value] of Object.entries(system)) env[`Gantry_${name}`] = value ?? '';
   for (const [id, value] of Object.entries(properties)) env[`STEP_${id}`] = value;
 
-  const packages = snapshot.packages
-    .filter((p) => step.packageIds.includes(p.packageId))
-    .map((p) => ({
-      packageId: p.packageId,
-      version: p.version,
-      sha256: p.sha256,
-      sizeBytes: p.sizeBytes,
-      format: p.type,
-    }));
+  const packages = packagesOfStep(snapshot, step).map((p) => ({
+    packageId: p.packageId,
+    version: p.version,
+    sha256: p.sha256,
+    sizeBytes: p.sizeBytes,
+    format: p.type,
+  }));
   return {
     taskId: task.id,
     deploymentId: deployment.id,
@@ -102,4 +100,9 @@ export function buildRunTask(input: {
     redownloadPackages: deployment.redownloadPackages,
     timeoutSeconds: 0,
   };
+}
+
+/** The package versions a step's task uses (its RunTask lists them; the agent may download only these). */
+export function packagesOfStep(snapshot: ReleaseSnapshot, step: SnapshotStep): SnapshotPackage[] {
+  return snapshot.packages.filter((p) => step.packageIds.includes(p.packageId));
 }

@@ -10,6 +10,7 @@ import type { AgentInfo, AgentPort, RunTaskPayload } from '../engine/index.ts';
 import { grpcStatus, toGrpcStatus, type GrpcStatus } from './grpc-errors.ts';
 import type { AgentMessage, Hello, ServerMessage, TaskResult } from './proto.ts';
 import { contiguousRuns, MAX_RUN_BYTES, toAgentLogChunk } from './log-batches.ts';
+import { isRefusedMessage, type RefusedMessage } from './message-guard.ts';
 import { toAgentTaskResult, toRunTask } from './wire.ts';
 
 export type AgentCall = grpc.ServerDuplexStream<AgentMessage, ServerMessage>;
@@ -27,8 +28,12 @@ export interface AgentSessionOptions {
 // Inbound flow control: stop reading from the agent while this many messages wait for the
 // engine, and read again once the backlog is down to the low mark. Agents keep their own window
 // of unacknowledged log bytes (Welcome), so this only bounds a misbehaving one.
+// Both in messages and in the bytes they hold (grpc-js buffers up to 16 more decoded messages of
+// at most MAX_RECEIVE_BYTES each below us): one session holds a few tens of MiB at most.
 const INBOUND_HIGH_WATER = 64;
 const INBOUND_LOW_WATER = 16;
+const INBOUND_HIGH_WATER_BYTES = 4 * 1024 * 1024;
+const INBOUND_LOW_WATER_BYTES = 1024 * 1024;
 /** The log text an agent may have sent and not had acknowledged (Welcome.max_unacked_log_bytes). */
 const AGENT_LOG_WINDOW_BYTES = 1024 * 1024;
 /** Hearing from an agent is recorded at most this often (every message counts, few writes), and at every heartbeat interval. */
@@ -38,6 +43,16 @@ const RESULT_WAITS_FOR_LINES_MS = 30_000;
 // An agent that stops reading while we keep producing is broken; end its call rather than grow
 // memory without bound (it reconnects and gets everything again from the database).
 const MAX_OUTBOX = 10_000;
+
+/** About what a decoded message holds in memory (its byte fields and ~130 bytes per object). */
+function footprintOf(message: AgentMessage): number {
+  const batch = message.logBatch;
+  if (!batch) return 256;
+  let bytes = 256 + batch.lines.length * 130;
+  for (const line of batch.lines) bytes += line.text.length;
+  if (batch.chunk) bytes += batch.chunk.text.length + batch.chunk.streams.length + batch.chunk.timeDeltas.length;
+  return bytes;
+}
 
 function nonEmpty(value: string): string | undefined {
   return value === '' ? undefined : value;
@@ -60,7 +75,8 @@ export class AgentSession {
   #outbox: ServerMessage[] = [];
   #blocked = false;
   /** Messages received and not handled yet, in order; `#inbound` settles once they are. */
-  readonly #queue: AgentMessage[] = [];
+  #queue: AgentMessage[] = [];
+  #queuedBytes = 0;
   #inbound: Promise<void> = Promise.resolve();
   #draining = false;
   #paused = false;
@@ -87,7 +103,7 @@ export class AgentSession {
   /** Wires the call's events and greets the agent. */
   start(): void {
     const call = this.#call;
-    call.on('data', (message: AgentMessage) => this.#receive(message));
+    call.on('data', (message: AgentMessage | RefusedMessage) => this.#receive(message));
     call.on('drain', () => this.#flush());
     // The agent half-closed its side: finish what it sent (so its acks go out), then end with OK.
     call.on('end', () => void this.#inbound.then(() => this.close(grpcStatus(grpc.status.OK, 'OK'))));
@@ -163,6 +179,9 @@ export class AgentSession {
     if (this.#closed) return;
     this.#closed = true;
     this.#outbox = [];
+    // What the agent sent and was not handled yet is dropped (it re-sends after reconnecting).
+    this.#queue = [];
+    this.#queuedBytes = 0;
     this.#logger.info({ reason, ...(error === undefined ? {} : { err: toError(error) }) }, 'agent session ended');
     this.#options.onClosed(this);
     // After the messages already taken (a result the agent sent just before leaving is stored first).
@@ -205,13 +224,19 @@ export class AgentSession {
     }
   }
 
-  #receive(message: AgentMessage): void {
+  #receive(message: AgentMessage | RefusedMessage): void {
     if (this.#closed) return;
+    if (isRefusedMessage(message)) {
+      this.#logger.warn({ reason: message.refused }, 'agent message refused');
+      this.close(grpcStatus(grpc.status.INVALID_ARGUMENT, message.refused));
+      return;
+    }
     const free = Number(message.heartbeat?.homeFreeBytes ?? 0);
     if (free > 0) this.#homeFreeBytes = free;
     this.#noteHeardFrom();
     this.#queue.push(message);
-    if (!this.#paused && this.#queue.length >= INBOUND_HIGH_WATER) {
+    this.#queuedBytes += footprintOf(message);
+    if (!this.#paused && (this.#queue.length >= INBOUND_HIGH_WATER || this.#queuedBytes >= INBOUND_HIGH_WATER_BYTES)) {
       this.#paused = true;
       this.#call.pause();
     }
@@ -225,13 +250,18 @@ export class AgentSession {
   async #drain(): Promise<void> {
     try {
       while (this.#queue.length > 0 && !this.#closed) {
-        const message = this.#queue.shift()!;
+        const message = this.#take()!;
         try {
           await this.#handle(message);
         } catch (error) {
           this.#fail(error, 'agent message handling failed');
         }
-        if (this.#paused && this.#queue.length <= INBOUND_LOW_WATER && !this.#closed) {
+        if (
+          this.#paused &&
+          this.#queue.length <= INBOUND_LOW_WATER &&
+          this.#queuedBytes <= INBOUND_LOW_WATER_BYTES &&
+          !this.#closed
+        ) {
           this.#paused = false;
           this.#call.resume();
         }
@@ -239,6 +269,12 @@ export class AgentSession {
     } finally {
       this.#draining = false;
     }
+  }
+
+  #take(): AgentMessage | undefined {
+    const message = this.#queue.shift();
+    if (message) this.#queuedBytes -= footprintOf(message);
+    return message;
   }
 
   /**
@@ -259,7 +295,7 @@ export class AgentSession {
       const next = this.#queue[0];
       message =
         next?.payload === 'logBatch' && next.logBatch?.taskId === taskId && bytes < MAX_RUN_BYTES
-          ? this.#queue.shift()
+          ? this.#take()
           : undefined;
     }
     if (chunks.length === 0) return;

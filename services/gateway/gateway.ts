@@ -8,7 +8,8 @@ import type { AgentPort } from '../engine/index.ts';
 import { authenticateAgent, registerAgent, type Enroll, type GatewayStore } from './agent-auth.ts';
 import { AgentSession, type AgentCall } from './agent-session.ts';
 import { grpcStatus, toGrpcStatus } from './grpc-errors.ts';
-import { streamPackage, type DownloadCall, type PackageSource } from './package-download.ts';
+import { DownloadSlots, streamPackage, type DownloadCall, type PackageSource } from './package-download.ts';
+import { guardedDecoder } from './message-guard.ts';
 import { loadAgentProto, type AgentServiceHandlers } from './proto.ts';
 
 export interface GatewayOptions {
@@ -47,19 +48,30 @@ export interface Gateway {
 // HTTP/2 pings find dead agents (a cut link, a vanished NAT entry, a powered-off host) within
 // ~15 s even when no message flows, so the machine reads Offline and its deployments say so well
 // within 30 s (test/system/network-cut.system.ts); grpc-js servers never penalise agent pings.
+// What one connection may cost is bounded too (agents are less trusted than the control plane):
+// 100 streams (an agent holds one Connect call and a few downloads; a load generator or a proxy
+// may carry many agents over one connection), 16 MB of HTTP/2 session
+// memory (grpc-js lifts Node's 10 MB default to unlimited unless this is set), and messages of
+// at most 2 MiB (a log chunk holds at most 1 MiB of text; agents send 64 KiB).
+export const MAX_RECEIVE_BYTES = 2 * 1024 * 1024;
 const SERVER_CHANNEL_OPTIONS: grpc.ChannelOptions = {
   'grpc.keepalive_time_ms': 10_000,
   'grpc.keepalive_timeout_ms': 5_000,
   'grpc.keepalive_permit_without_calls': 1,
-  // Log batches stay well under 1 MiB; anything near this limit is a broken agent.
-  'grpc.max_receive_message_length': 4 * 1024 * 1024,
+  'grpc.max_receive_message_length': MAX_RECEIVE_BYTES,
+  'grpc.max_concurrent_streams': 100,
+  'grpc-node.max_session_memory': 16,
 };
+/** Concurrent DownloadPackage calls per machine (more are refused) and per gateway (more wait). */
+const DOWNLOADS_PER_MACHINE = 4;
+const DOWNLOADS_PER_GATEWAY = 64;
 const STOP_GRACE_MS = 5_000;
 
 export function createGateway(options: GatewayOptions): Gateway {
   const logger = options.logger.child({ component: 'gateway' });
   const sessions = new Map<string, AgentSession>();
   const subscriptions: Subscription[] = [];
+  const downloads = new DownloadSlots({ perMachine: DOWNLOADS_PER_MACHINE, total: DOWNLOADS_PER_GATEWAY });
   let server: grpc.Server | null = null;
 
   function adopt(session: AgentSession): void {
@@ -71,12 +83,6 @@ export function createGateway(options: GatewayOptions): Gateway {
 
   function forget(session: AgentSession): void {
     if (sessions.get(session.machineId) === session) sessions.delete(session.machineId);
-  }
-
-  // Replicas of an earlier build announce work per machine; each such wake-up reads that machine's tasks.
-  function onMachineEvent(message: EventMessage): void {
-    if (!isMessageEnvelope(message) || message.type !== 'machine.work-available') return;
-    sessions.get(message.machineId)?.requestTaskSync();
   }
 
   /** Tasks just started: the ones for agents held here are read together and sent. */
@@ -144,9 +150,27 @@ export function createGateway(options: GatewayOptions): Gateway {
 
     DownloadPackage(call: DownloadCall) {
       authenticateAgent(options.store, call.metadata)
-        .then((machine) =>
-          streamPackage(options.packages, machine.workspaceId, call, logger.child({ machineId: machine.id })),
-        )
+        .then(async (machine) => {
+          const { packageId, version } = call.request;
+          // The slot first: a flood of calls is turned away before it costs a query each.
+          const release = await downloads.acquire(machine.id, call);
+          try {
+            // Only what a task of this machine is running now: a credential reaches no other package.
+            if (options.packages && !(await options.agentPort.mayDownload(machine.id, packageId, version))) {
+              logger.warn(
+                { machineId: machine.id, packageId, version },
+                'package download refused: no task of this machine uses it',
+              );
+              throw grpcStatus(
+                grpc.status.NOT_FOUND,
+                `No task dispatched to this machine uses package ${packageId} version ${version}`,
+              );
+            }
+            await streamPackage(options.packages, machine.workspaceId, call, logger.child({ machineId: machine.id }));
+          } finally {
+            release();
+          }
+        })
         .catch((error: unknown) => {
           const status = toGrpcStatus(error);
           if (status.code === grpc.status.UNAVAILABLE) logger.error({ err: toError(error) }, 'package download failed');
@@ -158,11 +182,13 @@ export function createGateway(options: GatewayOptions): Gateway {
   return {
     async start(port, host) {
       if (server) throw new Error('The gateway is already started');
-      subscriptions.push(await options.bus.subscribeEvents(EventSubject.allMachineEvents, onMachineEvent));
       subscriptions.push(await options.bus.subscribeEvents(EventSubject.allTasksDispatched, onTasksDispatched));
       subscriptions.push(await options.bus.subscribeEvents(EventSubject.allTaskCancels, onTaskCancel));
       const instance = new grpc.Server(SERVER_CHANNEL_OPTIONS);
-      instance.addService(loadAgentProto().gantry.agent.v1.AgentService.service, handlers);
+      const service = loadAgentProto().gantry.agent.v1.AgentService.service;
+      // Connect messages are counted before they are decoded (message-guard.ts).
+      const connect = { ...service.Connect, requestDeserialize: guardedDecoder(service.Connect.requestDeserialize) };
+      instance.addService({ ...service, Connect: connect }, handlers);
       const credentials = options.tls
         ? grpc.ServerCredentials.createSsl(
             null,

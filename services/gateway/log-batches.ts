@@ -10,6 +10,11 @@ import { grpcStatus } from './grpc-errors.ts';
 import type { LogBatch, LogLine } from './proto.ts';
 
 export const MAX_LINES_PER_BATCH = 100_000;
+/**
+ * LogLine messages per batch (agents before chunks): each costs ~130 bytes decoded, so far fewer
+ * are taken than chunk lines; message-guard.ts counts them before the batch is decoded.
+ */
+export const MAX_LEGACY_LINES_PER_BATCH = 10_000;
 export const MAX_BATCH_BYTES = 1024 * 1024;
 /** The agent cuts longer lines (its LineSplitter); one that arrives longer is cut here, saying so. */
 export const MAX_LINE_CHARS = 32 * 1024;
@@ -93,7 +98,8 @@ const STREAM_OF: Record<string, number> = {
 
 /** Lines of an agent before chunks: the contiguous run from the first (the agent re-sends the rest). */
 function fromLines(lines: LogLine[]): AgentLogChunk {
-  if (lines.length > MAX_LINES_PER_BATCH) refused(`${lines.length} lines (at most ${MAX_LINES_PER_BATCH})`);
+  if (lines.length > MAX_LEGACY_LINES_PER_BATCH)
+    refused(`${lines.length} LogLine messages (at most ${MAX_LEGACY_LINES_PER_BATCH}; send a LogChunk)`);
   const firstSeq = Number(lines[0]!.seq);
   if (!Number.isSafeInteger(firstSeq) || firstSeq < 1) refused(`seq ${lines[0]!.seq} is not a line number`);
   let count = 0;

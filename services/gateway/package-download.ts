@@ -1,5 +1,7 @@
 // DownloadPackage: streams one package of the agent's own workspace in chunks of at most 64 KiB,
-// waiting for 'drain' whenever the call's buffer is full (grpc-js counts messages, not bytes).
+// with at most two chunks handed to grpc-js and not yet sent (its own buffer counts messages, 16
+// of them, not bytes): a download the agent does not read holds ~128 KiB, never the package.
+// How many run at once is capped per machine and for the whole gateway (DownloadSlots).
 import type { Readable } from 'node:stream';
 import * as grpc from '@grpc/grpc-js';
 import { toError, type Logger } from '../core/index.ts';
@@ -26,20 +28,113 @@ export function* slices(chunk: Buffer): Generator<Buffer> {
     yield chunk.subarray(offset, offset + MAX_CHUNK_BYTES);
 }
 
-// Resolves on 'drain', or when the call can no longer drain (cancelled or closed), so a vanished
-// agent never leaves a download waiting forever.
-function drainOrEnd(call: DownloadCall): Promise<void> {
-  return new Promise((resolve) => {
-    const done = (): void => {
-      call.off('drain', done);
-      call.off('cancelled', done);
-      call.off('close', done);
-      resolve();
+/** Chunks written to the call whose write has not completed (sent to the HTTP/2 stream). */
+const MAX_CHUNKS_IN_FLIGHT = 2;
+
+/**
+ * Writes chunks to a call, waiting while MAX_CHUNKS_IN_FLIGHT are not sent yet; the wait ends
+ * too when the call is cancelled or closed, so a vanished agent never leaves a download waiting.
+ */
+class ChunkWriter {
+  #inFlight = 0;
+  #wake: (() => void) | null = null;
+  #ended = false;
+  readonly #call: DownloadCall;
+  readonly #end = (): void => {
+    this.#ended = true;
+    this.#wake?.();
+  };
+
+  constructor(call: DownloadCall) {
+    this.#call = call;
+    call.on('cancelled', this.#end);
+    call.on('close', this.#end);
+  }
+
+  async write(data: Buffer): Promise<void> {
+    this.#inFlight++;
+    this.#call.write({ data }, () => {
+      this.#inFlight--;
+      this.#wake?.();
+    });
+    while (this.#inFlight >= MAX_CHUNKS_IN_FLIGHT && !this.#ended)
+      await new Promise<void>((resolve) => (this.#wake = resolve));
+    this.#wake = null;
+  }
+
+  dispose(): void {
+    this.#call.off('cancelled', this.#end);
+    this.#call.off('close', this.#end);
+  }
+}
+
+/**
+ * How many downloads run at once: at most `perMachine` for one machine (more are refused with
+ * RESOURCE_EXHAUSTED: an agent downloads each package version once, a few at a time), and at most
+ * `total` on this gateway (more wait their turn, first come first served, holding no bytes).
+ */
+export class DownloadSlots {
+  readonly #perMachine: number;
+  readonly #total: number;
+  #running = 0;
+  readonly #byMachine = new Map<string, number>();
+  readonly #waiting: Array<() => void> = [];
+
+  constructor(limits: { perMachine: number; total: number }) {
+    this.#perMachine = limits.perMachine;
+    this.#total = limits.total;
+  }
+
+  /** A slot for this machine's download (release it when done), or RESOURCE_EXHAUSTED. */
+  async acquire(machineId: string, call: DownloadCall): Promise<() => void> {
+    const held = this.#byMachine.get(machineId) ?? 0;
+    if (held >= this.#perMachine)
+      throw grpcStatus(
+        grpc.status.RESOURCE_EXHAUSTED,
+        `This machine already has ${held} package downloads in progress (at most ${this.#perMachine}); retry when one ends`,
+      );
+    this.#byMachine.set(machineId, held + 1);
+    let released = false;
+    const release = (): void => {
+      if (released) return;
+      released = true;
+      const left = (this.#byMachine.get(machineId) ?? 1) - 1;
+      if (left > 0) this.#byMachine.set(machineId, left);
+      else this.#byMachine.delete(machineId);
     };
-    call.on('drain', done);
-    call.on('cancelled', done);
-    call.on('close', done);
-  });
+    if (this.#running >= this.#total) {
+      const granted = await new Promise<boolean>((resolve) => {
+        const grant = (): void => {
+          call.off('cancelled', cancel);
+          resolve(true);
+        };
+        const cancel = (): void => {
+          const index = this.#waiting.indexOf(grant);
+          if (index !== -1) this.#waiting.splice(index, 1);
+          resolve(false);
+        };
+        call.on('cancelled', cancel);
+        this.#waiting.push(grant);
+      });
+      if (!granted) {
+        release();
+        throw grpcStatus(grpc.status.CANCELLED, 'The download was cancelled while it waited for its turn');
+      }
+    } else this.#running++;
+    return () => {
+      if (released) return;
+      release();
+      // The slot passes to the first waiting download, or is freed.
+      const next = this.#waiting.shift();
+      if (next) next();
+      else this.#running--;
+    };
+  }
+
+  /** Downloads running now (for tests and logs). */
+  get running(): number {
+    return this.#running;
+  }
 }
 
 export async function streamPackage(
@@ -66,12 +161,13 @@ export async function streamPackage(
     stream.destroy();
   };
   call.on('cancelled', onCancel);
+  const writer = new ChunkWriter(call);
   try {
     for await (const chunk of stream) {
       const buffer = typeof chunk === 'string' ? Buffer.from(chunk) : (chunk as Buffer);
       for (const data of slices(buffer)) {
         if (cancelled) return;
-        if (!call.write({ data })) await drainOrEnd(call);
+        await writer.write(data);
       }
     }
   } catch (error) {
@@ -80,6 +176,7 @@ export async function streamPackage(
     throw grpcStatus(grpc.status.UNAVAILABLE, 'Reading the package failed; retry the download');
   } finally {
     call.off('cancelled', onCancel);
+    writer.dispose();
     stream.destroy();
   }
   if (!cancelled) call.end();

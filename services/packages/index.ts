@@ -12,7 +12,7 @@ export type {
   Download,
   UploadInput,
 } from './package-service.ts';
-export type { DirectUploadRequest, DirectUploadResult } from './direct-upload.ts';
+export type { DirectUploadRequest } from './direct-upload.ts';
 export { createFilesystemBlobStore } from './blob-store.ts';
 export type { BlobStore, FilesystemBlobStore } from './blob-store.ts';
 export { createAzureBlobStore } from './azure-blob-store.ts';

@@ -9,11 +9,10 @@ import type { Readable } from 'node:stream';
 import { authorize, Capability, InvalidParameterError, newId, type Clock, type Principal } from '../core/index.ts';
 import { sortSemVerDescending } from '../core/index.ts';
 import { visibleWorkspace, type DomainDeps } from '../domain/index.ts';
-import { isUniqueViolation, type Db, type Workspace } from '../store/index.ts';
-import { packagesStore, type StoredPackage } from '../store/index.ts';
+import { isUniqueViolation, type StoredPackage, type Workspace } from '../store/index.ts';
 import { checkArchive } from './archive-check.ts';
 import type { BlobStore } from './blob-store.ts';
-import { receiveDirectUpload, type DirectUploadRequest, type DirectUploadResult } from './direct-upload.ts';
+import { receiveDirectUpload, type DirectUploadRequest } from './direct-upload.ts';
 import { packageFileName, parsePackageFileName, type PackageFileName } from './file-name.ts';
 import { discard, GIB, stageStream, type StagedFile } from './staging.ts';
 
@@ -22,8 +21,6 @@ export const UPLOAD_URL_LIFETIME_MS = 4 * 60 * 60 * 1000;
 
 export interface PackageServiceOptions {
   deps: DomainDeps;
-  /** The packages tables are not part of the shared Store; the service binds its own. */
-  db: Db;
   clock: Clock;
   blobs: BlobStore;
   /** Private staging folder for uploads in progress (normally <dataDir>/packages/.staging). */
@@ -55,7 +52,7 @@ function duplicate(name: PackageFileName, property: string): InvalidParameterErr
 export function createPackageService(options: PackageServiceOptions) {
   const { deps, clock, blobs, stagingDir } = options;
   const maxBytes = options.maxBytes ?? DEFAULT_MAX_PACKAGE_BYTES;
-  const store = packagesStore(options.db);
+  const store = deps.store.packages;
 
   async function pushTarget(principal: Principal, input: UploadInput, property: string, workspaceProperty: string) {
     const workspace = await visibleWorkspace(deps, principal, input.workspaceId, workspaceProperty);
@@ -216,7 +213,7 @@ export function createPackageService(options: PackageServiceOptions) {
     },
 
     /** The filesystem backend's `PUT <uploadUrl>`; expected refusals are results, not errors. */
-    receiveDirectUpload: (request: DirectUploadRequest): Promise<DirectUploadResult> =>
+    receiveDirectUpload: (request: DirectUploadRequest): Promise<void> =>
       receiveDirectUpload({ store, blobs, clock, stage: (s) => stage(s, 'body') }, request),
   };
 }

@@ -66,3 +66,8 @@ export function isDatabaseUnavailable(error: unknown): boolean {
   }
   return false;
 }
+
+/** One round trip to PostgreSQL (readiness): throws when it cannot be reached. */
+export async function pingDatabase(db: Db): Promise<void> {
+  await db.raw('select 1');
+}

@@ -1,4 +1,5 @@
 /** The engine's read of machines: who is in an environment, and whether its agent is alive. */
+import { whereIdIn } from './id-arrays.ts';
 import type { Db } from './db.ts';
 
 export interface TargetMachine {
@@ -65,9 +66,7 @@ export function deploymentMachinesStore(db: Db) {
     },
     async getMany(machineIds: readonly string[]): Promise<Map<string, TargetMachine>> {
       if (machineIds.length === 0) return new Map();
-      const rows = await db<MachineRow>('machines')
-        .whereIn('id', machineIds)
-        .select(...MACHINE_COLUMNS);
+      const rows: MachineRow[] = await whereIdIn(db('machines'), 'id', machineIds).select(...MACHINE_COLUMNS);
       return new Map(rows.map((row) => [row.id, toTargetMachine(row)]));
     },
   };

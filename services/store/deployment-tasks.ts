@@ -1,4 +1,5 @@
 /** Deployment tasks: one step on one machine (or a machine-less step record), the unit agents run. */
+import { whereIdIn } from './id-arrays.ts';
 import type { Knex } from 'knex';
 import type { TaskStatus } from '../core/index.ts';
 import type { Db } from './db.ts';
@@ -131,7 +132,7 @@ export function deploymentTasksStore(db: Db) {
     async listDispatchedByIds(taskIds: readonly string[]): Promise<DispatchedTask[]> {
       if (taskIds.length === 0) return [];
       return listDispatched(db, (query) => {
-        query.whereIn('t.id', [...taskIds]);
+        whereIdIn(query, 't.id', taskIds);
       });
     },
     /**
@@ -144,21 +145,25 @@ export function deploymentTasksStore(db: Db) {
       >,
     ): Promise<DeploymentTask[]> {
       if (tasks.length === 0) return [];
-      const rows: TaskRow[] = await db('deployment_tasks')
-        .insert(
-          tasks.map((t) => ({
-            id: t.id,
-            deployment_id: t.deploymentId,
-            stage_index: t.stageIndex,
-            step_id: t.stepId,
-            step_name: t.stepName,
-            machine_id: t.machineId,
-            machine_name: t.machineName,
-          })),
-        )
-        .onConflict(['deployment_id', 'step_id', 'machine_id'])
-        .ignore()
-        .returning('*');
+      // One array per column (unnest): seven bind parameters however many machines (see id-arrays.ts).
+      // node-postgres binds a JS array (nulls included) as a PostgreSQL array; knex's types know only string[].
+      const column = <K extends keyof (typeof tasks)[number]>(key: K) =>
+        tasks.map((t) => t[key]) as unknown as string[];
+      const { rows }: { rows: TaskRow[] } = await db.raw(
+        `insert into deployment_tasks (id, deployment_id, stage_index, step_id, step_name, machine_id, machine_name)
+         select * from unnest(?::text[], ?::text[], ?::int[], ?::text[], ?::text[], ?::text[], ?::text[])
+         on conflict (deployment_id, step_id, machine_id) do nothing
+         returning *`,
+        [
+          column('id'),
+          column('deploymentId'),
+          column('stageIndex'),
+          column('stepId'),
+          column('stepName'),
+          column('machineId'),
+          column('machineName'),
+        ],
+      );
       return rows.map(toTask);
     },
     /**
@@ -167,8 +172,7 @@ export function deploymentTasksStore(db: Db) {
      */
     async startMany(ids: readonly string[], now: Date): Promise<string[]> {
       if (ids.length === 0) return [];
-      const rows = await db('deployment_tasks')
-        .whereIn('id', ids)
+      const rows = await whereIdIn(db('deployment_tasks'), 'id', ids)
         .where({ status: 'Pending' })
         .update({ status: 'Running', parent_log_id: db.ref('id'), dispatched_at: now, started_at: now })
         .returning('id');

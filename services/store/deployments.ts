@@ -273,9 +273,14 @@ export function deploymentsStore(db: Db) {
      * due and not cancelled starts its validation in the same write (→ Validating), so the step
      * every deployment takes first costs no round trip of its own.
      */
-    async claim(id: string, owner: string, now: Date, leaseUntil: Date): Promise<Deployment | null> {
+    async claim(
+      id: string,
+      owner: string,
+      now: Date,
+      leaseUntil: Date,
+    ): Promise<(Deployment & { previousLeaseOwner: string | null }) | null> {
       const due = `status = 'Queued' AND cancellation_requested_at IS NULL AND (scheduled_for IS NULL OR scheduled_for <= ?)`;
-      const [row] = await db<DeploymentRow>('deployments')
+      const [row]: Array<DeploymentRow & { previous_lease_owner: string | null }> = await db('deployments')
         .where({ id })
         .whereIn('status', ACTIVE_STATUSES)
         .where((q) => {
@@ -290,11 +295,30 @@ export function deploymentsStore(db: Db) {
           last_update_at: db.raw(`CASE WHEN ${due} THEN ?::timestamptz ELSE last_update_at END`, [now, now]),
           change_tick: db.raw(`CASE WHEN ${due} THEN ${NEXT_CHANGE} ELSE change_tick END`, [now]),
         })
-        .returning(COLUMNS);
-      return row ? toDeployment(row) : null;
+        // A subquery in RETURNING reads the statement's snapshot: the lease holder before this
+        // claim. Another replica's name there means its lease expired unreleased (a takeover).
+        .returning([
+          ...COLUMNS,
+          db.raw('(SELECT old.lease_owner FROM deployments old WHERE old.id = deployments.id) AS previous_lease_owner'),
+        ]);
+      return row ? { ...toDeployment(row), previousLeaseOwner: row.previous_lease_owner } : null;
     },
     async releaseLease(id: string, owner: string): Promise<void> {
       await db('deployments').where({ id, lease_owner: owner }).update({ lease_owner: null, lease_until: null });
+    },
+    /** Deployments waiting (queued, validating, awaiting a slot) and running now: the metrics gauge, one grouped read. */
+    async countActive(): Promise<{ queued: number; running: number }> {
+      const rows: Array<{ status: string; count: string }> = await db('deployments')
+        .whereIn('status', ACTIVE_STATUSES)
+        .groupBy('status')
+        .select('status', db.raw('count(*) as count'));
+      let queued = 0;
+      let running = 0;
+      for (const row of rows) {
+        if (row.status === 'Running') running += Number(row.count);
+        else queued += Number(row.count);
+      }
+      return { queued, running };
     },
     /** Active deployments nobody drives (no lease or an expired one) that are due now. */
     async findUnowned(now: Date, limit: number): Promise<string[]> {

@@ -78,9 +78,9 @@ export function createStore(db: Db): Store {
   };
 }
 
-export { createDb, isUniqueViolation, isForeignKeyViolation, isDatabaseUnavailable } from './db.ts';
+export { createDb, isUniqueViolation, isForeignKeyViolation, isDatabaseUnavailable, pingDatabase } from './db.ts';
 export type { Db } from './db.ts';
-export { migrateToLatest, rollbackAll, SchemaTooNewError } from './migrate.ts';
+export { migrateToLatest, migrationStatus, rollbackAll, SchemaTooNewError } from './migrate.ts';
 export type { SeedResult } from './seed.ts';
 export { startEmbeddedPostgres } from './embedded-postgres.ts';
 export type { EmbeddedDatabase } from './embedded-postgres.ts';
@@ -119,7 +119,7 @@ export type { Variable, VariableValue, VariableValueFilters, VariableWithValues 
 export type { ScriptModule } from './script-modules.ts';
 export type { Feed } from './feeds.ts';
 export type { CloudAccount } from './cloud-accounts.ts';
-export { packagesStore, versionPrecedence } from './packages.ts';
+export { versionPrecedence } from './packages.ts';
 export type { PackagesStore, StoredPackage, PendingUpload } from './packages.ts';
 export type { DashboardSession } from './dashboard-sessions.ts';
 export type { CellDeployment, ReleaseRow as DashboardRelease } from './dashboard-reads.ts';

@@ -2,6 +2,7 @@
  * Machines (contract §3): deployment targets an agent runs on. The registration token and the
  * agent credential are stored only as SHA-256 hashes; the agent gateway finds machines by them.
  */
+import { whereIdIn } from './id-arrays.ts';
 import type { Page, Paged } from '../core/index.ts';
 import type { Db } from './db.ts';
 
@@ -106,7 +107,9 @@ export function machinesStore(db: Db) {
     const rows: Array<{ machine_id: string; id: string; name: string }> = await db('machine_environments as me')
       .join('environments as e', 'e.id', 'me.environment_id')
       .whereNull('e.deleted_at')
-      .whereIn('me.machine_id', machineIds)
+      .modify((query) => {
+        whereIdIn(query, 'me.machine_id', machineIds);
+      })
       .orderBy([{ column: 'e.sort_order' }, { column: 'e.name' }])
       .select('me.machine_id', 'e.id', 'e.name');
     for (const row of rows) byMachine.get(row.machine_id)?.push({ id: row.id, name: row.name });

@@ -39,6 +39,19 @@ export async function migrateToLatest(db: Knex): Promise<void> {
   }
 }
 
+/** Migrations this build knows but the database lacks, and those the database has but this build does not. */
+export async function migrationStatus(db: Knex): Promise<{ pending: string[]; unknown: string[] }> {
+  const applied: Array<{ name: string }> = (await db.schema.hasTable('knex_migrations'))
+    ? await db('knex_migrations').select('name')
+    : [];
+  const done = new Set(applied.map((row) => row.name));
+  const known = new Set(migrations.map(([name]) => name));
+  return {
+    pending: migrations.map(([name]) => name).filter((name) => !done.has(name)),
+    unknown: [...done].filter((name) => !known.has(name)),
+  };
+}
+
 export async function rollbackAll(db: Knex): Promise<void> {
   await db.migrate.rollback({ migrationSource: source }, true);
 }

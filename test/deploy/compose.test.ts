@@ -43,20 +43,22 @@ function env(name: string): Record<string, string> {
   return service(name).environment ?? {};
 }
 
-/** Resolves compose interpolation as `docker compose` would with the required variables set. */
-/** A service's environment as compose would pass it, with sample values for the required variables. */
-function interpolated(name: string): Record<string, string> {
-  return Object.fromEntries(Object.entries(env(name)).map(([k, v]) => [k, interpolate(v)]));
-}
+/** Values for the required variables, shaped as the configuration schema accepts them. */
+const REQUIRED_SAMPLES: Record<string, string> = {
+  GANTRY_MASTER_KEY: Buffer.alloc(32, 7).toString('base64'),
+  GANTRY_ENROLLMENT_KEY: 'sample-GANTRY_ENROLLMENT_KEY-0123456789',
+};
 
+/** Resolves compose interpolation as `docker compose` would with the required variables set. */
 function interpolate(value: string): string {
   return value.replace(/\$\{(\w+)(?::([-?])([^}]*))?\}/g, (_m, variable: string, kind?: string, rest?: string) =>
-    kind === '-'
-      ? (rest ?? '')
-      : variable.endsWith('ENROLLMENT_KEY')
-        ? `sample-${variable}-0123456789`
-        : `<${variable}>`,
+    kind === '-' ? (rest ?? '') : (REQUIRED_SAMPLES[variable] ?? `<${variable}>`),
   );
+}
+
+/** The control plane's configuration as a replica's environment gives it. */
+function configOf(name: string) {
+  return loadConfig(Object.fromEntries(Object.entries(env(name)).map(([k, v]) => [k, interpolate(v)])));
 }
 
 describe('docker-compose.yml', () => {
@@ -106,7 +108,7 @@ describe('docker-compose.yml', () => {
   });
 
   it('lists both replicas in every agent, which enroll themselves with the key the replicas create', () => {
-    const grpcTargets = replicas.map((name) => `${name}:${loadConfig(interpolated(name)).grpcPort}`);
+    const grpcTargets = replicas.map((name) => `${name}:${configOf(name).grpcPort}`);
     const homes = agents.map((name) => {
       const agent = service(name);
       expect(agent.command).toEqual(['npm', 'run', 'agent']);
@@ -132,9 +134,7 @@ describe('docker-compose.yml', () => {
         nats: { condition: 'service_healthy' },
       });
       // The healthcheck probes the port this replica really listens on.
-      expect(service(name).healthcheck?.test.join(' ')).toContain(
-        `127.0.0.1:${loadConfig(interpolated(name)).httpPort}/`,
-      );
+      expect(service(name).healthcheck?.test.join(' ')).toContain(`127.0.0.1:${configOf(name).httpPort}/readyz`);
     }
     for (const name of agents) {
       expect(service(name).depends_on).toEqual({
@@ -161,6 +161,12 @@ describe('Dockerfile', () => {
     expect(instructions.at(-1)).toBe('CMD ["npm", "start"]');
     // The lockfile is copied before the sources so the dependency layer is cached.
     expect(dockerfile.indexOf('COPY package.json package-lock.json')).toBeLessThan(dockerfile.indexOf('COPY . .'));
+  });
+
+  it('reports health from GET /readyz (scripts/healthcheck.mjs, which the readiness test runs)', () => {
+    expect(instructions).toContain(
+      'HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 CMD ["node", "scripts/healthcheck.mjs"]',
+    );
   });
 
   it('keeps local dependencies and data out of the build context', () => {

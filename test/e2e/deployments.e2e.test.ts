@@ -217,8 +217,9 @@ describe.each(E2E_MODES)('deployments end to end on $name', (mode) => {
     const cancelledAt = Date.now();
     const cancel = await client.post('/api/deployment/cancel', { deploymentId: id });
     expect(cancel.status).toBe(200);
+    // Waited for longer than the bound, so a slow cancel shows as its measured time, not a timeout.
     await waitFor(() => pids.every((pid) => !isAlive(pid)), {
-      timeoutMs: 5_000,
+      timeoutMs: 20_000,
       intervalMs: 50,
       description: 'sleep processes to be gone',
     });
@@ -264,10 +265,7 @@ describe.each(E2E_MODES)('deployments end to end on $name', (mode) => {
     const [id] = (
       await client.post('/api/release/deploy', { releaseId, environments: ['Staging'], deploymentDateUnixMillis: at })
     ).body.deploymentIds;
-    await new Promise((resolve) => setTimeout(resolve, 1_000));
-    expect((await client.get('/api/deployment', { deploymentId: id, skipLogs: 'true' })).body.status.Status).toBe(
-      'Queued',
-    );
+    // Every step's own clock reading (below) is the check: none ran before the scheduled time.
     expect((await waitForDeployment(client, id)).Status).toBe('Completed');
     const ran = (await logsOf(id)).filter((l) => /^\d{13}$/.test(l.Data)).map((l) => Number(l.Data));
     expect(ran).toHaveLength(3);

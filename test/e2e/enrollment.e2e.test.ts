@@ -4,7 +4,8 @@
  * GANTRY_BOOTSTRAP_ENROLLMENT_KEY needs no API call at all (docker-compose.yml uses it); a revoked
  * key enrolls nobody new, and the agent says why.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ChildProcess } from 'node:child_process';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { waitFor } from '../helpers/wait-for.ts';
 import {
   api,
@@ -42,6 +43,26 @@ describe('enrollment keys with real agents', () => {
     await cleanup();
   });
 
+  // Each test stops the agents it started (test/setup/leak-check.ts).
+  const started: ChildProcess[] = [];
+  const enrollAgent = (env: Record<string, string>) => {
+    const agent = startAgent([plane.grpcAddress], '', env);
+    started.push(agent.child);
+    return agent;
+  };
+  afterEach(async () => {
+    await Promise.all(
+      started.splice(0).map((child) =>
+        child.exitCode !== null || child.signalCode !== null
+          ? undefined
+          : new Promise((resolve) => {
+              child.once('exit', resolve);
+              child.kill('SIGTERM');
+            }),
+      ),
+    );
+  });
+
   const machines = async () =>
     (await client.get('/api/machine', { workspaceId, take: '100' })).body.machines as Array<{
       machineId: string;
@@ -61,10 +82,7 @@ describe('enrollment keys with real agents', () => {
     });
     expect(key.status).toBe(200);
     for (const name of ['web-a', 'web-b'])
-      startAgent([plane.grpcAddress], '', {
-        GANTRY_AGENT_ENROLLMENT_KEY: key.body.enrollmentKey,
-        GANTRY_AGENT_NAME: name,
-      });
+      enrollAgent({ GANTRY_AGENT_ENROLLMENT_KEY: key.body.enrollmentKey, GANTRY_AGENT_NAME: name });
     const fleet = await waitFor(
       async () => {
         const web = (await machines()).filter((m) => m.name.startsWith('web-') && m.status === 'Online');
@@ -90,10 +108,7 @@ describe('enrollment keys with real agents', () => {
   });
 
   it('enrolls with GANTRY_BOOTSTRAP_ENROLLMENT_KEY and no API call, under the host name by default', async () => {
-    startAgent([plane.grpcAddress], '', {
-      GANTRY_AGENT_ENROLLMENT_KEY: BOOTSTRAP_KEY,
-      GANTRY_AGENT_NAME: 'compose-agent-1',
-    });
+    enrollAgent({ GANTRY_AGENT_ENROLLMENT_KEY: BOOTSTRAP_KEY, GANTRY_AGENT_NAME: 'compose-agent-1' });
     const machine = await waitFor(
       async () => (await machines()).find((m) => m.name === 'compose-agent-1' && m.status === 'Online'),
       { timeoutMs: 30_000, intervalMs: 250 },
@@ -110,13 +125,13 @@ describe('enrollment keys with real agents', () => {
     expect(
       (await client.delete('/api/machine/enrollment-key', { enrollmentKeyId: key.body.enrollmentKeyId })).status,
     ).toBe(200);
-    const agent = startAgent([plane.grpcAddress], '', { GANTRY_AGENT_ENROLLMENT_KEY: key.body.enrollmentKey });
+    const machinesBefore = (await machines()).length;
+    const agent = enrollAgent({ GANTRY_AGENT_ENROLLMENT_KEY: key.body.enrollmentKey });
     const code = await new Promise<number | null>((resolve) => agent.child.once('exit', (c) => resolve(c)));
     expect(code).toBe(1);
     expect(agent.output()).toContain(
       'The control plane refused the enrollment (The enrollment key is unknown, revoked or expired)',
     );
-    // The agents it enrolled before are untouched.
-    expect((await machines()).filter((m) => m.status === 'Online').length).toBeGreaterThanOrEqual(3);
+    expect(await machines()).toHaveLength(machinesBefore);
   });
 });

@@ -7,6 +7,7 @@ import { mkdtempSync, rmSync, chmodSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { afterEach, beforeEach } from 'vitest';
 import { agentBundle } from '../helpers/agent-bundle.ts';
 import { waitFor } from '../helpers/wait-for.ts';
 import { freePort } from '../../services/core/index.ts';
@@ -17,12 +18,39 @@ export const ADMIN = { id: 'e2e-admin', key: 'e2e-admin-key-0123456789abcdef' };
 const processes: ChildProcess[] = [];
 const folders: string[] = [];
 
+/**
+ * Agents a test body started (not a beforeAll): stopped after that test, so none outlives it
+ * (test/setup/leak-check.ts fails a test that leaves one running).
+ */
+const testAgents: ChildProcess[] = [];
+let inTest = false;
+// Only under vitest: bench/ scripts use this harness too.
+if (process.env.VITEST) {
+  beforeEach(() => {
+    inTest = true;
+  });
+  afterEach(async () => {
+    inTest = false;
+    for (const child of testAgents.splice(0)) await stopProcess(child);
+  });
+}
+
 /** Kills every process and removes every folder the harness made. Call from afterAll. */
 export async function cleanup(): Promise<void> {
   for (const child of processes.splice(0)) {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   }
   for (const folder of folders.splice(0)) rmSync(folder, { recursive: true, force: true });
+}
+
+/** Stops one process the harness started (SIGTERM, then SIGKILL after 5 s) and waits for its exit. */
+export async function stopProcess(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  child.kill('SIGTERM');
+  const kill = setTimeout(() => child.kill('SIGKILL'), 5_000);
+  await exited;
+  clearTimeout(kill);
 }
 
 export function tempDir(prefix: string): string {
@@ -52,6 +80,8 @@ function spawnNode(args: string[], env: Record<string, string>): { child: ChildP
 
 export interface ControlPlane {
   url: string;
+  /** GET /metrics of this replica (its own free port), or null with GANTRY_METRICS_PORT=off. */
+  metricsUrl: string | null;
   grpcAddress: string;
   child: ChildProcess;
   output: () => string;
@@ -74,7 +104,10 @@ export async function startControlPlane(
 ): Promise<ControlPlane> {
   const httpPort = options.ports?.http ?? (await freePort());
   const grpcPort = options.ports?.grpc ?? (await freePort());
+  const metricsPort = await freePort();
   const env: Record<string, string> = {
+    // Replicas on one host each need their own (the default 9464 would be taken by the first).
+    GANTRY_METRICS_PORT: String(metricsPort),
     GANTRY_PORT: String(httpPort),
     GANTRY_GRPC_PORT: String(grpcPort),
     GANTRY_HOST: '127.0.0.1',
@@ -112,7 +145,8 @@ export async function startControlPlane(
   ).catch((error: unknown) => {
     throw new Error(`${String(error)}\n${output()}`);
   });
-  return { url, grpcAddress: `127.0.0.1:${grpcPort}`, child, output };
+  const metricsUrl = env.GANTRY_METRICS_PORT === 'off' ? null : `http://127.0.0.1:${env.GANTRY_METRICS_PORT}/metrics`;
+  return { url, metricsUrl, grpcAddress: `127.0.0.1:${grpcPort}`, child, output };
 }
 
 export interface Agent {
@@ -131,6 +165,7 @@ export function startAgent(servers: string[], token: string, env: Record<string,
     GANTRY_AGENT_SHUTDOWN_GRACE_MS: '2000',
     ...env,
   });
+  if (inTest) testAgents.push(child);
   return { home, child, output };
 }
 

@@ -141,12 +141,13 @@ describe('agents over TLS (real certificates)', () => {
       }),
       startAgent([plane.grpcAddress], plaintext.token, { GANTRY_AGENT_LOG_LEVEL: 'info' }),
     ];
-    // Both keep retrying (with backoff): give them several attempts.
-    await waitFor(() => agents.every((agent) => agent.output().includes('registration failed; retrying')), {
+    // Both keep retrying (with backoff): three refused attempts each, counted in their own logs.
+    const attempts = (agent: (typeof agents)[number]) =>
+      agent.output().split('registration failed; retrying').length - 1;
+    await waitFor(() => agents.every((agent) => attempts(agent) >= 3), {
       timeoutMs: 30_000,
-      description: 'both agents to report failed attempts',
+      description: 'three failed attempts from both agents',
     });
-    await new Promise((resolve) => setTimeout(resolve, 2000));
     for (const { machineId } of [wrongCa, plaintext]) expect(await statusOf(machineId)).not.toBe('Online');
     for (const agent of agents) expect(agent.child.exitCode).toBeNull(); // still trying, as an agent should
   });

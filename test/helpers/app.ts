@@ -147,7 +147,6 @@ export async function testApp(options: TestAppOptions = {}): Promise<TestContext
       });
   const packages = createPackageService({
     deps,
-    db,
     clock: deps.clock,
     blobs,
     stagingDir: stagingDirOf(dataDir),

@@ -5,15 +5,20 @@
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../services/config.ts';
 import { startServer, type RunningServer } from '../../services/server.ts';
 
 const dataDir = path.join(os.tmpdir(), `gantry-embedded-${process.pid}-${Date.now()}`);
 let server: RunningServer | null = null;
 
-afterAll(async () => {
+// The server a test started stops after it (its PostgreSQL, listeners and timers with it).
+afterEach(async () => {
   await server?.stop();
+  server = null;
+});
+
+afterAll(async () => {
   await fs.rm(dataDir, { recursive: true, force: true });
 });
 
@@ -23,6 +28,7 @@ function config() {
     GANTRY_PORT: '0',
     GANTRY_HOST: '127.0.0.1',
     GANTRY_LOG_LEVEL: 'silent',
+    GANTRY_METRICS_PORT: 'off',
   });
 }
 
@@ -89,6 +95,7 @@ describe('embedded default', () => {
           GANTRY_PORT: '0',
           GANTRY_HOST: '127.0.0.1',
           GANTRY_LOG_LEVEL: 'silent',
+          GANTRY_METRICS_PORT: 'off',
         });
         await expect(startServer(config)).rejects.toThrow(`${closed} is closed to other users`);
         await expect(fs.stat(path.join(closed, 'data'))).rejects.toThrow();

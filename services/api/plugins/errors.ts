@@ -14,6 +14,7 @@ import {
   InvalidCredentialsError,
   InvalidParameterError,
   LimitExceededError,
+  SignatureRefusedError,
   type ValidationError,
 } from '../../core/index.ts';
 import { isDatabaseUnavailable } from '../../domain/index.ts';
@@ -31,6 +32,7 @@ function statusOf(error: GantryError): number {
   if (error instanceof InsufficientPermissionsError) return 401;
   if (error instanceof LimitExceededError || error instanceof ConflictError) return 409;
   if (error instanceof InvalidParameterError) return 400;
+  if (error instanceof SignatureRefusedError) return 403;
   return 500;
 }
 

@@ -23,6 +23,7 @@ import { releaseRoutes } from './releases/index.ts';
 import { sessionRoutes } from './sessions/index.ts';
 import { dashboardRoutes } from './dashboard/index.ts';
 import { dashboardChangeRoutes } from './dashboard/changes.ts';
+import { healthRoutes } from './health/index.ts';
 
 const all: Routes[] = [
   accountRoutes,
@@ -48,6 +49,7 @@ const all: Routes[] = [
   sessionRoutes,
   dashboardRoutes,
   dashboardChangeRoutes,
+  healthRoutes,
 ];
 
 export const registerRoutes: Routes = async (app) => {

@@ -1,4 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { ReadinessCheck } from '../../core/index.ts';
 import type { DomainDeps } from '../../domain/index.ts';
 import type { AgentDistribution, PackageService } from '../../packages/index.ts';
 
@@ -7,6 +8,8 @@ export type ApiDeps = DomainDeps & {
   packages: PackageService;
   /** host:port agents connect to, shown in the dashboard's registration command. */
   agentServer?: string;
+  /** What GET /readyz checks (PostgreSQL, migrations, bus, gateway), composed by server.ts; none: the API alone. */
+  readiness?: readonly ReadinessCheck[];
   /** The address clients reach this API at (GANTRY_PUBLIC_URL): the install command names it. */
   publicUrl?: string;
   /** The agent bundle GET /api/agent/install.sh installs; null or absent: none was built. */

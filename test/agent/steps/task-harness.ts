@@ -42,7 +42,7 @@ export interface Harness {
 
 export function createHarness(
   packages: Record<string, Buffer> = {},
-  options: Pick<TaskManagerOptions, 'retentionMs' | 'pruneEveryMs'> = {},
+  options: Pick<TaskManagerOptions, 'retentionMs' | 'pruneEveryMs' | 'now'> = {},
 ): Harness {
   const home = mkdtempSync(path.join(tmpdir(), 'gantry-agent-home-'));
   const link = new FakeLink();
@@ -63,7 +63,7 @@ export function createHarness(
   const build = (): TaskManager => {
     const manager = new TaskManager({
       journal,
-      packages: new PackageCache(path.join(home, 'packages'), source),
+      packages: new PackageCache(path.join(home, 'packages'), source, options.now),
       workRoot: path.join(home, 'work'),
       scriptsRoot: path.join(home, 'scripts'),
       baseEnv: { PATH: process.env.PATH ?? '/usr/bin:/bin' },

@@ -20,6 +20,8 @@ function result(taskId: string) {
   return waitFor(() => h.link.results(taskId)[0]);
 }
 
+const DAY_MS = 24 * 60 * 60 * 1000;
+
 describe('TaskManager running scripts', () => {
   it('runs a bash script with the step variables and reports stdout, stderr and the exit code', async () => {
     const task = runTask({
@@ -104,7 +106,8 @@ describe('TaskManager running scripts', () => {
     const started = Date.now();
     h.manager.onMessage({ cancelTask: { taskId: task.taskId, graceMs: 3000 } });
     expect(await result(task.taskId)).toMatchObject({ outcome: 'CANCELLED', message: 'The step was cancelled' });
-    await waitFor(() => !isAlive(sleeperPid), 5000);
+    // Waited for longer than the bound, so a slow kill shows as its measured time, not a timeout.
+    await waitFor(() => !isAlive(sleeperPid), 20_000);
     expect(Date.now() - started).toBeLessThan(5000);
   });
 
@@ -168,7 +171,9 @@ describe('TaskManager idempotency and acknowledgements', () => {
   });
 
   it('removes the tombstones and work folders of tasks past retention, while running and at start', async () => {
-    const retained = createHarness({}, { retentionMs: 150, pruneEveryMs: 0 });
+    // The agent's clock, moved by the test: retention is a day, and no test waits a day.
+    let nowMs = Date.now();
+    const retained = createHarness({}, { retentionMs: DAY_MS, pruneEveryMs: 0, now: () => nowMs });
     try {
       const finish = async (task: ReturnType<typeof runTask>) => {
         retained.manager.onMessage({ runTask: task });
@@ -182,7 +187,7 @@ describe('TaskManager idempotency and acknowledgements', () => {
       await finish(first);
       expect(existsSync(workOf(first))).toBe(true);
       expect(retained.journal.get(first.taskId)?.forgotten).toBe(true);
-      await new Promise((resolve) => setTimeout(resolve, 200));
+      nowMs += DAY_MS + 1;
       // The next task done with looks for what is past retention: the first one, not itself.
       const second = runTask({ deploymentId: 'new-deployment' });
       await finish(second);
@@ -191,7 +196,7 @@ describe('TaskManager idempotency and acknowledgements', () => {
       expect(retained.journal.get(second.taskId)?.forgotten).toBe(true);
       expect(existsSync(workOf(second))).toBe(true);
       // A restart after retention removes the rest.
-      await new Promise((resolve) => setTimeout(resolve, 200));
+      nowMs += DAY_MS + 1;
       retained.restart().recover();
       await waitFor(() => !existsSync(path.join(retained.home, 'work', 'new-deployment')));
       expect(retained.journal.all()).toEqual([]);
@@ -308,7 +313,12 @@ describe('TaskManager packages', () => {
 
   it('drops cached package versions no task has used within retention, and downloads them again when needed', async () => {
     await h.close();
-    h = createHarness({ 'Acme.Web@1.0.0': zip, 'Acme.Web@2.0.0': zip }, { retentionMs: 600, pruneEveryMs: 0 });
+    // The agent's clock, moved by the test (retention: 600 s; times below in seconds from the start).
+    let nowMs = Date.now();
+    h = createHarness(
+      { 'Acme.Web@1.0.0': zip, 'Acme.Web@2.0.0': zip },
+      { retentionMs: 600_000, pruneEveryMs: 0, now: () => nowMs },
+    );
     const ref = (version: string) => ({
       packageId: 'Acme.Web',
       version,
@@ -323,22 +333,20 @@ describe('TaskManager packages', () => {
       h.manager.onMessage({ ackLogs: { taskId: task.taskId, seq: String(finished.lastLogSeq) } });
     };
     const cached = (version: string) => existsSync(path.join(h.home, 'packages', 'Acme.Web', version, 'package'));
-    const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-    // Each task done with looks for what is past retention (pruneEveryMs 0); times in ms from the start.
+    const pass = (seconds: number) => void (nowMs += seconds * 1000);
+    // Each task done with looks for what is past retention (pruneEveryMs 0).
     await done(runTask({ script: 'true', packages: [ref('2.0.0')] })); // 0: downloaded
-    await sleep(400);
-    await done(runTask({ script: 'true', packages: [ref('1.0.0')] })); // ~400: downloaded
-    await sleep(400);
-    await done(runTask({ script: 'true', packages: [ref('1.0.0')] })); // ~800: 2.0.0 unused for 800
+    pass(400);
+    await done(runTask({ script: 'true', packages: [ref('1.0.0')] })); // 400: downloaded
+    pass(400);
+    await done(runTask({ script: 'true', packages: [ref('1.0.0')] })); // 800: 2.0.0 unused for 800
     await waitFor(() => !cached('2.0.0'));
     expect(cached('1.0.0')).toBe(true);
     expect(h.downloads).toBe(2); // the second use of 1.0.0 was a cache hit, and counts as use
-    await sleep(400);
-    await done(runTask({ script: 'true' })); // ~1200: 1.0.0 downloaded 800 ago, but used 400 ago
-    await sleep(100);
-    expect(cached('1.0.0')).toBe(true);
-    await sleep(600);
-    await done(runTask({ script: 'true' })); // ~1900: unused for 1100
+    pass(400);
+    await done(runTask({ script: 'true' })); // 1200: 1.0.0 downloaded 800 ago, but used 400 ago
+    pass(700);
+    await done(runTask({ script: 'true' })); // 1900: unused for 1100
     await waitFor(() => !existsSync(path.join(h.home, 'packages', 'Acme.Web')));
     await done(runTask({ script: 'true', packages: [ref('1.0.0')] }));
     expect(h.downloads).toBe(3);

@@ -180,10 +180,14 @@ describe('database unavailable', () => {
 });
 
 describe('errors raised before routing', () => {
-  /** Sends raw bytes to a listening copy of the app and returns what came back. */
+  let port: number;
+  // The app listens for the whole block (closed with it at the end of the file), not per test.
+  beforeAll(async () => {
+    port = Number(new URL(await t.app.listen({ port: 0, host: '127.0.0.1' })).port);
+  });
+
+  /** Sends raw bytes to the listening app and returns what came back. */
   async function rawExchange(request: string): Promise<string> {
-    const address = await t.app.listen({ port: 0, host: '127.0.0.1' }).catch(() => null);
-    const port = address ? Number(new URL(address).port) : (t.app.server.address() as net.AddressInfo).port;
     return new Promise((resolve, reject) => {
       const socket = net.connect(port, '127.0.0.1', () => socket.write(request));
       let received = '';

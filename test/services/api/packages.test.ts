@@ -195,8 +195,11 @@ describe('POST /api/packagestore/package', () => {
 describe('package size limit', () => {
   const LIMIT = 4096;
   let small: TestContext;
+  let address: string;
   beforeAll(async () => {
     small = await testApp({ packages: { maxBytes: LIMIT } });
+    // Listening for the whole block (closed with the app), for the tests that need a real socket.
+    address = await small.app.listen({ port: 0, host: '127.0.0.1' });
   });
 
   it('refuses a package one byte over the limit with 400 and leaves nothing behind', async () => {
@@ -222,7 +225,6 @@ describe('package size limit', () => {
   });
 
   it('answers 400 over a real socket while the client is still sending, and leaves nothing', async () => {
-    const address = await small.app.listen({ port: 0, host: '127.0.0.1' });
     const { payload, headers } = multipartBody([
       { name: 'workspaceId', value: small.mainWorkspaceId },
       { name: 'PackageFile', file: { fileName: 'Socket.App.1.0.0.zip', data: Buffer.alloc(LIMIT * 256, 1) } },
@@ -244,9 +246,7 @@ describe('package size limit', () => {
   });
 
   it('leaves nothing behind when the client drops the connection in the middle of the file', async () => {
-    // The previous test may already have the app listening; reuse its port then.
-    if (!small.app.server.listening) await small.app.listen({ port: 0, host: '127.0.0.1' });
-    const address = { port: (small.app.server.address() as net.AddressInfo).port };
+    const { port } = new URL(address);
     const { payload, headers } = multipartBody([
       { name: 'workspaceId', value: small.mainWorkspaceId },
       {
@@ -257,11 +257,11 @@ describe('package size limit', () => {
         },
       },
     ]);
-    const socket = net.connect(Number(address.port), '127.0.0.1');
+    const socket = net.connect(Number(port), '127.0.0.1');
     await new Promise((resolve) => socket.once('connect', resolve));
     const head = [
       'POST /api/packagestore/package HTTP/1.1',
-      `Host: 127.0.0.1:${address.port}`,
+      `Host: 127.0.0.1:${port}`,
       `Authorization: Basic ${Buffer.from('test-admin:test-admin-key-0123456789').toString('base64')}`,
       `Content-Type: ${headers['content-type']}`,
       `Content-Length: ${payload.length}`,

@@ -320,12 +320,12 @@ export function describeBusContract(backend: BusBackend): void {
       const got = {
         all: [] as string[],
         cancels: [] as string[],
-        machines: [] as string[],
+        deployments: [] as string[],
         dispatched: [] as string[],
       };
       await bus.subscribeEvents('>', (_m, s) => void got.all.push(s));
       await bus.subscribeEvents(EventSubject.allTaskCancels, (_m, s) => void got.cancels.push(s));
-      await bus.subscribeEvents(EventSubject.allMachineEvents, (_m, s) => void got.machines.push(s));
+      await bus.subscribeEvents(EventSubject.allDeploymentEvents, (_m, s) => void got.deployments.push(s));
       await bus.subscribeEvents(EventSubject.allTasksDispatched, (_m, s) => void got.dispatched.push(s));
       await bus.publishEvent(EventSubject.taskCancel('t-1'), {
         v: 1,
@@ -335,10 +335,10 @@ export function describeBusContract(backend: BusBackend): void {
         machineId: 'm-1',
       });
       await bus.publishEvent(EventSubject.deploymentChanged('d-1'), changed('d-1'));
-      await bus.publishEvent(EventSubject.machineWorkAvailable('m-1'), {
+      await bus.publishEvent(EventSubject.deploymentLogs('d-1'), {
         v: 1,
-        type: 'machine.work-available',
-        machineId: 'm-1',
+        type: 'deployment.logs',
+        deploymentId: 'd-1',
       });
       await bus.publishEvent(EventSubject.tasksDispatched('d-1'), {
         v: 1,
@@ -348,7 +348,10 @@ export function describeBusContract(backend: BusBackend): void {
       });
       await waitFor(
         () =>
-          got.all.length === 4 && got.cancels.length === 1 && got.machines.length === 1 && got.dispatched.length === 1,
+          got.all.length === 4 &&
+          got.cancels.length === 1 &&
+          got.deployments.length === 3 &&
+          got.dispatched.length === 1,
         {
           description: 'every matching subscriber',
         },
@@ -357,11 +360,11 @@ export function describeBusContract(backend: BusBackend): void {
         all: [
           'tasks.t-1.cancel',
           'deployments.d-1.changed',
-          'machines.m-1.work-available',
+          'deployments.d-1.logs',
           'deployments.d-1.tasks-dispatched',
         ],
         cancels: ['tasks.t-1.cancel'],
-        machines: ['machines.m-1.work-available'],
+        deployments: ['deployments.d-1.changed', 'deployments.d-1.logs', 'deployments.d-1.tasks-dispatched'],
         dispatched: ['deployments.d-1.tasks-dispatched'],
       });
     });

@@ -3,8 +3,8 @@
  * engine's AgentPort (the gateway's side), so these tests pin the orchestration itself; the e2e
  * suite runs the same flows through gRPC with real agent processes.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLogger } from '../../../services/core/index.ts';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { createLogger, isFinalStatus } from '../../../services/core/index.ts';
 import { EventSubject, InProcessBus, type TasksDispatchedEvent } from '../../../services/bus/index.ts';
 import { createEngine, type Engine } from '../../../services/engine/engine.ts';
 import type { RunTaskPayload } from '../../../services/engine/agent-port.ts';
@@ -13,13 +13,18 @@ import { waitFor } from '../../helpers/wait-for.ts';
 import {
   deployment,
   environmentId,
-  onlineMachine,
+  onlineMachine as onlineMachineFixture,
   release,
   rollingGroup,
   step,
 } from '../../helpers/engine-fixtures.ts';
 
 let t: TestContext;
+/** The engine's clock: real time plus an offset a test may move forward (reset after each test). */
+const clock = {
+  offsetMs: 0,
+  now: () => new Date(Date.now() + clock.offsetMs),
+};
 let engine: Engine;
 let bus: InProcessBus;
 let staging: string;
@@ -30,7 +35,7 @@ beforeAll(async () => {
   bus = new InProcessBus({ logger, retryBaseMs: 50 });
   engine = createEngine({
     store: t.deps.store,
-    clock: t.deps.clock,
+    clock,
     bus,
     secrets: t.deps.secrets,
     logger,
@@ -40,6 +45,21 @@ beforeAll(async () => {
   await engine.start();
   staging = await environmentId(t, 'Staging');
 });
+
+/** What a test started (fleets, machines in environments): undone after it, pass or fail. */
+const cleanups: Array<() => Promise<void>> = [];
+
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+  clock.offsetMs = 0;
+});
+
+/** An online machine in `envId` for this test only (it leaves the environment after the test). */
+async function onlineMachine(...args: Parameters<typeof onlineMachineFixture>): Promise<string> {
+  const machineId = await onlineMachineFixture(...args);
+  cleanups.push(async () => void (await t.db('machine_environments').where({ machine_id: machineId }).delete()));
+  return machineId;
+}
 
 afterAll(async () => {
   await engine.stop();
@@ -86,20 +106,19 @@ function fleet(
     }
   };
   const running = loop();
-  return {
-    started,
-    stop: async () => {
-      stopped = true;
-      await running;
-    },
+  const stop = async () => {
+    stopped = true;
+    await running;
   };
+  cleanups.push(stop);
+  return { started, stop };
 }
 
 async function finalStatus(deploymentId: string, timeoutMs = 15_000) {
   return waitFor(
     async () => {
       const d = await t.deps.store.deployments.get(deploymentId);
-      return d && ['Completed', 'Failed', 'Cancelled'].includes(d.status) ? d : null;
+      return d && isFinalStatus(d.status) ? d : null;
     },
     { timeoutMs, description: `deployment ${deploymentId} to finish` },
   );
@@ -114,7 +133,6 @@ describe('engine', () => {
     const agents = fleet([a, b], () => ({ outcome: 'SUCCEEDED' }));
     await engine.wake([id]);
     const done = await finalStatus(id);
-    await agents.stop();
     expect(done.status).toBe('Completed');
     expect(agents.started.map((s) => s.task.stepName)).toEqual(['Build', 'Build', 'Deploy', 'Deploy']);
     const tasks = await t.deps.store.deploymentTasks.listForDeployment(id);
@@ -133,7 +151,6 @@ describe('engine', () => {
       .whereIn('data', ['Validating the deployment', "Deploying release to 'Staging'"])
       .orderBy('tick');
     expect(statusChanges.map((r) => r.data)).toEqual(['Validating the deployment', "Deploying release to 'Staging'"]);
-    await t.db('machine_environments').whereIn('machine_id', [a, b]).delete();
   });
 
   it('fails the deployment when a Stop step fails and skips later steps', async () => {
@@ -143,7 +160,6 @@ describe('engine', () => {
     const agents = fleet([m], (task) => ({ outcome: task.stepName === 'Breaks' ? 'FAILED' : 'SUCCEEDED' }));
     await engine.wake([id]);
     const done = await finalStatus(id);
-    await agents.stop();
     expect(done.status).toBe('Failed');
     expect(done.errorCount).toBeGreaterThan(0);
     expect(agents.started.map((s) => s.task.stepName)).toEqual(['Breaks']);
@@ -152,7 +168,6 @@ describe('engine', () => {
       ['Breaks', 'Failed'],
       ['Never', 'Skipped'],
     ]);
-    await t.db('machine_environments').where({ machine_id: m }).delete();
   });
 
   it('skips the later steps on every machine after a Stop failure on one of them', async () => {
@@ -160,10 +175,9 @@ describe('engine', () => {
     const b = await onlineMachine(t, 'stop-b', staging);
     const target = await release(t, { steps: [step('Breaks'), step('Later'), step('Last')] });
     const id = await deployment(t, target, staging);
-    const agents = fleet([a, b], (_task, machineId) => ({ outcome: machineId === b ? 'FAILED' : 'SUCCEEDED' }));
+    fleet([a, b], (_task, machineId) => ({ outcome: machineId === b ? 'FAILED' : 'SUCCEEDED' }));
     await engine.wake([id]);
     const done = await finalStatus(id);
-    await agents.stop();
     expect(done.status).toBe('Failed');
     const tasks = await t.deps.store.deploymentTasks.listForDeployment(id);
     expect(tasks.map((x) => [x.stepName, x.machineName, x.status])).toEqual([
@@ -177,7 +191,6 @@ describe('engine', () => {
     const logs = (await t.deps.store.deploymentLogs.read(id, null, 1000)).map((l) => l.data);
     expect(logs.filter((l) => l === "Step 'Later'")).toHaveLength(1);
     expect(logs.filter((l) => l.startsWith('Later on '))).toHaveLength(2);
-    await t.db('machine_environments').whereIn('machine_id', [a, b]).delete();
   });
 
   it('completes with errors when a ContinueOnError step fails', async () => {
@@ -187,11 +200,9 @@ describe('engine', () => {
     const agents = fleet([m], (task) => ({ outcome: task.stepName === 'Flaky' ? 'FAILED' : 'SUCCEEDED' }));
     await engine.wake([id]);
     const done = await finalStatus(id);
-    await agents.stop();
     expect(done.status).toBe('Completed');
     expect(done.errorCount).toBe(1);
     expect(agents.started.map((s) => s.task.stepName)).toEqual(['Flaky', 'After']);
-    await t.db('machine_environments').where({ machine_id: m }).delete();
   });
 
   it('keeps a rolling window of one: each machine runs all members before the next starts', async () => {
@@ -208,7 +219,6 @@ describe('engine', () => {
     const agents = fleet(machines, () => ({ outcome: 'SUCCEEDED' }));
     await engine.wake([id]);
     expect((await finalStatus(id)).status).toBe('Completed');
-    await agents.stop();
     const names = new Map<string, string>([
       [machines[0]!, 'roll-c'],
       [machines[1]!, 'roll-a'],
@@ -222,7 +232,6 @@ describe('engine', () => {
       'roll-c:Stop',
       'roll-c:Start',
     ]);
-    await t.db('machine_environments').whereIn('machine_id', machines).delete();
   });
 
   it('fails the part of an offline machine at once instead of waiting', async () => {
@@ -238,23 +247,39 @@ describe('engine', () => {
     expect(done.status).toBe('Failed');
     const logs = await t.deps.store.deploymentLogs.read(id, null, 100);
     expect(logs.some((l) => l.level === 'Error' && l.data.includes("Machine 'gone' is offline"))).toBe(true);
-    await t.db('machine_environments').where({ machine_id: m }).delete();
   });
 
-  it('waits for the scheduled time before starting', async () => {
+  it('waits for the scheduled time before starting, on the engine clock', async () => {
     const m = await onlineMachine(t, 'sched', staging);
     const target = await release(t, { steps: [step('Later')] });
-    const when = new Date(Date.now() + 1_500);
+    const when = new Date(clock.now().getTime() + 60 * 60_000);
     const id = await deployment(t, target, staging, { scheduledFor: when });
-    const agents = fleet([m], () => ({ outcome: 'SUCCEEDED' }));
-    await engine.wake([id]);
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    fleet([m], () => ({ outcome: 'SUCCEEDED' }));
+    // An hour early: advancing it leaves it Queued, and the sweep (real time) leaves it alone too.
+    expect(await engine.orchestrator.advance(id)).toBe('done');
     expect((await t.deps.store.deployments.get(id))!.status).toBe('Queued');
+    clock.offsetMs += 60 * 60_000;
+    // The hour passed for the agent too: it heartbeat meanwhile.
+    await t.db('machines').where({ id: m }).update({ last_seen_at: clock.now() });
+    await engine.wake([id]);
     const done = await finalStatus(id);
-    await agents.stop();
     expect(done.status).toBe('Completed');
-    expect(agents.started[0]!.at).toBeGreaterThanOrEqual(when.getTime());
-    await t.db('machine_environments').where({ machine_id: m }).delete();
+    expect(done.startedUtc!.getTime()).toBeGreaterThanOrEqual(when.getTime());
+  });
+
+  it('ends a deployment it cannot advance as Failed, saying so in its log, instead of retrying forever', async () => {
+    const target = await release(t, { steps: [step('Broken')] });
+    // A release whose snapshot lost its steps: planning throws (not a database outage) on every attempt.
+    await t
+      .db('releases')
+      .where({ id: target.releaseId })
+      .update({ snapshot: JSON.stringify({ v: 1 }) });
+    const id = await deployment(t, target, staging);
+    await engine.wake([id]);
+    const done = await finalStatus(id);
+    expect(done.status).toBe('Failed');
+    const logs = await t.db('deployment_logs').where({ deployment_id: id }).orderBy('tick').pluck('data');
+    expect(logs.at(-1)).toMatch(/^The deployment failed: Gantry could not advance it after 5 attempts/);
   });
 
   it('cancels a running deployment: the agent is told, pending steps never start', async () => {
@@ -277,12 +302,10 @@ describe('engine', () => {
       lastLogSeq: 0,
     });
     const done = await finalStatus(id);
-    await agents.stop();
     expect(done.status).toBe('Cancelled');
     expect(done.cancellationRequestedUtc).not.toBeNull();
     const tasks = await t.deps.store.deploymentTasks.listForDeployment(id);
     expect(tasks.map((x) => x.status)).toEqual(['Cancelled', 'Cancelled']);
-    await t.db('machine_environments').where({ machine_id: m }).delete();
   });
 
   it('stores a result once even when the agent sends it twice', async () => {
@@ -301,9 +324,7 @@ describe('engine', () => {
       lastLogSeq: 0,
     });
     expect((await finalStatus(id)).status).toBe('Completed');
-    await agents.stop();
     expect((await t.deps.store.deploymentTasks.get(taskId))!.status).toBe('Succeeded');
-    await t.db('machine_environments').where({ machine_id: m }).delete();
   });
   it('runs one deployment per project and environment at a time: the next awaits the slot', async () => {
     const m = await onlineMachine(t, 'slot-a', staging);
@@ -335,10 +356,8 @@ describe('engine', () => {
       lastLogSeq: 0,
     });
     expect((await finalStatus(second)).status).toBe('Completed');
-    await agents.stop();
     const logs = (await t.deps.store.deploymentLogs.read(second, null, 100)).map((l) => l.data);
     expect(logs.indexOf('Validating the deployment')).toBeLessThan(logs.indexOf("Deploying release to 'Staging'"));
-    await t.db('machine_environments').where({ machine_id: m }).delete();
   });
 
   it("holds deployments of other projects at the organization's maxConcurrentDeployments", async () => {
@@ -374,8 +393,6 @@ describe('engine', () => {
         lastLogSeq: 0,
       });
       expect((await finalStatus(other)).status).toBe('Completed');
-      await agents.stop();
-      await t.db('machine_environments').where({ machine_id: m }).delete();
     } finally {
       await t
         .db('organizations')
@@ -407,9 +424,7 @@ describe('engine', () => {
       events[0]!.tasks.map((task) => [task.machineId, task.taskId]).sort(),
     );
     expect(read.every(({ payload }) => payload.deploymentId === id && payload.stepName === 'Wake')).toBe(true);
-    const agents = fleet([a, b], () => ({ outcome: 'SUCCEEDED' }));
+    fleet([a, b], () => ({ outcome: 'SUCCEEDED' }));
     expect((await finalStatus(id)).status).toBe('Completed');
-    await agents.stop();
-    await t.db('machine_environments').whereIn('machine_id', [a, b]).delete();
   });
 });

@@ -1,18 +1,19 @@
 import { Readable } from 'node:stream';
 import { randomBytes } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createBus, type Bus } from '../../../services/bus/index.ts';
 import { createLogger } from '../../../services/core/index.ts';
-import { createGateway, MAX_CHUNK_BYTES, type Gateway, type PackageSource } from '../../../services/gateway/index.ts';
+import { createGateway, MAX_CHUNK_BYTES, type PackageSource } from '../../../services/gateway/index.ts';
 import type { AgentServiceClient } from '../../../proto/gen/gantry/agent/v1/AgentService.ts';
 import { testApp, type TestContext } from '../../helpers/app.ts';
 import { agentClient, agentMetadata, codeOf, FakeAgentPort, register } from './harness.ts';
 
 let t: TestContext;
 let bus: Bus;
-const gateways: Gateway[] = [];
-const clients: AgentServiceClient[] = [];
+/** Gateways and their clients: the file's own (closed after all tests) and a test's own (after it). */
+const shared: Array<() => Promise<void>> = [];
+const perTest: Array<() => Promise<void>> = [];
 let client: AgentServiceClient;
 let otherWorkspaceId: string;
 const packageBytes = randomBytes(3 * MAX_CHUNK_BYTES + 1234);
@@ -29,36 +30,46 @@ const source: PackageSource = {
   },
 };
 
-async function startGateway(packages: PackageSource | null): Promise<AgentServiceClient> {
+const port = new FakeAgentPort();
+
+async function startGateway(
+  packages: PackageSource | null,
+  closers: Array<() => Promise<void>> = perTest,
+): Promise<AgentServiceClient> {
   const logger = createLogger('silent');
   const gateway = createGateway({
     store: t.deps.store,
     clock: t.deps.clock,
     bus,
-    agentPort: new FakeAgentPort(),
+    agentPort: port,
     packages,
     logger,
     heartbeatIntervalMs: 1000,
   });
-  gateways.push(gateway);
   const created = agentClient(await gateway.start(0, '127.0.0.1'));
-  clients.push(created);
+  closers.push(async () => {
+    created.close();
+    await gateway.stop();
+  });
   return created;
 }
 
 beforeAll(async () => {
   t = await testApp();
   bus = await createBus({ natsUrl: null, logger: createLogger('silent') });
-  client = await startGateway(source);
+  client = await startGateway(source, shared);
   otherWorkspaceId = await t.workspace();
   files.set(`${t.mainWorkspaceId}/App/1.0.0`, packageBytes);
   files.set(`${t.mainWorkspaceId}/Small/2.0.0`, ['abc', 'def']);
   files.set(`${otherWorkspaceId}/Secret/1.0.0`, Buffer.from('other workspace'));
 });
 
+afterEach(async () => {
+  for (const close of perTest.splice(0)) await close();
+});
+
 afterAll(async () => {
-  for (const c of clients) c.close();
-  for (const gateway of gateways) await gateway.stop();
+  for (const close of shared.splice(0)) await close();
   await bus?.close();
 });
 
@@ -106,6 +117,17 @@ describe('DownloadPackage', () => {
     expect(await codeOf(download(metadata, 'App', '9.9.9'))).toBe(grpc.status.NOT_FOUND);
     expect(await codeOf(download(metadata, '', ''))).toBe(grpc.status.NOT_FOUND);
     expect(opened).not.toContain(`${otherWorkspaceId}/Secret/1.0.0`);
+  });
+
+  it('answers NOT_FOUND, without opening it, for a package no task of the machine uses', async () => {
+    port.refusedDownloads.add('App@1.0.0');
+    try {
+      const before = opened.length;
+      expect(await codeOf(download(await agent(), 'App', '1.0.0'))).toBe(grpc.status.NOT_FOUND);
+      expect(opened.length).toBe(before);
+    } finally {
+      port.refusedDownloads.clear();
+    }
   });
 
   it('refuses with UNAUTHENTICATED when the credential is wrong', async () => {

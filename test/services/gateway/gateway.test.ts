@@ -249,38 +249,25 @@ describe('Connect', () => {
     expect(ended).toEqual({ method: 'disconnected', machineId, sessionId: began!.sessionId });
   });
 
-  it('sends only the new tasks when work becomes available for a connected machine', async () => {
+  it("sends only the new tasks at each sync of a machine's tasks", async () => {
     const { machineId, stream } = await helloedAgent();
     port.tasks.set(machineId, [task('t1')]);
-    await bus.publishEvent(EventSubject.machineWorkAvailable(machineId), {
-      v: 1,
-      type: 'machine.work-available',
-      machineId,
-    });
+    stream.send({ heartbeat: { sentUnixMs: Date.now() } });
     await waitFor(() => stream.of('runTask').length === 1, { description: 'first task' });
 
     port.tasks.set(machineId, [task('t1'), task('t2'), task('t3')]);
-    await bus.publishEvent(EventSubject.machineWorkAvailable(machineId), {
-      v: 1,
-      type: 'machine.work-available',
-      machineId,
-    });
+    stream.send({ heartbeat: { sentUnixMs: Date.now() } });
     await waitFor(() => stream.of('runTask').length === 3, { description: 'two more tasks' });
-    const callsBefore = port.callsOf('assignmentsFor', machineId).length;
-    // An event for another machine wakes nobody here.
-    await bus.publishEvent(EventSubject.machineWorkAvailable('unknown-machine'), {
-      v: 1,
-      type: 'machine.work-available',
-      machineId: 'unknown-machine',
-    });
-    await bus.publishEvent(EventSubject.machineWorkAvailable(machineId), {
-      v: 1,
-      type: 'machine.work-available',
-      machineId,
-    });
-    await waitFor(() => port.callsOf('assignmentsFor', machineId).length > callsBefore, { description: 'third sync' });
-    await new Promise((resolve) => setTimeout(resolve, 50));
-    expect(stream.of('runTask').map((r) => r.taskId)).toEqual(['t1', 't2', 't3']);
+    // Two more syncs read the same three tasks; then one more brings a marker task. Sends keep the
+    // order of the syncs, so a task sent twice would show before the marker.
+    const syncs = port.callsOf('assignmentsFor', machineId).length;
+    stream.send({ heartbeat: { sentUnixMs: Date.now() } });
+    stream.send({ heartbeat: { sentUnixMs: Date.now() } });
+    await waitFor(() => port.callsOf('assignmentsFor', machineId).length === syncs + 2, { description: 'two syncs' });
+    port.tasks.set(machineId, [task('t1'), task('t2'), task('t3'), task('marker')]);
+    stream.send({ heartbeat: { sentUnixMs: Date.now() } });
+    await waitFor(() => stream.of('runTask').some((r) => r.taskId === 'marker'), { description: 'the marker' });
+    expect(stream.of('runTask').map((r) => r.taskId)).toEqual(['t1', 't2', 't3', 'marker']);
   });
 
   it('reads the tasks of a tasks.dispatched event once for all its connected machines and sends each its own', async () => {
@@ -308,23 +295,24 @@ describe('Connect', () => {
     expect(a.stream.of('runTask').map((r) => r.taskId)).toEqual(['a-1']);
     expect(b.stream.of('runTask').map((r) => r.taskId)).toEqual(['b-1']);
 
-    // Sent once per call, whichever wake-up comes next.
-    await bus.publishEvent(EventSubject.machineWorkAvailable(a.machineId), {
-      v: 1,
-      type: 'machine.work-available',
-      machineId: a.machineId,
-    });
+    // Sent once per call, whichever wake-up comes next: a heartbeat's sync and the same event again
+    // read a-1 once more; a later event's marker task shows that a second a-1 would have come first.
+    a.stream.send({ heartbeat: { sentUnixMs: Date.now() } });
     await bus.publishEvent(EventSubject.tasksDispatched('deployment-1'), {
       v: 1,
       type: 'tasks.dispatched',
       deploymentId: 'deployment-1',
       tasks: [{ taskId: 'a-1', machineId: a.machineId }],
     });
-    await waitFor(() => port.calls.filter((c) => c.method === 'dispatchedTasks').length === before + 2, {
-      description: 'second read',
+    port.tasks.set(a.machineId, [task('a-1'), task('a-marker')]);
+    await bus.publishEvent(EventSubject.tasksDispatched('deployment-2'), {
+      v: 1,
+      type: 'tasks.dispatched',
+      deploymentId: 'deployment-2',
+      tasks: [{ taskId: 'a-marker', machineId: a.machineId }],
     });
-    await new Promise((resolve) => setTimeout(resolve, 50));
-    expect(a.stream.of('runTask').map((r) => r.taskId)).toEqual(['a-1']);
+    await waitFor(() => a.stream.of('runTask').some((r) => r.taskId === 'a-marker'), { description: 'the marker' });
+    expect(a.stream.of('runTask').map((r) => r.taskId)).toEqual(['a-1', 'a-marker']);
   });
 
   it('asks nothing when no machine of a tasks.dispatched event is connected here, and survives a failed read', async () => {
@@ -336,8 +324,6 @@ describe('Connect', () => {
       deploymentId: 'd-2',
       tasks: [{ taskId: 'x-2', machineId: 'elsewhere' }],
     });
-    await new Promise((resolve) => setTimeout(resolve, 50));
-    expect(port.calls.filter((c) => c.method === 'dispatchedTasks').length).toBe(before);
 
     port.tasks.set(machineId, [task('late-1')]);
     port.failNext.add('dispatchedTasks:');
@@ -347,9 +333,13 @@ describe('Connect', () => {
       deploymentId: 'd-2',
       tasks: [{ taskId: 'late-1', machineId }],
     });
-    await waitFor(() => port.calls.filter((c) => c.method === 'dispatchedTasks').length === before + 1, {
+    await waitFor(() => port.calls.filter((c) => c.method === 'dispatchedTasks').length > before, {
       description: 'the failed read',
     });
+    // Events are handled in order: the first (no machine here) asked nothing, so this is the only read.
+    expect(port.calls.filter((c) => c.method === 'dispatchedTasks').slice(before)).toEqual([
+      { method: 'dispatchedTasks', machineId: '', taskIds: ['late-1'] },
+    ]);
     expect(stream.of('runTask')).toEqual([]);
     // The call stays open and the next heartbeat brings the task.
     stream.send({ heartbeat: { sentUnixMs: Date.now() } });
@@ -360,12 +350,13 @@ describe('Connect', () => {
     // A replica can die between starting a task and publishing its wake-up, and core NATS events
     // are best-effort: the heartbeat re-checks the machine's tasks so none waits forever.
     const { machineId, stream } = await helloedAgent();
+    const syncsAtHello = port.callsOf('assignmentsFor', machineId).length;
     port.tasks.set(machineId, [task('lost-1')]);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-    expect(stream.of('runTask')).toEqual([]);
     stream.send({ heartbeat: { sentUnixMs: Date.now() } });
     await waitFor(() => stream.of('runTask').length === 1, { description: 'the task after a heartbeat' });
     const syncs = port.callsOf('assignmentsFor', machineId).length;
+    // Nothing but that heartbeat read the machine's tasks (no wake-up came).
+    expect(syncs).toBe(syncsAtHello + 1);
     stream.send({ heartbeat: { sentUnixMs: Date.now() } });
     // The next heartbeat's sync has read the same task again, and sent nothing twice.
     await waitFor(() => port.callsOf('assignmentsFor', machineId).length > syncs, { description: 'the next sync' });
@@ -406,11 +397,14 @@ describe('Connect', () => {
       machineId,
     });
     stream.send({ heartbeat: { sentUnixMs: Date.now() } });
-    await waitFor(() => port.callsOf('assignmentsFor', machineId).length >= 4, {
-      description: 'the third heartbeat sync',
-    });
-    await new Promise((resolve) => setTimeout(resolve, 50));
-    expect(stream.of('cancelTask')).toEqual([{ taskId: 'keeps-running', graceMs: 0 }]);
+    // A marker cancellation at the next sync: a second keeps-running cancel would come before it.
+    port.cancellations.set(machineId, ['keeps-running', 'marker']);
+    stream.send({ heartbeat: { sentUnixMs: Date.now() } });
+    await waitFor(() => stream.of('cancelTask').some((c) => c.taskId === 'marker'), { description: 'the marker' });
+    expect(stream.of('cancelTask')).toEqual([
+      { taskId: 'keeps-running', graceMs: 0 },
+      { taskId: 'marker', graceMs: 0 },
+    ]);
   });
 
   it('stores a LogBatch through the engine and answers AckLogs with the stored seq', async () => {
@@ -556,13 +550,8 @@ describe('Connect', () => {
     const second = connect(machineId, credential);
     const status = await waitFor(() => first.status, { description: 'first call ended' });
     expect(status.code).toBe(grpc.status.CANCELLED);
-    second.send({ hello: {} });
     port.tasks.set(machineId, [task('after-replace')]);
-    await bus.publishEvent(EventSubject.machineWorkAvailable(machineId), {
-      v: 1,
-      type: 'machine.work-available',
-      machineId,
-    });
+    second.send({ hello: {} });
     await waitFor(() => second.of('runTask').length === 1, { description: 'task on the new call' });
     expect(first.of('runTask')).toEqual([]);
     expect(second.status).toBeNull();

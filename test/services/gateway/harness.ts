@@ -78,6 +78,13 @@ export class FakeAgentPort implements AgentPort {
     );
   }
 
+  /** Package versions (`id@version`) mayDownload refuses; every other one is allowed. */
+  readonly refusedDownloads = new Set<string>();
+
+  async mayDownload(machineId: string, packageId: string, version: string): Promise<boolean> {
+    return !this.refusedDownloads.has(`${packageId}@${version}`);
+  }
+
   /** Lines of a task stored so far (what recordLogs was given), by task. */
   readonly storedSeq = new Map<string, number>();
   /** Each recordLogs takes this long (a slow store). */

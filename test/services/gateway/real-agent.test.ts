@@ -1,9 +1,8 @@
 /**
  * The real agent process against the gateway: registration, a session running a real script, and
- * SIGTERM. Runs whenever agent/main.ts exists (it was written in parallel); skipped otherwise.
+ * SIGTERM.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -17,7 +16,6 @@ import { waitFor } from '../../helpers/wait-for.ts';
 import { FakeAgentPort, task } from './harness.ts';
 
 const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
-const hasAgent = existsSync(path.join(repoRoot, 'agent/main.ts'));
 
 let t: TestContext;
 let bus: Bus;
@@ -28,7 +26,6 @@ let child: ChildProcess | null = null;
 const port = new FakeAgentPort();
 
 beforeAll(async () => {
-  if (!hasAgent) return;
   t = await testApp();
   bus = await createBus({ natsUrl: null, logger: createLogger('silent') });
   gateway = createGateway({
@@ -51,83 +48,78 @@ afterAll(async () => {
 });
 
 describe('the real agent', () => {
-  it.skipIf(!hasAgent)(
-    'registers, connects, runs a task with its logs and result, and exits 0 on SIGTERM when started with a token',
-    async () => {
-      const created = await t.admin.post('/api/machine', { workspaceId: t.mainWorkspaceId, name: 'real-agent' });
-      const machineId = created.body.machineId as string;
-      let output = '';
-      // node --import tsx (not npx): one process, so SIGTERM reaches the agent itself.
-      child = spawn(process.execPath, ['--import', 'tsx', 'agent/main.ts'], {
-        cwd: repoRoot,
-        env: {
-          ...process.env,
-          GANTRY_SERVER: `127.0.0.1:${gatewayPort}`,
-          GANTRY_AGENT_TOKEN: created.body.registrationToken,
-          GANTRY_AGENT_HOME: home,
-        },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-      child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-      const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-        child?.on('exit', (code, signal) => resolve({ code, signal })),
-      );
+  it('registers, connects, runs a task with its logs and result, and exits 0 on SIGTERM when started with a token', async () => {
+    const created = await t.admin.post('/api/machine', { workspaceId: t.mainWorkspaceId, name: 'real-agent' });
+    const machineId = created.body.machineId as string;
+    let output = '';
+    // node --import tsx (not npx): one process, so SIGTERM reaches the agent itself.
+    child = spawn(process.execPath, ['--import', 'tsx', 'agent/main.ts'], {
+      cwd: repoRoot,
+      env: {
+        ...process.env,
+        GANTRY_SERVER: `127.0.0.1:${gatewayPort}`,
+        GANTRY_AGENT_TOKEN: created.body.registrationToken,
+        GANTRY_AGENT_HOME: home,
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+      child?.on('exit', (code, signal) => resolve({ code, signal })),
+    );
 
-      // The agent's output explains most failures here, so it goes into the error message.
-      const withOutput = (error: unknown): never => {
-        throw new Error(`${(error as Error).message}\nagent output:\n${output}`);
-      };
-      const registered = await waitFor(
-        async () => (await t.db('machines').where({ id: machineId }).first())?.agent_credential_hash,
-        {
-          timeoutMs: 20_000,
-          description: 'registration',
-        },
-      ).catch(withOutput);
-      expect(registered).toMatch(/^[0-9a-f]{64}$/);
-      await waitFor(() => port.callsOf('heartbeat', machineId).length >= 2, {
+    // The agent's output explains most failures here, so it goes into the error message.
+    const withOutput = (error: unknown): never => {
+      throw new Error(`${(error as Error).message}\nagent output:\n${output}`);
+    };
+    const registered = await waitFor(
+      async () => (await t.db('machines').where({ id: machineId }).first())?.agent_credential_hash,
+      {
         timeoutMs: 20_000,
-        description: 'Hello and a Heartbeat',
-      }).catch(withOutput);
-      expect(gateway.connectedMachineIds()).toContain(machineId);
+        description: 'registration',
+      },
+    ).catch(withOutput);
+    expect(registered).toMatch(/^[0-9a-f]{64}$/);
+    await waitFor(() => port.callsOf('heartbeat', machineId).length >= 2, {
+      timeoutMs: 20_000,
+      description: 'Hello and a Heartbeat',
+    }).catch(withOutput);
+    expect(gateway.connectedMachineIds()).toContain(machineId);
 
-      // A real script through the whole session: RunTask → log lines → result, each acked.
-      port.tasks.set(machineId, [task('e2e-task-1', { script: 'echo "hello from $Greeting"; echo oops >&2' })]);
-      await bus.publishEvent(EventSubject.machineWorkAvailable(machineId), {
-        v: 1,
-        type: 'machine.work-available',
-        machineId,
-      });
-      const result = await waitFor(() => port.callsOf('recordResult', machineId)[0], {
-        timeoutMs: 20_000,
-        description: 'task result',
-      }).catch(withOutput);
-      expect(result?.result).toMatchObject({ outcome: 'SUCCEEDED', exitCode: 0 });
-      // The real agent sends chunks (the gateway's Welcome says it reads them): one line on
-      // stdout, one on stderr, in the order printed.
-      const chunks = port.callsOf('recordLogs', machineId).flatMap((c) => c.chunks);
-      const lines = chunks.flatMap((chunk) =>
-        chunk.text
-          .split('\n')
-          .slice(0, chunk.lineCount)
-          .map((text, i) => ({ text, stream: chunk.streams?.[i] ?? 1 })),
-      );
-      expect(lines).toEqual(
-        expect.arrayContaining([
-          { stream: 1, text: 'hello from hi' },
-          { stream: 2, text: 'oops' },
-        ]),
-      );
+    // A real script through the whole session: RunTask → log lines → result, each acked.
+    port.tasks.set(machineId, [task('e2e-task-1', { script: 'echo "hello from $Greeting"; echo oops >&2' })]);
+    await bus.publishEvent(EventSubject.tasksDispatched('e2e-deployment'), {
+      v: 1,
+      type: 'tasks.dispatched',
+      deploymentId: 'e2e-deployment',
+      tasks: [{ taskId: 'e2e-task-1', machineId }],
+    });
+    const result = await waitFor(() => port.callsOf('recordResult', machineId)[0], {
+      timeoutMs: 20_000,
+      description: 'task result',
+    }).catch(withOutput);
+    expect(result?.result).toMatchObject({ outcome: 'SUCCEEDED', exitCode: 0 });
+    // The real agent sends chunks (the gateway's Welcome says it reads them): one line on
+    // stdout, one on stderr, in the order printed.
+    const chunks = port.callsOf('recordLogs', machineId).flatMap((c) => c.chunks);
+    const lines = chunks.flatMap((chunk) =>
+      chunk.text
+        .split('\n')
+        .slice(0, chunk.lineCount)
+        .map((text, i) => ({ text, stream: chunk.streams?.[i] ?? 1 })),
+    );
+    expect(lines).toEqual(
+      expect.arrayContaining([
+        { stream: 1, text: 'hello from hi' },
+        { stream: 2, text: 'oops' },
+      ]),
+    );
 
-      child.kill('SIGTERM');
-      const exit = await Promise.race([
-        exited,
-        new Promise<null>((resolve) => setTimeout(() => resolve(null), 10_000)),
-      ]);
-      expect(exit, `agent did not exit on SIGTERM:\n${output}`).toEqual({ code: 0, signal: null });
-      expect(output).not.toContain(created.body.registrationToken);
-      await waitFor(() => !gateway.connectedMachineIds().includes(machineId), { description: 'session ended' });
-    },
-  );
+    child.kill('SIGTERM');
+    const exit = await Promise.race([exited, new Promise<null>((resolve) => setTimeout(() => resolve(null), 10_000))]);
+    expect(exit, `agent did not exit on SIGTERM:\n${output}`).toEqual({ code: 0, signal: null });
+    expect(output).not.toContain(created.body.registrationToken);
+    await waitFor(() => !gateway.connectedMachineIds().includes(machineId), { description: 'session ended' });
+  });
 });

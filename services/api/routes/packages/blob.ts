@@ -2,8 +2,6 @@
  * PUT /api/packagestore/blob/<token>?exp&sig: the filesystem backend's upload URL (api-spec §4.7).
  * Public: the signature is the credential. Takes any content type as raw bytes, streamed.
  */
-import { ErrorCode } from '../../../core/index.ts';
-import { sendError } from '../../plugins/errors.ts';
 import { Type } from '@sinclair/typebox';
 import { Empty } from '../../schemas.ts';
 import type { Routes } from '../route-types.ts';
@@ -32,22 +30,15 @@ export const blobRoutes: Routes = async (app) => {
     },
     async (request, reply) => {
       const blobType = request.headers['x-ms-blob-type'];
-      const result = await packages.receiveDirectUpload({
+      await packages.receiveDirectUpload({
         token: request.params.token,
         exp: request.query.exp,
         sig: request.query.sig,
         blobType: typeof blobType === 'string' ? blobType : undefined,
         body: request.raw,
       });
-      if (result.status === 201) {
-        reply.code(201);
-        return reply.send();
-      }
-      return sendError(reply, result.status, {
-        error: result.error,
-        errorcode: ErrorCode.InvalidParameter,
-        requestid: request.id,
-      });
+      reply.code(201);
+      return reply.send();
     },
   );
 };

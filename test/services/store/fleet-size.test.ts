@@ -1,0 +1,63 @@
+/**
+ * Statements whose size does not grow with the fleet: a deployment to 10,002 machines plans,
+ * starts and reads its tasks in statements of fixed size (PostgreSQL allows 65,535 bind
+ * parameters; the task insert used 7 per machine, and such a deployment never started).
+ */
+import { beforeAll, describe, expect, it } from 'vitest';
+import { newId } from '../../../services/core/index.ts';
+import { testApp, type TestContext } from '../../helpers/app.ts';
+import { deployment, environmentId, release, step } from '../../helpers/engine-fixtures.ts';
+
+const FLEET = 10_002;
+let t: TestContext;
+let deploymentId: string;
+let machineIds: string[];
+
+beforeAll(async () => {
+  t = await testApp();
+  const staging = await environmentId(t, 'Staging');
+  machineIds = Array.from({ length: FLEET }, () => newId());
+  // Seeded in one statement of its own (arrays again), as the fleet would have been over time.
+  await t.db.raw(
+    `insert into machines (id, workspace_id, name)
+     select id, ?, 'm-' || ord from unnest(?::text[]) with ordinality as m(id, ord)`,
+    [t.mainWorkspaceId, machineIds],
+  );
+  await t.db.raw(`insert into machine_environments (machine_id, environment_id) select unnest(?::text[]), ?`, [
+    machineIds,
+    staging,
+  ]);
+  deploymentId = await deployment(t, await release(t, { steps: [step('Everywhere')] }), staging);
+}, 120_000);
+
+describe('a deployment to 10,002 machines', () => {
+  it('inserts, starts and reads its tasks, each in one statement', async () => {
+    const { deploymentTasks, deploymentMachines } = t.deps.store;
+    const tasks = machineIds.map((machineId, i) => ({
+      id: newId(),
+      deploymentId,
+      stageIndex: 0,
+      stepId: 'step-everywhere',
+      stepName: 'Everywhere',
+      machineId,
+      machineName: `m-${i + 1}`,
+    }));
+    const inserted = await deploymentTasks.insertMany(tasks);
+    expect(inserted).toHaveLength(FLEET);
+    expect(new Set(inserted.map((task) => task.machineId))).toEqual(new Set(machineIds));
+    // Planning again after a failover adds nothing.
+    expect(await deploymentTasks.insertMany(tasks.map((task) => ({ ...task, id: newId() })))).toEqual([]);
+
+    const ids = tasks.map((task) => task.id);
+    expect(await deploymentTasks.startMany(ids, new Date())).toHaveLength(FLEET);
+    expect(await deploymentTasks.listDispatchedByIds(ids)).toHaveLength(FLEET);
+    expect((await deploymentMachines.getMany(machineIds)).size).toBe(FLEET);
+  }, 120_000);
+
+  it('lists the machines with their environments', async () => {
+    const page = await t.admin.get('/api/machine', { workspaceId: t.mainWorkspaceId, take: '500' });
+    expect(page.status, page.text).toBe(200);
+    expect(page.body.machines).toHaveLength(500);
+    expect(page.body.machines.every((m: { environments: unknown[] }) => m.environments.length === 1)).toBe(true);
+  });
+});
