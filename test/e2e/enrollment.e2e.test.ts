@@ -51,16 +51,12 @@ describe('enrollment keys with real agents', () => {
     return agent;
   };
   afterEach(async () => {
-    await Promise.all(
-      started.splice(0).map((child) =>
-        child.exitCode !== null || child.signalCode !== null
-          ? undefined
-          : new Promise((resolve) => {
-              child.once('exit', resolve);
-              child.kill('SIGTERM');
-            }),
-      ),
-    );
+    for (const child of started.splice(0)) {
+      if (child.exitCode !== null || child.signalCode !== null) continue;
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGTERM');
+      await exited;
+    }
   });
 
   const machines = async () =>
