@@ -91,7 +91,7 @@ export function parseAgentConfig(environment: NodeJS.ProcessEnv, argv: readonly 
     servers,
     registrationToken: vars.GANTRY_AGENT_TOKEN?.trim(),
     enrollmentKey: vars.GANTRY_AGENT_ENROLLMENT_KEY?.trim(),
-    machineName: vars.GANTRY_AGENT_NAME?.trim(),
+    machineName: vars.GANTRY_AGENT_NAME,
     homeDir: path.resolve(vars.GANTRY_AGENT_HOME?.trim() ?? path.join(homedir(), '.gantry-agent')),
     caFile,
     caFingerprint,

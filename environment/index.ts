@@ -54,7 +54,6 @@ FormatRegistry.Set('gantry-host-ports', (v) => {
   return list.length > 0 && list.every(isHostPort);
 });
 FormatRegistry.Set('gantry-readable-file', isReadableFile);
-FormatRegistry.Set('gantry-enrollment-key', (v) => /^[A-Za-z0-9._~+/=-]{32,512}$/.test(v));
 FormatRegistry.Set('gantry-sha256-fingerprint', (v) => /^[0-9a-f]{64}$/.test(normalizeFingerprint(v)));
 FormatRegistry.Set(
   'gantry-base64-32',
@@ -103,6 +102,15 @@ export const ENVIRONMENT = Type.Object({
   }),
   GANTRY_DATA_DIR: text('a folder path'),
   GANTRY_AGENT_BUNDLE_DIR: text('a folder path (the output of npm run build:agent)'),
+  GANTRY_LOCAL_AGENT: Type.Union(
+    ['1', '0', 'true', 'false', 'yes', 'no'].map((v) => Type.Literal(v)),
+    { accepted: '1, true or yes (or 0, false, no)' },
+  ),
+  GANTRY_BOOTSTRAP_ENROLLMENT_KEY: Type.String({
+    pattern: '^[A-Za-z0-9._~+/=-]{32,512}$',
+    accepted: '32 to 512 of A-Z a-z 0-9 . _ ~ + / = - (e.g. openssl rand -hex 24)',
+    secret: true,
+  }),
   DATABASE_URL: Type.String({
     format: 'gantry-postgres-url',
     accepted:
@@ -138,12 +146,6 @@ export const ENVIRONMENT = Type.Object({
     accepted: 'an http:// or https:// URL (e.g. https://gantry.example.com)',
   }),
   GANTRY_LOG_LEVEL: logLevel,
-  GANTRY_BOOTSTRAP_ENROLLMENT_KEY: Type.String({
-    format: 'gantry-enrollment-key',
-    accepted: '32 to 512 characters of A-Z a-z 0-9 . _ ~ + / = -',
-    secret: true,
-  }),
-  GANTRY_LOCAL_AGENT: flag('1 (also run an agent on this machine, as npm start -- --local-agent does) or 0'),
   GANTRY_METRICS_PORT: Type.Union([Type.Integer({ minimum: 0, maximum: 65535 }), Type.Literal('off')], {
     accepted: 'a port number from 0 to 65535 (0 picks a free port), or off',
   }),
@@ -154,7 +156,10 @@ export const ENVIRONMENT = Type.Object({
   }),
   GANTRY_AGENT_TOKEN: secretText(),
   GANTRY_AGENT_ENROLLMENT_KEY: secretText(),
-  GANTRY_AGENT_NAME: text('a machine name'),
+  GANTRY_AGENT_NAME: Type.String({
+    pattern: '^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$',
+    accepted: 'a machine name: up to 100 of A-Z a-z 0-9 . _ -, starting with a letter or digit',
+  }),
   GANTRY_AGENT_HOME: text('a folder path'),
   GANTRY_AGENT_CA_FILE: readableFile('PEM CA certificate'),
   GANTRY_AGENT_CA_FINGERPRINT: Type.String({
@@ -206,8 +211,8 @@ export const SERVER_VARIABLES = [
   'GANTRY_LOG_LEVEL',
   'GANTRY_METRICS_PORT',
   'GANTRY_AGENT_BUNDLE_DIR',
-  'GANTRY_BOOTSTRAP_ENROLLMENT_KEY',
   'GANTRY_LOCAL_AGENT',
+  'GANTRY_BOOTSTRAP_ENROLLMENT_KEY',
 ] as const satisfies readonly VariableName[];
 
 export const AGENT_VARIABLES = [

@@ -125,6 +125,6 @@ export function loadConfig(env: Env = process.env, argv: readonly string[] = [])
     metricsPort: vars.GANTRY_METRICS_PORT === 'off' ? null : (vars.GANTRY_METRICS_PORT ?? 9464),
     agentBundleDir: path.resolve(vars.GANTRY_AGENT_BUNDLE_DIR ?? DEFAULT_AGENT_BUNDLE_DIR),
     bootstrapEnrollmentKey: vars.GANTRY_BOOTSTRAP_ENROLLMENT_KEY ?? null,
-    localAgent: argv.includes('--local-agent') || vars.GANTRY_LOCAL_AGENT === '1' || vars.GANTRY_LOCAL_AGENT === 'true',
+    localAgent: argv.includes('--local-agent') || ['1', 'true', 'yes'].includes(String(vars.GANTRY_LOCAL_AGENT ?? '')),
   };
 }

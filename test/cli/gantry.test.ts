@@ -536,7 +536,7 @@ describe('names or IDs, JSON output, JAWS_* variables', () => {
     );
     expect(added.installCommand).toMatch(
       new RegExp(
-        `^curl -fsSL \\S+/api/agent/install\\.sh \\| sudo sh -s -- --server \\S+ --token ${added.registrationToken}$`,
+        `^curl -fsSL \\S+/api/agent/install\\.sh \\| sudo sh -s -- --server \\S+ --token ${added.registrationToken} --ca-fingerprint \\S+$`,
       ),
     );
     const variables = Object.fromEntries(

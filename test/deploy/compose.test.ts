@@ -44,7 +44,10 @@ function env(name: string): Record<string, string> {
 }
 
 /** Values for the required variables, shaped as the configuration schema accepts them. */
-const REQUIRED_SAMPLES: Record<string, string> = { GANTRY_MASTER_KEY: Buffer.alloc(32, 7).toString('base64') };
+const REQUIRED_SAMPLES: Record<string, string> = {
+  GANTRY_MASTER_KEY: Buffer.alloc(32, 7).toString('base64'),
+  GANTRY_ENROLLMENT_KEY: 'sample-GANTRY_ENROLLMENT_KEY-0123456789',
+};
 
 /** A service's environment as compose would pass it, with sample values for the required variables. */
 function interpolated(name: string): Record<string, string> {
@@ -53,10 +56,7 @@ function interpolated(name: string): Record<string, string> {
 
 function interpolate(value: string): string {
   return value.replace(/\$\{(\w+)(?::([-?])([^}]*))?\}/g, (_m, variable: string, kind?: string, rest?: string) =>
-    kind === '-'
-      ? (rest ?? '')
-      : (REQUIRED_SAMPLES[variable] ??
-        (variable.endsWith('ENROLLMENT_KEY') ? `sample-${variable}-0123456789` : `<${variable}>`)),
+    kind === '-' ? (rest ?? '') : (REQUIRED_SAMPLES[variable] ?? `<${variable}>`),
   );
 }
 

@@ -81,5 +81,7 @@ describe('npm start -- --local-agent', () => {
     });
     const machines = await onlineMachines(plane);
     expect(machines.map((m) => m.machineId)).toEqual([machineId]);
+    plane.child.kill('SIGTERM'); // it stops its local agent first (test/setup/leak-check.ts)
+    await new Promise((resolve) => plane.child.once('exit', resolve));
   });
 });
