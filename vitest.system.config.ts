@@ -1,5 +1,5 @@
-// The system tests: real operating systems around the agent (systemd-nspawn, Docker), too slow
-// for `npm test`. `npm run test:system` runs them; .ci/run runs it after npm test.
+// The system tests: real operating systems around the agent (systemd-nspawn, network namespaces),
+// one at a time. `npm test` runs them after the main suite (`npm run test:system` alone; root needed).
 import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
