@@ -61,7 +61,11 @@ export function tempDir(prefix: string): string {
   return dir;
 }
 
-function spawnNode(args: string[], env: Record<string, string>): { child: ChildProcess; output: () => string } {
+function spawnNode(
+  args: string[],
+  env: Record<string, string>,
+  forFile = false,
+): { child: ChildProcess; output: () => string } {
   let output = '';
   const child = spawn(process.execPath, args, {
     cwd: repoRoot,
@@ -75,7 +79,7 @@ function spawnNode(args: string[], env: Record<string, string>): { child: ChildP
   child.stdout?.on('data', append);
   child.stderr?.on('data', append);
   processes.push(child);
-  if (inTest) testProcesses.push(child);
+  if (inTest && !forFile) testProcesses.push(child);
   return { child, output: () => output };
 }
 
@@ -129,6 +133,8 @@ export async function startControlPlane(
     agentCa?: 'shared' | 'own';
     /** Arguments of services/main.ts (npm start -- …), e.g. --local-agent. */
     args?: string[];
+    /** Started by a test for the tests after it too (a replaced replica): stopped by cleanup(), not after the test. */
+    forFile?: boolean;
   } = {},
 ): Promise<ControlPlane> {
   const httpPort = options.ports?.http ?? (await freePort());
@@ -171,6 +177,7 @@ export async function startControlPlane(
       ...(options.args ?? []),
     ],
     env,
+    options.forFile,
   );
   const url = `http://127.0.0.1:${httpPort}`;
   await waitFor(

@@ -59,6 +59,7 @@ describe('an agent behind a cut network link', () => {
       PATH: process.env.PATH ?? '/usr/bin:/bin',
       GANTRY_SERVER: `${net.hostAddress}:${grpcPort}`,
       GANTRY_AGENT_TOKEN: created.body.registrationToken,
+      GANTRY_AGENT_CA_FINGERPRINT: created.body.caFingerprint,
       GANTRY_AGENT_HOME: tempDir('gantry-netns-agent-'),
       GANTRY_AGENT_LOG_LEVEL: 'info',
     });

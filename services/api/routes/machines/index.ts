@@ -284,6 +284,7 @@ export const machineRoutes: Routes = async (app) => {
           publicUrl: deps.publicUrl ?? `${request.protocol}://${request.host}`,
           agentServer: deps.agentServer ?? `${request.hostname}:8081`,
           enrollmentKey,
+          caFingerprint: deps.agentCaFingerprint ?? null,
         }),
       };
     },
