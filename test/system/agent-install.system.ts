@@ -117,7 +117,7 @@ describe('curl … /api/agent/install.sh | sudo sh under a real systemd', () => 
     machineId = created.body.machineId;
     installCommand = created.body.installCommand;
     expect(installCommand).toBe(
-      `curl -fsSL ${plane.url}/api/agent/install.sh | sudo sh -s -- --server 127.0.0.1:${ports.grpc} --token ${created.body.registrationToken} --ca-fingerprint ${created.body.caFingerprint}`,
+      `curl -fsSL ${plane.url}/api/agent/install.sh | sudo sh -s -- --server 127.0.0.1:${ports.grpc} --token ${created.body.registrationToken} --ca-fingerprint ${plane.caFingerprint}`,
     );
     const installed = await host.run(installCommand, { timeoutMs: 120_000 });
     expect(installed.stderr + installed.stdout).toContain('installed 0.1.0 and started it');
