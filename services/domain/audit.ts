@@ -19,8 +19,12 @@ import type { AuditEvent } from '../store/index.ts';
 import type { DomainDeps } from './deps.ts';
 import { visibleWorkspace } from './scope.ts';
 
-/** Property names whose values are credentials in any resource (matched without case, `_` and `-`). */
-const SECRET_NAME = /(apikey|token|secret|password|passphrase|credential|connectionstring|privatekey|csrf)|key$/;
+/**
+ * Property names whose values are credentials in any resource (matched without case, `_` and `-`),
+ * or carry one inside: an install command holds its registration token or enrollment key.
+ */
+const SECRET_NAME =
+  /(apikey|token|secret|password|passphrase|credential|connectionstring|privatekey|csrf|command)|key$/;
 /** Bound on one stored snapshot: a before/after larger than this is replaced by its size. */
 const MAX_SNAPSHOT_BYTES = 64 * 1024;
 

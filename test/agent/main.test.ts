@@ -97,6 +97,8 @@ describe('agent process (npm run agent)', () => {
     const agent = spawnAgent({ GANTRY_SERVER: '127.0.0.1:1', GANTRY_AGENT_HOME: home });
     const [exitCode] = (await once(agent.child, 'exit')) as [number | null];
     expect(exitCode).toBe(1);
-    expect(agent.output()).toMatch(/no GANTRY_AGENT_TOKEN: create the machine with POST \/api\/machine/);
+    expect(agent.output()).toMatch(
+      /no GANTRY_AGENT_TOKEN and no GANTRY_AGENT_ENROLLMENT_KEY: create the machine with POST \/api\/machine/,
+    );
   });
 });

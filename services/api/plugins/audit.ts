@@ -64,20 +64,33 @@ export function requestScopedDeps(deps: ApiDeps): ApiDeps {
       return Reflect.get(current.store, property) as unknown;
     },
   });
-  const afterCommit = <A extends unknown[]>(fn: ((...args: A) => Promise<void>) | undefined) =>
-    fn &&
-    ((...args: A): Promise<void> => {
+  // Read when called, not when wrapped: the composition root (and tests) may set them later.
+  const afterCommit =
+    <A extends unknown[]>(get: () => ((...args: A) => Promise<void>) | undefined) =>
+    (...args: A): Promise<void> => {
+      const fn = get();
+      if (!fn) return Promise.resolve();
       const current = scope.getStore();
       if (!current) return fn(...args);
       current.afterCommit.push(() => fn(...args));
       return Promise.resolve();
-    });
-  return {
-    ...deps,
-    store,
-    wakeDeployments: afterCommit(deps.wakeDeployments),
-    onReleaseCreated: afterCommit(deps.onReleaseCreated),
-  };
+    };
+  const scoped: ApiDeps = { ...deps, store };
+  // Hooks set later (by the composition root, or a test, on app.deps) land on the root deps, and
+  // are still called only after the request's transaction commits.
+  Object.defineProperties(scoped, {
+    wakeDeployments: {
+      enumerable: true,
+      get: () => afterCommit(() => deps.wakeDeployments),
+      set: (fn: ApiDeps['wakeDeployments']) => void (deps.wakeDeployments = fn),
+    },
+    onReleaseCreated: {
+      enumerable: true,
+      get: () => afterCommit(() => deps.onReleaseCreated),
+      set: (fn: ApiDeps['onReleaseCreated']) => void (deps.onReleaseCreated = fn),
+    },
+  });
+  return scoped;
 }
 
 /** `project/step` + `deploy` from '/api/project/step', '/api/release/deploy'. */

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '../../../services/core/index.ts';
+import { waitFor } from '../../helpers/wait-for.ts';
 import { testApp, type Client, type TestContext } from '../../helpers/app.ts';
 import { archiveFor, multipartBody } from '../packages/archives.ts';
 
@@ -611,10 +612,12 @@ describe('POST /api/release: access and input', () => {
     };
     try {
       const { releaseId } = await ok(create({ projectId, version: '4.0.0' }));
+      // Called once the release's transaction (with its audit event) has committed.
+      await waitFor(() => seen.length > 0, { description: 'onReleaseCreated' });
       expect(seen).toEqual(['4.0.0']);
       expect(await row(releaseId)).toBeDefined();
     } finally {
-      delete t.app.deps.onReleaseCreated;
+      t.app.deps.onReleaseCreated = undefined;
     }
   });
 });

@@ -75,7 +75,7 @@ describe('a deploy while NATS is down', () => {
   });
 
   afterAll(async () => {
-    delete t.app.deps.wakeDeployments;
+    t.app.deps.wakeDeployments = undefined;
     await engine.stop();
     await bus.close();
     await nats.dispose();
