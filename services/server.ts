@@ -159,7 +159,12 @@ export async function startServer(
     embedded = await startEmbeddedPostgres({ dataDir: config.dataDir, port: config.embeddedPgPort, logger });
     databaseUrl = embedded.url;
   }
-  const db = createDb(databaseUrl);
+  const db = createDb(databaseUrl, {
+    log: {
+      warn: (message) => logger.warn({ source: 'knex' }, message),
+      error: (message) => logger.error({ source: 'knex' }, message),
+    },
+  });
   try {
     await migrateToLatest(db);
     const deps: DomainDeps = {
