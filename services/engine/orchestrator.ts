@@ -23,7 +23,7 @@ import { isAgentOnline } from '../domain/index.ts';
 import { toPlanInput } from './plan-input.ts';
 import { planDeployment, planTargets } from './planner.ts';
 import type { ProgressWriter } from './progress-writer.ts';
-import { nextActions } from './scheduler.ts';
+import { IncrementalScheduler, nextActions } from './scheduler.ts';
 import { targetKey, type NextActions, type Plan, type Stage } from './plan-types.ts';
 
 export interface OrchestratorTiming {
@@ -69,9 +69,32 @@ const DISPATCH_EVENT_CHUNK = 1_000;
 /** Plans are immutable once stored; this many stay in memory so each wake-up does not re-read one. */
 const PLAN_CACHE_SIZE = 1_000;
 
+/** Running deployments whose task statuses a replica keeps between advances (each ~0.5 KiB a task). */
+const RUN_CACHE_SIZE = 200;
+
+/**
+ * What this replica knows of a running deployment's tasks, so a refill reads only what ended
+ * since (the window), not all N tasks, and asks a scheduler that walks only the window. The
+ * database stays the record: this is trusted only while every claim since it was read was this
+ * replica's (`seq`), and dropped on any surprise (a write that did not move what it expected, an
+ * error mid-advance); then the tasks are read again.
+ */
+interface RunState {
+  /** advance_seq of the claim that last wrote through it. */
+  seq: number;
+  /** Every task, by targetKey(stepId, machineId). */
+  tasks: Map<string, DeploymentTask>;
+  /** The tasks it knows as Running, by ID. */
+  running: Map<string, DeploymentTask>;
+  scheduler: IncrementalScheduler;
+}
+
 export class Orchestrator {
   readonly #deps: OrchestratorDeps;
   readonly #plans = new BoundedCache<Plan>(PLAN_CACHE_SIZE);
+  readonly #runs = new BoundedCache<RunState>(RUN_CACHE_SIZE);
+  /** advance_seq of the claim this replica holds now, per deployment. */
+  readonly #claims = new Map<string, number>();
 
   constructor(deps: OrchestratorDeps) {
     this.#deps = deps;
@@ -94,13 +117,22 @@ export class Orchestrator {
     if (claimed.previousLeaseOwner !== null && claimed.previousLeaseOwner !== replicaId) {
       this.#deps.metrics.leaseTakenOver();
     }
+    const run = this.#runs.get(deploymentId);
+    // Another replica advanced it since: what it knows may be stale.
+    if (run && run.seq !== claimed.advanceSeq - 1) this.#runs.forget(deploymentId);
+    if (run) run.seq = claimed.advanceSeq;
+    this.#claims.set(deploymentId, claimed.advanceSeq);
     try {
       // Each state hands on the deployment as it left it, so Validating → Running → dispatch
       // happens in one advance without reading the deployment back between states.
       let deployment: Deployment | null = claimed;
       for (let pass = 0; deployment && pass < 6; pass++) deployment = await this.#step(deployment);
       return 'done';
+    } catch (error) {
+      this.#runs.forget(deploymentId);
+      throw error;
     } finally {
+      this.#claims.delete(deploymentId);
       await store.deployments.releaseLease(deploymentId, replicaId);
     }
   }
@@ -184,6 +216,7 @@ export class Orchestrator {
       await tx.deploymentLogs.append(deployment.id, [{ level, data: message(finished?.errorCount ?? 0) }], now);
     });
     this.#plans.forget(deployment.id);
+    this.#runs.forget(deployment.id);
     this.#deps.metrics.deploymentFinished(
       status,
       deployment.startedUtc ? (now.getTime() - deployment.startedUtc.getTime()) / 1000 : null,
@@ -249,7 +282,7 @@ export class Orchestrator {
     ];
     for (const stage of plan.stages) lines.push(...skipLines(deployment.id, stage));
     // Started at once when a slot is free: the first targets are claimed in the same transaction.
-    const { running, written } = await store.transaction(async (tx) => {
+    const outcome = await store.transaction(async (tx) => {
       const inserted = await tx.deploymentTasks.insertMany(tasks);
       if (
         !(await tx.deployments.tryStart(deployment, now, {
@@ -259,16 +292,22 @@ export class Orchestrator {
       ) {
         await tx.deployments.update(deployment.id, { plan, status: 'AwaitingSlot' }, now);
         await tx.deploymentLogs.append(deployment.id, lines, now);
-        return { running: false, written: NOTHING_WRITTEN };
+        return { running: false as const, written: NOTHING_WRITTEN };
       }
       lines.push(deployingLine(deployment));
       // All new (validation is one transaction) unless an earlier attempt's tasks exist: read those.
       const current =
         inserted.length === tasks.length ? inserted : await tx.deploymentTasks.listForDeployment(deployment.id);
       const decisions = decide(plan, current);
-      return { running: true, written: await this.#writeDecisions(tx, deployment.id, decisions, lines, now) };
+      const written = await this.#writeDecisions(tx, deployment.id, decisions, lines, now);
+      return { running: true as const, written, current, decisions };
     });
     this.#plans.remember(deployment.id, plan);
+    const { running, written } = outcome;
+    if (outcome.running) {
+      const run = this.#newRun(deployment.id, plan, outcome.current);
+      if (run) this.#applyWritten(deployment.id, run, outcome.decisions, outcome.written);
+    }
     if (running) this.#started(deployment, now);
     await this.#publishChanged(deployment.id, running ? 'Running' : 'AwaitingSlot');
     if (!running) return { ...deployment, status: 'AwaitingSlot' };
@@ -303,10 +342,10 @@ export class Orchestrator {
     const plan = await this.#plan(deployment.id);
     if (!plan) return this.#finish(deployment, 'Failed', () => 'The deployment has no plan', 'Error');
     const now = clock.now();
-    let tasks = await store.deploymentTasks.listForDeployment(deployment.id);
-    if (await this.#failLostTasks(tasks, now, timing.agentLostMs))
-      tasks = await store.deploymentTasks.listForDeployment(deployment.id);
-    const decisions = decide(plan, tasks);
+    const run = await this.#currentRun(deployment.id, plan);
+    if (await this.#failLostTasks([...run.running.values()], now, timing.agentLostMs))
+      await this.#readEnded(deployment.id, run);
+    const decisions = decideFor(run);
     const { outcome } = decisions;
     if (outcome && decisions.start.length === 0) {
       const failed = outcome.status === 'Failed';
@@ -329,7 +368,63 @@ export class Orchestrator {
       ...new Set(decisions.start.map((task) => task.machineId!)),
     ]);
     const written = await store.transaction((tx) => this.#writeDecisions(tx, deployment.id, decisions, [], now));
+    this.#applyWritten(deployment.id, run, decisions, written);
     if (await this.#afterDecisions(deployment.id, written, machines, now)) return this.#run(deployment);
+  }
+
+  /** The deployment's tasks as this replica knows them, brought up to date: only what ended since is read. */
+  async #currentRun(deploymentId: string, plan: Plan): Promise<RunState> {
+    const known = this.#runs.get(deploymentId);
+    if (known) {
+      await this.#readEnded(deploymentId, known);
+      return known;
+    }
+    const tasks = await this.#deps.store.deploymentTasks.listForDeployment(deploymentId);
+    return (
+      this.#newRun(deploymentId, plan, tasks) ?? {
+        seq: -1,
+        tasks: byTarget(tasks),
+        running: new Map(),
+        scheduler: new IncrementalScheduler(plan, statusesOf(tasks)),
+      }
+    );
+  }
+
+  /** A run state for these tasks, remembered while this replica holds the claim (null: no claim held). */
+  #newRun(deploymentId: string, plan: Plan, tasks: DeploymentTask[]): RunState | null {
+    const seq = this.#claims.get(deploymentId);
+    if (seq === undefined) return null;
+    const run: RunState = {
+      seq,
+      tasks: byTarget(tasks),
+      running: new Map(tasks.filter((t) => t.status === 'Running').map((t) => [t.id, t])),
+      scheduler: new IncrementalScheduler(plan, statusesOf(tasks)),
+    };
+    this.#runs.remember(deploymentId, run);
+    return run;
+  }
+
+  async #readEnded(deploymentId: string, run: RunState): Promise<void> {
+    if (run.running.size === 0) return;
+    for (const task of await this.#deps.store.deploymentTasks.listEnded(deploymentId, [...run.running.keys()]))
+      this.#learn(run, task);
+  }
+
+  #learn(run: RunState, task: DeploymentTask): void {
+    run.tasks.set(targetKey(task.stepId, task.machineId ?? ''), task);
+    if (task.status === 'Running') run.running.set(task.id, task);
+    else run.running.delete(task.id);
+    run.scheduler.set(task.stepId, task.machineId ?? '', task.status);
+  }
+
+  /** Folds committed decisions into the run; anything but what was decided means it is stale: dropped. */
+  #applyWritten(deploymentId: string, run: RunState, decisions: Decisions, written: Written): void {
+    if (written.started.length !== decisions.start.length || written.skipped !== decisions.skip.length) {
+      this.#runs.forget(deploymentId);
+      return;
+    }
+    for (const task of written.started) this.#learn(run, task);
+    for (const { task } of decisions.skip) this.#learn(run, { ...task, status: 'Skipped' });
   }
 
   /**
@@ -567,13 +662,21 @@ interface Written {
 
 const NOTHING_WRITTEN: Written = { started: [], skipped: 0 };
 
+const byTarget = (tasks: DeploymentTask[]) => new Map(tasks.map((t) => [targetKey(t.stepId, t.machineId ?? ''), t]));
+const statusesOf = (tasks: DeploymentTask[]) =>
+  new Map<string, TaskStatus>(tasks.map((t) => [targetKey(t.stepId, t.machineId ?? ''), t.status]));
+
 /** The scheduler's answer for these tasks, as the tasks to start and to skip. */
 function decide(plan: Plan, tasks: DeploymentTask[]): Decisions {
-  const byKey = new Map(tasks.map((t) => [targetKey(t.stepId, t.machineId ?? ''), t]));
-  const actions = nextActions(
-    plan,
-    new Map<string, TaskStatus>(tasks.map((t) => [targetKey(t.stepId, t.machineId ?? ''), t.status])),
-  );
+  return toDecisions(byTarget(tasks), nextActions(plan, statusesOf(tasks)));
+}
+
+/** The same from what a run knows: costs the window, not the deployment's size. */
+function decideFor(run: RunState): Decisions {
+  return toDecisions(run.tasks, run.scheduler.next());
+}
+
+function toDecisions(byKey: ReadonlyMap<string, DeploymentTask>, actions: NextActions): Decisions {
   return {
     start: actions.start.flatMap((start) => byKey.get(targetKey(start.stepId, start.machineId)) ?? []),
     skip: actions.skip.flatMap((skip) => {

@@ -236,3 +236,258 @@ export function nextActions(plan: Plan, state: TargetStatuses): NextActions {
 export function isFinished(plan: Plan, state: TargetStatuses): boolean {
   return nextActions(plan, state).deploymentOutcome !== undefined;
 }
+
+/**
+ * The same answers as nextActions, kept up to date change by change, so a refill of a wide
+ * deployment costs the window, not the fleet: nextActions walks every target of the plan (10,000
+ * machines: every refill of every slot). This keeps a cursor on the stage that is running — the
+ * machines in progress, where the next unstarted one is, how many targets are not final — and
+ * answers from it; whenever a stage may end (or a change falls outside it) it asks nextActions
+ * itself and builds the cursor again, which happens a few times per deployment.
+ * Equivalence is checked change by change against nextActions in incremental-scheduler.test.ts.
+ */
+export class IncrementalScheduler {
+  readonly #plan: Plan;
+  readonly #statuses: Map<string, TaskStatus>;
+  #cursor: StageCursor | null = null;
+
+  /** Takes `statuses` over: from now on it changes only through set(). */
+  constructor(plan: Plan, statuses: Map<string, TaskStatus>) {
+    this.#plan = plan;
+    this.#statuses = statuses;
+  }
+
+  status(stepId: string, machineId: string): TaskStatus {
+    return this.#statuses.get(targetKey(stepId, machineId)) ?? TaskStatus.Pending;
+  }
+
+  set(stepId: string, machineId: string, status: TaskStatus): void {
+    const key = targetKey(stepId, machineId);
+    const before = this.#statuses.get(key) ?? TaskStatus.Pending;
+    if (before === status) return;
+    this.#statuses.set(key, status);
+    if (this.#cursor && !this.#cursor.changed(stepId, machineId, before, status, this.#statuses)) this.#cursor = null;
+  }
+
+  next(): NextActions {
+    this.#cursor ??= this.#build();
+    const answer = this.#cursor?.advance(this.#statuses);
+    if (!answer) {
+      // A stage may end here (or there is no running stage): the full rules decide, once.
+      this.#cursor = null;
+      return nextActions(this.#plan, this.#statuses);
+    }
+    return answer;
+  }
+
+  /** A cursor on the stage nextActions would stop at, when every stage before it ended without a Stop failure. */
+  #build(): StageCursor | null {
+    const w = new Working(this.#statuses);
+    for (const [index, stage] of this.#plan.stages.entries()) {
+      if (!isStageDone(stage, w))
+        return stage.kind === 'Step'
+          ? new StepCursor(index, stage, this.#statuses)
+          : RollingCursor.create(index, stage, this.#statuses);
+      if (stopFailures(stage, w).length > 0) return null;
+    }
+    return null;
+  }
+}
+
+const finishedBefore = (index: number): number[] => Array.from({ length: index }, (_, i) => i);
+
+interface StageCursor {
+  /** Folds in a change (`statuses` already holds it); false when the target is not this stage's (the cursor is then dropped). */
+  changed(
+    stepId: string,
+    machineId: string,
+    before: TaskStatus,
+    after: TaskStatus,
+    statuses: ReadonlyMap<string, TaskStatus>,
+  ): boolean;
+  /** nextActions' answer, or null when the stage may end with it (nextActions must decide). */
+  advance(statuses: ReadonlyMap<string, TaskStatus>): NextActions | null;
+}
+
+class StepCursor implements StageCursor {
+  readonly #index: number;
+  readonly #stage: StepStage;
+  readonly #positions: Map<string, number>;
+  /** Every target before it has left Pending. */
+  #next = 0;
+  #running = 0;
+  #unfinished = 0;
+
+  constructor(index: number, stage: StepStage, statuses: ReadonlyMap<string, TaskStatus>) {
+    this.#index = index;
+    this.#stage = stage;
+    this.#positions = new Map(stage.targets.map((t, i) => [t.machineId, i]));
+    for (const t of stage.targets) {
+      const status = statuses.get(targetKey(stage.stepId, t.machineId)) ?? TaskStatus.Pending;
+      if (status === TaskStatus.Running) this.#running++;
+      if (!isTerminal(status)) this.#unfinished++;
+    }
+  }
+
+  changed(stepId: string, machineId: string, before: TaskStatus, after: TaskStatus): boolean {
+    if (stepId !== this.#stage.stepId || !this.#positions.has(machineId)) return false;
+    this.#running += Number(after === TaskStatus.Running) - Number(before === TaskStatus.Running);
+    this.#unfinished += Number(!isTerminal(after)) - Number(!isTerminal(before));
+    return true;
+  }
+
+  advance(statuses: ReadonlyMap<string, TaskStatus>): NextActions | null {
+    if (this.#unfinished === 0) return null;
+    const { stepId, targets, parallelism } = this.#stage;
+    const pending = (i: number) =>
+      (statuses.get(targetKey(stepId, targets[i]!.machineId)) ?? TaskStatus.Pending) === TaskStatus.Pending;
+    while (this.#next < targets.length && !pending(this.#next)) this.#next++;
+    const start: StartAction[] = [];
+    let running = this.#running;
+    for (let i = this.#next; i < targets.length && running < parallelism; i++) {
+      if (!pending(i)) continue;
+      start.push({ stageIndex: this.#index, stepId, machineId: targets[i]!.machineId });
+      running++;
+    }
+    return { start, skip: [], finishedStages: finishedBefore(this.#index) };
+  }
+}
+
+class RollingCursor implements StageCursor {
+  readonly #index: number;
+  readonly #stage: RollingStage;
+  readonly #positions: Map<string, number>;
+  /** Machines started and not done, by plan position. */
+  readonly #active = new Set<number>();
+  readonly #started: boolean[];
+  readonly #failed: boolean[];
+  #failedMachines = 0;
+  /** Every machine before it has started. */
+  #next = 0;
+  #unfinished = 0;
+
+  /** Null when the machines are not in rank order (the start rule below relies on it). */
+  static create(index: number, stage: RollingStage, statuses: ReadonlyMap<string, TaskStatus>): RollingCursor | null {
+    for (let i = 1; i < stage.machines.length; i++)
+      if (stage.machines[i]!.rank < stage.machines[i - 1]!.rank) return null;
+    return new RollingCursor(index, stage, statuses);
+  }
+
+  private constructor(index: number, stage: RollingStage, statuses: ReadonlyMap<string, TaskStatus>) {
+    this.#index = index;
+    this.#stage = stage;
+    this.#positions = new Map(stage.machines.map((m, i) => [m.machineId, i]));
+    this.#started = stage.machines.map(() => false);
+    this.#failed = stage.machines.map(() => false);
+    stage.machines.forEach((m, i) => {
+      for (const s of m.stepIds)
+        if (!isTerminal(statuses.get(targetKey(s, m.machineId)) ?? TaskStatus.Pending)) this.#unfinished++;
+      this.#refresh(i, statuses);
+    });
+  }
+
+  #refresh(i: number, statuses: ReadonlyMap<string, TaskStatus>): void {
+    const m = this.#stage.machines[i]!;
+    const st = (s: string) => statuses.get(targetKey(s, m.machineId)) ?? TaskStatus.Pending;
+    const started = m.stepIds.some((s) => st(s) !== TaskStatus.Pending);
+    const done = m.stepIds.every((s) => isTerminal(st(s)));
+    const failed = m.stepIds.some((s) => isFailure(st(s)));
+    this.#started[i] = started;
+    if (failed !== this.#failed[i]) this.#failedMachines += failed ? 1 : -1;
+    this.#failed[i] = failed;
+    if (started && !done) this.#active.add(i);
+    else this.#active.delete(i);
+  }
+
+  changed(
+    stepId: string,
+    machineId: string,
+    before: TaskStatus,
+    after: TaskStatus,
+    statuses: ReadonlyMap<string, TaskStatus>,
+  ): boolean {
+    const i = this.#positions.get(machineId);
+    if (i === undefined || !this.#stage.machines[i]!.stepIds.includes(stepId)) return false;
+    this.#unfinished += Number(!isTerminal(after)) - Number(!isTerminal(before));
+    this.#refresh(i, statuses);
+    return true;
+  }
+
+  advance(statuses: ReadonlyMap<string, TaskStatus>): NextActions | null {
+    if (this.#unfinished === 0) return null;
+    const g = this.#stage;
+    const index = this.#index;
+    // This pass's decisions, on top of the stored statuses (nextActions' Working, for the window only).
+    const overlay = new Map<string, TaskStatus>();
+    const st = (s: string, machineId: string): TaskStatus => {
+      const key = targetKey(s, machineId);
+      return overlay.get(key) ?? statuses.get(key) ?? TaskStatus.Pending;
+    };
+    const start: StartAction[] = [];
+    const skip: SkipAction[] = [];
+    const begin = (stepId: string, machineId: string) => {
+      overlay.set(targetKey(stepId, machineId), TaskStatus.Running);
+      start.push({ stageIndex: index, stepId, machineId });
+    };
+    let passed = 0;
+    const pass = (stepId: string, machineId: string, reason: TargetSkipReason, message: string) => {
+      overlay.set(targetKey(stepId, machineId), TaskStatus.Skipped);
+      skip.push({ stageIndex: index, stepId, machineId, reason, message });
+      passed++;
+    };
+    const active = [...this.#active].sort((a, b) => a - b);
+    // A failed machine is started; one with a pending member is not done: it is in `active`.
+    if (g.onMemberFailure === OnMemberFailure.SkipRestOnThisMachine) {
+      for (const i of active) {
+        if (!this.#failed[i]) continue;
+        const m = g.machines[i]!;
+        for (const stepId of m.stepIds.filter((s) => st(s, m.machineId) === TaskStatus.Pending))
+          pass(
+            stepId,
+            m.machineId,
+            TargetSkipReason.EarlierMemberFailed,
+            `Skipped on ${m.machineName}: an earlier step of rolling group "${g.name}" failed on this machine.`,
+          );
+      }
+    }
+    while (this.#next < g.machines.length && this.#started[this.#next]) this.#next++;
+    if (g.onMachineFailure === OnMachineFailure.StopStep && this.#failedMachines > 0) {
+      for (let i = this.#next; i < g.machines.length; i++) {
+        if (this.#started[i]) continue;
+        const m = g.machines[i]!;
+        for (const stepId of m.stepIds)
+          pass(
+            stepId,
+            m.machineId,
+            TargetSkipReason.GroupStopped,
+            `Skipped on ${m.machineName}: another machine failed in rolling group "${g.name}".`,
+          );
+      }
+    }
+    const machineDone = (m: RollingMachine) => m.stepIds.every((s) => isTerminal(st(s, m.machineId)));
+    let count = 0;
+    let lowestRankInProgress = Infinity;
+    for (const i of active) {
+      const m = g.machines[i]!;
+      if (machineDone(m)) continue;
+      count++;
+      lowestRankInProgress = Math.min(lowestRankInProgress, m.rank);
+      const busy = m.stepIds.some((s) => st(s, m.machineId) === TaskStatus.Running);
+      const next = m.stepIds.find((s) => st(s, m.machineId) === TaskStatus.Pending);
+      if (!busy && next !== undefined) begin(next, m.machineId);
+    }
+    for (let i = this.#next; i < g.machines.length && count < g.windowSize; i++) {
+      const m = g.machines[i]!;
+      if (m.stepIds.some((s) => st(s, m.machineId) !== TaskStatus.Pending)) continue;
+      // Machines are in rank order: an unstarted one of a lower rank would have come first.
+      if (g.waitBetweenMachineGroups && lowestRankInProgress < m.rank) break;
+      const first = m.stepIds[0];
+      if (first === undefined) continue;
+      begin(first, m.machineId);
+      count++;
+      lowestRankInProgress = Math.min(lowestRankInProgress, m.rank);
+    }
+    if (this.#unfinished - passed === 0) return null;
+    return { start, skip, finishedStages: finishedBefore(index) };
+  }
+}

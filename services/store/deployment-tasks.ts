@@ -117,6 +117,17 @@ export function deploymentTasksStore(db: Db) {
       ).map(toTask);
     },
     /**
+     * Those of `ids` (the tasks a replica knows as running) that are no longer Running: what
+     * ended since it last looked, read without the deployment's other tasks.
+     */
+    async listEnded(deploymentId: string, ids: readonly string[]): Promise<DeploymentTask[]> {
+      if (ids.length === 0) return [];
+      const rows = await whereIdIn(db<TaskRow>('deployment_tasks'), 'id', ids)
+        .where({ deployment_id: deploymentId })
+        .whereNot({ status: 'Running' });
+      return rows.map(toTask);
+    },
+    /**
      * Tasks dispatched to a machine and not finished (sent again when its agent reconnects), with
      * what building their payload needs from the deployment and the machine.
      */

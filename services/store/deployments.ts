@@ -278,9 +278,11 @@ export function deploymentsStore(db: Db) {
       owner: string,
       now: Date,
       leaseUntil: Date,
-    ): Promise<(Deployment & { previousLeaseOwner: string | null }) | null> {
+    ): Promise<(Deployment & { previousLeaseOwner: string | null; advanceSeq: number }) | null> {
       const due = `status = 'Queued' AND cancellation_requested_at IS NULL AND (scheduled_for IS NULL OR scheduled_for <= ?)`;
-      const [row]: Array<DeploymentRow & { previous_lease_owner: string | null }> = await db('deployments')
+      const [row]: Array<DeploymentRow & { previous_lease_owner: string | null; advance_seq: number }> = await db(
+        'deployments',
+      )
         .where({ id })
         .whereIn('status', ACTIVE_STATUSES)
         .where((q) => {
@@ -289,6 +291,7 @@ export function deploymentsStore(db: Db) {
         .update({
           lease_owner: owner,
           lease_until: leaseUntil,
+          advance_seq: db.raw('advance_seq + 1'),
           // SET expressions all see the row as it was, so each CASE tests the same old status.
           status: db.raw(`CASE WHEN ${due} THEN 'Validating' ELSE status END`, [now]),
           last_attempt_at: db.raw(`CASE WHEN ${due} THEN ?::timestamptz ELSE last_attempt_at END`, [now, now]),
@@ -299,9 +302,12 @@ export function deploymentsStore(db: Db) {
         // claim. Another replica's name there means its lease expired unreleased (a takeover).
         .returning([
           ...COLUMNS,
+          'advance_seq',
           db.raw('(SELECT old.lease_owner FROM deployments old WHERE old.id = deployments.id) AS previous_lease_owner'),
         ]);
-      return row ? { ...toDeployment(row), previousLeaseOwner: row.previous_lease_owner } : null;
+      return row
+        ? { ...toDeployment(row), previousLeaseOwner: row.previous_lease_owner, advanceSeq: row.advance_seq }
+        : null;
     },
     async releaseLease(id: string, owner: string): Promise<void> {
       await db('deployments').where({ id, lease_owner: owner }).update({ lease_owner: null, lease_until: null });
