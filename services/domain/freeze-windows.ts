@@ -59,42 +59,68 @@ function formatterOf(timeZone: string): Intl.DateTimeFormat {
     formatter = new Intl.DateTimeFormat('en-US', {
       timeZone,
       hourCycle: 'h23',
-      minute: 'numeric',
-      hour: 'numeric',
-      day: 'numeric',
+      year: 'numeric',
       month: 'numeric',
-      weekday: 'short',
+      day: 'numeric',
+      hour: 'numeric',
+      minute: 'numeric',
     });
     formatters.set(timeZone, formatter);
   }
   return formatter;
 }
 
-const WEEKDAYS: Record<string, number> = { Sun: 0, Mon: 1, Tue: 2, Wed: 3, Thu: 4, Fri: 5, Sat: 6 };
+/** Offsets change only at quarter hours in every real zone: one look-up per quarter hour. */
+const QUARTER_MS = 15 * 60_000;
 
-function matches(sets: CronSets, at: Date, timeZone: string): boolean {
-  const parts: Record<string, string> = {};
-  for (const part of formatterOf(timeZone).formatToParts(at)) parts[part.type] = part.value;
+/** Minutes the zone's wall clock is ahead of UTC at `at` (a quarter hour). */
+function offsetMinutes(timeZone: string, at: number): number {
+  const parts: Record<string, number> = {};
+  for (const part of formatterOf(timeZone).formatToParts(new Date(at))) parts[part.type] = Number(part.value);
+  const wall = Date.UTC(parts.year!, parts.month! - 1, parts.day, parts.hour, parts.minute);
+  return Math.round((wall - at) / 60_000);
+}
+
+/**
+ * Whether the cron matches the minute starting at `at` (between `from` and `to`, at most a week
+ * apart) on the zone's wall clock. Within a week a zone changes its offset at most once, so when
+ * both ends have the same offset it holds throughout; otherwise it is looked up per quarter hour.
+ */
+function matcher(sets: CronSets, timeZone: string, from: number, to: number): (at: number) => boolean {
+  const offsets = new Map<number, number>();
+  const first = offsetMinutes(timeZone, Math.floor(from / QUARTER_MS) * QUARTER_MS);
+  const constant = first === offsetMinutes(timeZone, Math.floor(to / QUARTER_MS) * QUARTER_MS) ? first : null;
   const [minutes, hours, days, months, weekdays] = sets;
-  return (
-    minutes.has(Number(parts.minute)) &&
-    hours.has(Number(parts.hour)) &&
-    days.has(Number(parts.day)) &&
-    months.has(Number(parts.month)) &&
-    weekdays.has(WEEKDAYS[parts.weekday ?? ''] ?? -1)
-  );
+  return (at) => {
+    const quarter = Math.floor(at / QUARTER_MS) * QUARTER_MS;
+    let offset = constant ?? offsets.get(quarter);
+    if (offset === undefined) {
+      offset = offsetMinutes(timeZone, quarter);
+      offsets.set(quarter, offset);
+    }
+    // The wall-clock fields, read with UTC getters from the instant shifted by the offset.
+    const wall = new Date(at + offset * 60_000);
+    return (
+      minutes.has(wall.getUTCMinutes()) &&
+      hours.has(wall.getUTCHours()) &&
+      days.has(wall.getUTCDate()) &&
+      months.has(wall.getUTCMonth() + 1) &&
+      weekdays.has(wall.getUTCDay())
+    );
+  };
 }
 
 const MINUTE_MS = 60_000;
 
 /** The end of the recurring window in force at `now`, or null when none is. */
 function recurringEnd(recurrence: FreezeRecurrence, now: Date): Date | null {
-  const sets = parseCron(recurrence.cron);
   const latestStart = Math.floor(now.getTime() / MINUTE_MS) * MINUTE_MS;
+  const earliestStart = latestStart - (recurrence.durationMinutes - 1) * MINUTE_MS;
+  const matches = matcher(parseCron(recurrence.cron), recurrence.timeZone, earliestStart, latestStart);
   // The latest start within the last durationMinutes: its window ends last of those that hold now.
   for (let back = 0; back < recurrence.durationMinutes; back++) {
     const start = latestStart - back * MINUTE_MS;
-    if (matches(sets, new Date(start), recurrence.timeZone)) {
+    if (matches(start)) {
       const end = start + recurrence.durationMinutes * MINUTE_MS;
       if (end > now.getTime()) return new Date(end);
     }

@@ -40,6 +40,16 @@ describe('freezeEndsAt', () => {
     expect(freezeEndsAt(weekend, at('2026-07-03T16:00:00Z'))).toEqual(at('2026-07-06T08:00:00Z'));
   });
 
+  it('finds a window across the change of offset it spans', () => {
+    // Every Saturday 12:00 in Berlin for 40 hours; Sunday 25 October 2026 at 03:00 CEST the
+    // clocks go back to 02:00 CET. Saturday 12:00 CEST is 10:00Z; 40 hours later is Monday 02:00Z.
+    const overDst = freeze({ recurrence: { cron: '0 12 * * 6', durationMinutes: 40 * 60, timeZone: 'Europe/Berlin' } });
+    expect(freezeEndsAt(overDst, at('2026-10-24T09:59:00Z'))).toBeNull();
+    expect(freezeEndsAt(overDst, at('2026-10-24T10:00:00Z'))).toEqual(at('2026-10-26T02:00:00Z'));
+    expect(freezeEndsAt(overDst, at('2026-10-26T01:59:00Z'))).toEqual(at('2026-10-26T02:00:00Z'));
+    expect(freezeEndsAt(overDst, at('2026-10-26T02:00:00Z'))).toBeNull();
+  });
+
   it('holds a single window from its start (inclusive) to its end (exclusive)', () => {
     const window = freeze({ startUtc: at('2026-12-20T00:00:00Z'), endUtc: at('2027-01-04T00:00:00Z') });
     expect(freezeEndsAt(window, at('2026-12-19T23:59:59Z'))).toBeNull();
