@@ -13,7 +13,7 @@ import {
   type Principal,
 } from '../core/index.ts';
 import { maxSemVer } from '../core/index.ts';
-import type { Deployment, Environment, Release, Store } from '../store/index.ts';
+import type { Deployment, Environment, NewLogEntry, Release, Store } from '../store/index.ts';
 import type { DomainDeps } from './deps.ts';
 import { idempotent, type RememberAnswer } from './idempotency.ts';
 import { gateOfNew, refuseFrozen } from './deployment-gates.ts';
@@ -219,26 +219,20 @@ export async function createDeployments(
   const created = overrideReason
     ? { ids, freezeOverride: { reason: overrideReason, freezes: overridden.map((f) => f.name) } }
     : { ids };
-  const lines = [
-    ...(rollback
-      ? [`Rollback by ${principal.name}: redeploying ${release.version} in place of ${rollback.fromVersion}`]
-      : []),
-    ...(overrideReason
-      ? [
-          `Deployment freeze ${overridden.map((f) => `'${f.name}'`).join(', ')} overridden by ${principal.name}: ${overrideReason}`,
-        ]
-      : []),
-  ];
+  const lines: NewLogEntry[] = [];
+  if (rollback)
+    lines.push({
+      level: 'Information',
+      data: `Rollback by ${principal.name}: redeploying ${release.version} in place of ${rollback.fromVersion}`,
+    });
+  if (overrideReason)
+    lines.push({
+      level: 'Warning',
+      data: `Deployment freeze ${overridden.map((f) => `'${f.name}'`).join(', ')} overridden by ${principal.name}: ${overrideReason}`,
+    });
   await deps.store.transaction(async (tx) => {
     await tx.deployments.insert(rows, now);
-    for (const id of ids) {
-      if (lines.length > 0)
-        await tx.deploymentLogs.append(
-          id,
-          lines.map((data) => ({ level: data.startsWith('Rollback') ? 'Information' : 'Warning', data })),
-          now,
-        );
-    }
+    if (lines.length > 0) for (const id of ids) await tx.deploymentLogs.append(id, lines, now);
     await remember(tx, created);
   });
   // Committed: the answer is 200 whatever the bus does. Not awaited: with NATS restarting a
