@@ -31,7 +31,7 @@ export interface paths {
                             organizationName: string;
                             workspaceId: string | null;
                             roles: {
-                                role: "Admin" | "ManageWorkspace" | "EditProject" | "CreateRelease" | "Deploy" | "PushPackages" | "View";
+                                role: "Admin" | "ManageWorkspace" | "EditProject" | "CreateRelease" | "Deploy" | "PushPackages" | "View" | "ApproveDeployments" | "OverrideFreeze";
                                 projectIds?: string[];
                                 environmentIds?: string[];
                             }[];
@@ -98,7 +98,7 @@ export interface paths {
                                 organizationId: string;
                                 workspaceId: string | null;
                                 roles: {
-                                    role: "Admin" | "ManageWorkspace" | "EditProject" | "CreateRelease" | "Deploy" | "PushPackages" | "View";
+                                    role: "Admin" | "ManageWorkspace" | "EditProject" | "CreateRelease" | "Deploy" | "PushPackages" | "View" | "ApproveDeployments" | "OverrideFreeze";
                                     projectIds?: string[];
                                     environmentIds?: string[];
                                 }[];
@@ -142,7 +142,7 @@ export interface paths {
                         workspaceId?: string | null;
                         name: string;
                         roles: {
-                            role: "Admin" | "ManageWorkspace" | "EditProject" | "CreateRelease" | "Deploy" | "PushPackages" | "View";
+                            role: "Admin" | "ManageWorkspace" | "EditProject" | "CreateRelease" | "Deploy" | "PushPackages" | "View" | "ApproveDeployments" | "OverrideFreeze";
                             projectIds?: string[];
                             environmentIds?: string[];
                         }[];
@@ -678,6 +678,7 @@ export interface paths {
                                 sortOrder: number;
                                 color: string | null;
                                 enabled: boolean;
+                                requiredApprovals: number;
                             }[];
                             totalCount: number;
                         };
@@ -720,6 +721,7 @@ export interface paths {
                         sortOrder?: number;
                         color?: string | null;
                         enabled?: boolean;
+                        requiredApprovals?: number;
                     };
                 };
             };
@@ -761,6 +763,7 @@ export interface paths {
                         sortOrder?: number;
                         color?: string | null;
                         enabled?: boolean;
+                        requiredApprovals?: number;
                     };
                 };
             };
@@ -870,6 +873,7 @@ export interface paths {
                             sortOrder: number;
                             color: string | null;
                             enabled: boolean;
+                            requiredApprovals: number;
                         };
                     };
                 };
@@ -5903,6 +5907,8 @@ export interface paths {
                         redownloadPackages?: boolean;
                         deploymentDateUnixMillis?: number;
                         excludeStepNames?: string[];
+                        /** @description Gantry extension: deploy during a deployment freeze (needs OverrideFreeze); logged */
+                        freezeOverrideReason?: string;
                     };
                 };
             };
@@ -5915,6 +5921,10 @@ export interface paths {
                     content: {
                         "application/json": {
                             deploymentIds: string[];
+                            freezeOverride?: {
+                                reason: string;
+                                freezes: string[];
+                            };
                         };
                     };
                 };
@@ -5990,6 +6000,8 @@ export interface paths {
                         redownloadPackages?: boolean;
                         deploymentDateUnixMillis?: number;
                         excludeStepNames?: string[];
+                        /** @description Gantry extension: deploy during a deployment freeze (needs OverrideFreeze); logged */
+                        freezeOverrideReason?: string;
                     };
                 };
             };
@@ -6003,6 +6015,10 @@ export interface paths {
                         "application/json": {
                             deploymentId: string;
                             deploymentIds: string[];
+                            freezeOverride?: {
+                                reason: string;
+                                freezes: string[];
+                            };
                         };
                     };
                 };
@@ -6098,6 +6114,8 @@ export interface paths {
                                 ParentLogId: string | null;
                                 StepId: string | null;
                             }[];
+                            waitingReason: string | null;
+                            queuePosition: number | null;
                         };
                     };
                 };
@@ -6228,6 +6246,11 @@ export interface paths {
                                 completedUtc: string | null;
                                 /** Format: int64 */
                                 lastChangeTick: string;
+                                waitingReason: string | null;
+                                queuePosition: number | null;
+                                requiredApprovals: number;
+                                rollback: boolean;
+                                rolledBackFromReleaseId: string | null;
                             }[];
                             totalCount: number;
                             /** Format: int64 */
@@ -7105,7 +7128,7 @@ export interface paths {
                             organizationName: string;
                             workspaceId: string | null;
                             roles: {
-                                role: "Admin" | "ManageWorkspace" | "EditProject" | "CreateRelease" | "Deploy" | "PushPackages" | "View";
+                                role: "Admin" | "ManageWorkspace" | "EditProject" | "CreateRelease" | "Deploy" | "PushPackages" | "View" | "ApproveDeployments" | "OverrideFreeze";
                                 projectIds?: string[];
                                 environmentIds?: string[];
                             }[];
@@ -7164,7 +7187,7 @@ export interface paths {
                             organizationName: string;
                             workspaceId: string | null;
                             roles: {
-                                role: "Admin" | "ManageWorkspace" | "EditProject" | "CreateRelease" | "Deploy" | "PushPackages" | "View";
+                                role: "Admin" | "ManageWorkspace" | "EditProject" | "CreateRelease" | "Deploy" | "PushPackages" | "View" | "ApproveDeployments" | "OverrideFreeze";
                                 projectIds?: string[];
                                 environmentIds?: string[];
                             }[];
@@ -7942,6 +7965,594 @@ export interface paths {
                                 status: number;
                             }[];
                             totalCount: number;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/deployment/approve": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Approves a deployment that awaits approval (not the requester’s own) */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        deploymentId: string;
+                        comment?: string | null;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            deploymentId: string;
+                            /** @description Approved or Rejected */
+                            decision: string;
+                            comment: string | null;
+                            /** @description Approvals the deployment has now */
+                            approvals: number;
+                            requiredApprovals: number;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/deployment/reject": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Rejects a deployment that awaits approval: it is cancelled, the comment in its log */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        deploymentId: string;
+                        comment?: string | null;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            deploymentId: string;
+                            /** @description Approved or Rejected */
+                            decision: string;
+                            comment: string | null;
+                            /** @description Approvals the deployment has now */
+                            approvals: number;
+                            requiredApprovals: number;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/deployment/approvals": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Deployments of a workspace awaiting approval, oldest first */
+        get: {
+            parameters: {
+                query: {
+                    workspaceId: string;
+                    skip?: number;
+                    take?: number;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            approvals: {
+                                deploymentId: string;
+                                projectId: string;
+                                releaseId: string;
+                                version: string;
+                                environmentId: string;
+                                environmentName: string;
+                                requestedBy: {
+                                    serviceAccountId: string;
+                                    name: string;
+                                } | null;
+                                automatic: boolean;
+                                createdUtc: string;
+                                requiredApprovals: number;
+                                approvedBy: {
+                                    serviceAccountId: string;
+                                    name: string;
+                                    comment: string | null;
+                                    createdUtc: string;
+                                }[];
+                                waitingReason: string | null;
+                            }[];
+                            totalCount: number;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/release/rollback": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Redeploys, in one environment, the release that last completed there successfully before the current one */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        projectId: string;
+                        environmentName: string;
+                        freezeOverrideReason?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            deploymentId: string;
+                            deploymentIds: string[];
+                            releaseId: string;
+                            version: string;
+                            rolledBackFromReleaseId: string;
+                            rolledBackFromVersion: string;
+                            freezeOverride?: {
+                                reason: string;
+                                freezes: string[];
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/deployment/freeze": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Lists the deployment freezes of a workspace */
+        get: {
+            parameters: {
+                query: {
+                    workspaceId: string;
+                    skip?: number;
+                    take?: number;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            freezes: {
+                                freezeId: string;
+                                workspaceId: string;
+                                name: string;
+                                description: string | null;
+                                startUtc: string | null;
+                                endUtc: string | null;
+                                recurrence: {
+                                    /** @description minute hour day-of-month month day-of-week: when each window starts */
+                                    cron: string;
+                                    durationMinutes: number;
+                                    /** @description IANA time zone, e.g. Europe/Berlin */
+                                    timeZone: string;
+                                } | null;
+                                environmentIds: string[];
+                                projectIds: string[];
+                                activeUntilUtc: string | null;
+                            }[];
+                            totalCount: number;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        /** Changes a deployment freeze */
+        put: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        freezeId: string;
+                        name?: string;
+                        environmentIds?: string[];
+                        description?: string | null;
+                        startUtc?: string | null;
+                        endUtc?: string | null;
+                        recurrence?: {
+                            /** @description minute hour day-of-month month day-of-week: when each window starts */
+                            cron: string;
+                            durationMinutes: number;
+                            /** @description IANA time zone, e.g. Europe/Berlin */
+                            timeZone: string;
+                        } | null;
+                        /** @description Empty or absent: every project */
+                        projectIds?: string[];
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        /** Creates a deployment freeze over environments (and optionally projects) */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        workspaceId: string;
+                        name: string;
+                        environmentIds: string[];
+                        description?: string | null;
+                        startUtc?: string | null;
+                        endUtc?: string | null;
+                        recurrence?: {
+                            /** @description minute hour day-of-month month day-of-week: when each window starts */
+                            cron: string;
+                            durationMinutes: number;
+                            /** @description IANA time zone, e.g. Europe/Berlin */
+                            timeZone: string;
+                        } | null;
+                        /** @description Empty or absent: every project */
+                        projectIds?: string[];
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            freezeId: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        /** Deletes a deployment freeze */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        freezeId: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/deployment/freeze/details": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Reads one deployment freeze */
+        get: {
+            parameters: {
+                query: {
+                    freezeId: string;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            freezeId: string;
+                            workspaceId: string;
+                            name: string;
+                            description: string | null;
+                            startUtc: string | null;
+                            endUtc: string | null;
+                            recurrence: {
+                                /** @description minute hour day-of-month month day-of-week: when each window starts */
+                                cron: string;
+                                durationMinutes: number;
+                                /** @description IANA time zone, e.g. Europe/Berlin */
+                                timeZone: string;
+                            } | null;
+                            environmentIds: string[];
+                            projectIds: string[];
+                            activeUntilUtc: string | null;
                         };
                     };
                 };

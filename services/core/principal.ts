@@ -12,6 +12,10 @@ export const Capability = {
   Deploy: 'Deploy',
   PushPackages: 'PushPackages',
   View: 'View',
+  /** Approve or reject deployments to environments that require approval (issue #15). */
+  ApproveDeployments: 'ApproveDeployments',
+  /** Deploy during a deployment freeze, giving a reason (issue #15). */
+  OverrideFreeze: 'OverrideFreeze',
 } as const;
 export type Capability = (typeof Capability)[keyof typeof Capability];
 export const CAPABILITIES = Object.values(Capability);

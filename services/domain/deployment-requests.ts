@@ -13,9 +13,10 @@ import {
   type Principal,
 } from '../core/index.ts';
 import { maxSemVer } from '../core/index.ts';
-import type { Deployment, Environment, Release, Store } from '../store/index.ts';
+import type { Deployment, Environment, NewLogEntry, Release, Store } from '../store/index.ts';
 import type { DomainDeps } from './deps.ts';
 import { idempotent, type RememberAnswer } from './idempotency.ts';
+import { gateOfNew, refuseFrozen } from './deployment-gates.ts';
 import { computeProgression } from './lifecycle-progression.ts';
 import { visibleProject } from './projects.ts';
 import { visibleResource } from './scope.ts';
@@ -36,6 +37,8 @@ export interface TargetRequest {
   redownloadPackages?: boolean | undefined;
   deploymentDateUnixMillis?: number | undefined;
   excludeStepNames?: string[] | undefined;
+  /** Deploy anyway during a freeze (needs OverrideFreeze); logged with the deployment. Gantry extension. */
+  freezeOverrideReason?: string | undefined;
 }
 
 interface ResolvedTarget {
@@ -145,21 +148,25 @@ function scheduleOf(millis: number | undefined): Date | null {
   return new Date(millis);
 }
 
-async function createDeployments(
+export async function createDeployments(
   deps: DomainDeps,
   principal: Principal,
   release: Release,
   request: TargetRequest,
   /** Stores the request's answer in the transaction that creates the deployments (Idempotency-Key). */
-  remember: (tx: Store, deploymentIds: string[]) => Promise<void>,
-): Promise<string[]> {
+  remember: (tx: Store, created: { ids: string[]; freezeOverride?: FreezeOverride }) => Promise<void>,
+  /** A rollback: the release the environment is rolled back from (its lines say so). */
+  rollback?: { fromReleaseId: string; fromVersion: string },
+): Promise<{ ids: string[]; freezeOverride?: FreezeOverride }> {
   const scheduledFor = scheduleOf(request.deploymentDateUnixMillis);
+  const now = deps.clock.now();
   // Read together (a promote is on the path to the first script line); checked in order below.
-  const [environments, deployments, limits, active] = await Promise.all([
+  const [environments, deployments, limits, active, liveFreezes] = await Promise.all([
     deps.store.environments.listAll(release.workspaceId),
     deps.store.deployments.listForRelease(release.id),
     deps.store.deployments.organizationLimits(release.workspaceId),
     deps.store.deployments.countActiveInOrganizationOf(release.workspaceId),
+    deps.store.deploymentFreezes.listLive(release.workspaceId, now),
   ]);
   const targets = resolveTargets(release, environments, request);
   authorize(principal, Capability.Deploy, {
@@ -169,6 +176,19 @@ async function createDeployments(
   checkAvailability(release, environments, deployments, targets);
   await checkMachines(deps, release.workspaceId, targets);
   checkExcludedSteps(release, request.excludeStepNames ?? []);
+  // A deployment scheduled for later is not refused: it waits if it falls due inside a freeze.
+  const overridden =
+    scheduledFor !== null && scheduledFor > now
+      ? []
+      : refuseFrozen(
+          principal,
+          liveFreezes,
+          release.projectId,
+          targets.map((t) => t.environment),
+          now,
+          request.freezeOverrideReason,
+        );
+  const overrideReason = overridden.length > 0 ? request.freezeOverrideReason!.trim() : null;
 
   if (active + targets.length > limits.maxQueuedDeployments) {
     throw new LimitExceededError(
@@ -190,31 +210,59 @@ async function createDeployments(
     redownloadPackages: request.redownloadPackages ?? false,
     scheduledFor,
     requestedBy: { id: principal.serviceAccountId, name: principal.name },
+    ...gateOfNew(t.environment, liveFreezes),
+    freezeOverrideReason: overrideReason,
+    rolledBackFromReleaseId: rollback?.fromReleaseId ?? null,
   }));
   const ids = rows.map((r) => r.id);
+  // In the answer too, so the audit event of the request holds the reason.
+  const created = overrideReason
+    ? { ids, freezeOverride: { reason: overrideReason, freezes: overridden.map((f) => f.name) } }
+    : { ids };
+  const lines: NewLogEntry[] = [];
+  if (rollback)
+    lines.push({
+      level: 'Information',
+      data: `Rollback by ${principal.name}: redeploying ${release.version} in place of ${rollback.fromVersion}`,
+    });
+  if (overrideReason)
+    lines.push({
+      level: 'Warning',
+      data: `Deployment freeze ${overridden.map((f) => `'${f.name}'`).join(', ')} overridden by ${principal.name}: ${overrideReason}`,
+    });
   await deps.store.transaction(async (tx) => {
-    await tx.deployments.insert(rows);
-    await remember(tx, ids);
+    await tx.deployments.insert(rows, now);
+    if (lines.length > 0) for (const id of ids) await tx.deploymentLogs.append(id, lines, now);
+    await remember(tx, created);
   });
   // Committed: the answer is 200 whatever the bus does. Not awaited: with NATS restarting a
   // publish waits seconds for its ack, and a lost wake-up is swept up by the engine anyway.
   void deps.wakeDeployments?.(ids);
-  return ids;
+  return created;
 }
+
+/** A deployment made during a freeze by an account allowed to: which freezes, and why. */
+export interface FreezeOverride {
+  reason: string;
+  freezes: string[];
+}
+
+type PromoteAnswer = { deploymentId: string; deploymentIds: string[]; freezeOverride?: FreezeOverride };
 
 export async function deployRelease(
   deps: DomainDeps,
   principal: Principal,
   input: { releaseId: string } & TargetRequest,
   options: { idempotencyKey?: string | undefined } = {},
-): Promise<{ deploymentIds: string[] }> {
+): Promise<{ deploymentIds: string[]; freezeOverride?: FreezeOverride }> {
   const request = { operation: 'release.deploy', key: options.idempotencyKey, body: input };
   return idempotent(deps, principal, request, async (remember) => {
     const release = await visibleResource(deps, principal, deps.store.releases.get(input.releaseId), 'releaseId');
-    const ids = await createDeployments(deps, principal, release, input, (tx, deploymentIds) =>
-      remember(tx, { deploymentIds }),
-    );
-    return { deploymentIds: ids };
+    const answer = (c: { ids: string[]; freezeOverride?: FreezeOverride }) => ({
+      deploymentIds: c.ids,
+      ...(c.freezeOverride ? { freezeOverride: c.freezeOverride } : {}),
+    });
+    return answer(await createDeployments(deps, principal, release, input, (tx, c) => remember(tx, answer(c))));
   });
 }
 
@@ -223,7 +271,7 @@ export async function promoteRelease(
   principal: Principal,
   input: { projectId: string; version?: string | undefined } & TargetRequest,
   options: { idempotencyKey?: string | undefined } = {},
-): Promise<{ deploymentId: string; deploymentIds: string[] }> {
+): Promise<PromoteAnswer> {
   const request = { operation: 'release.promote', key: options.idempotencyKey, body: input };
   return idempotent(deps, principal, request, (remember) => promote(deps, principal, input, remember));
 }
@@ -232,8 +280,8 @@ async function promote(
   deps: DomainDeps,
   principal: Principal,
   input: { projectId: string; version?: string | undefined } & TargetRequest,
-  remember: RememberAnswer<{ deploymentId: string; deploymentIds: string[] }>,
-): Promise<{ deploymentId: string; deploymentIds: string[] }> {
+  remember: RememberAnswer<PromoteAnswer>,
+): Promise<PromoteAnswer> {
   // Exact match only (spec §9: `6.1` does not find `6.1.0`); without a version, the highest SemVer.
   // The versions are read while visibility is checked, and used only once it passed.
   const latest = input.version === undefined || input.version === '';
@@ -251,6 +299,10 @@ async function promote(
     throw new InvalidParameterError(`No release '${version}' found in the project`, [
       { property: 'version', messages: ['no release found'] },
     ]);
-  const answer = (ids: string[]) => ({ deploymentId: ids[0]!, deploymentIds: ids });
-  return answer(await createDeployments(deps, principal, found, input, (tx, ids) => remember(tx, answer(ids))));
+  const answer = (c: { ids: string[]; freezeOverride?: FreezeOverride }): PromoteAnswer => ({
+    deploymentId: c.ids[0]!,
+    deploymentIds: c.ids,
+    ...(c.freezeOverride ? { freezeOverride: c.freezeOverride } : {}),
+  });
+  return answer(await createDeployments(deps, principal, found, input, (tx, c) => remember(tx, answer(c))));
 }

@@ -33,6 +33,49 @@ async function visibleDeployment(deps: DomainDeps, principal: Principal, deploym
 export interface DeploymentView {
   deployment: Deployment;
   logs: LogEntry[] | null;
+  waiting: Waiting;
+}
+
+/** Why a Queued or AwaitingSlot deployment waits, and its place in the slot queue (issue #15). */
+export interface Waiting {
+  waitingReason: string | null;
+  queuePosition: number | null;
+}
+
+const NOT_WAITING: Waiting = { waitingReason: null, queuePosition: null };
+
+/**
+ * The waits of a page of deployments: from their own rows (gate, schedule) and, for those
+ * awaiting a slot, two reads for the whole page (never one per deployment).
+ */
+export async function waitsOf(deps: DomainDeps, deployments: readonly Deployment[]): Promise<Map<string, Waiting>> {
+  const now = deps.clock.now();
+  const slots = await deps.store.deployments.slotWaits(deployments);
+  const waits = new Map<string, Waiting>();
+  for (const d of deployments) {
+    if (d.cancellationRequestedUtc) {
+      waits.set(d.id, NOT_WAITING);
+    } else if (d.status === 'Queued') {
+      const reasons: string[] = [];
+      if (d.scheduledFor && d.scheduledFor > now) reasons.push(`scheduled for ${d.scheduledFor.toISOString()}`);
+      if (d.gated) reasons.push(d.waitingReason ?? 'checking approvals and freezes');
+      waits.set(d.id, {
+        waitingReason: reasons.length > 0 ? reasons.join('; ') : 'queued: the engine starts it next',
+        queuePosition: null,
+      });
+    } else if (d.status === 'AwaitingSlot') {
+      const slot = slots.get(d.id);
+      waits.set(d.id, {
+        waitingReason: slot?.runningDeploymentId
+          ? `waiting for deployment ${slot.runningDeploymentId} in the same project and environment`
+          : "no free slot: the organization's maxConcurrentDeployments are running",
+        queuePosition: slot?.position ?? null,
+      });
+    } else {
+      waits.set(d.id, NOT_WAITING);
+    }
+  }
+  return waits;
 }
 
 export async function getDeployment(
@@ -57,7 +100,11 @@ export async function getDeployment(
   const missedLines =
     page !== null && !page.more && deployment.lastLogTick > (page.entries.at(-1)?.tick ?? after ?? 0n);
   const logs = missedLines ? (await read()).entries : (page?.entries ?? null);
-  return { deployment, logs };
+  const waiting =
+    deployment.status === 'Queued' || deployment.status === 'AwaitingSlot'
+      ? ((await waitsOf(deps, [deployment])).get(deployment.id) ?? NOT_WAITING)
+      : NOT_WAITING;
+  return { deployment, logs, waiting };
 }
 
 export async function cancelDeployment(deps: DomainDeps, principal: Principal, deploymentId: string): Promise<void> {
@@ -89,7 +136,7 @@ export async function listDeployments(
   deps: DomainDeps,
   principal: Principal,
   query: DeploymentListQuery,
-): Promise<Paged<Deployment> & { lastChangeTick: bigint; versions: Map<string, string> }> {
+): Promise<Paged<Deployment> & { lastChangeTick: bigint; versions: Map<string, string>; waits: Map<string, Waiting> }> {
   const changedAfterTick = parseTicks(query.changedAfterTick, 'changedAfterTick') ?? undefined;
   let workspaceId: string | undefined;
   let projectId: string | undefined;
@@ -127,7 +174,11 @@ export async function listDeployments(
     if (!versions.has(d.releaseId))
       versions.set(d.releaseId, (await deps.store.releases.get(d.releaseId))?.version ?? '');
   }
-  return { ...page, versions, lastChangeTick: await deps.store.deployments.maxChangeTick(filter) };
+  const [waits, lastChangeTick] = await Promise.all([
+    waitsOf(deps, page.items),
+    deps.store.deployments.maxChangeTick(filter),
+  ]);
+  return { ...page, versions, waits, lastChangeTick };
 }
 
 export interface TargetsView {

@@ -10,6 +10,7 @@ export interface EnvironmentInput {
   sortOrder?: number | undefined;
   color?: string | null | undefined;
   enabled?: boolean | undefined;
+  requiredApprovals?: number | undefined;
 }
 
 export async function listEnvironments(
@@ -52,6 +53,7 @@ export async function createEnvironment(
     sortOrder: input.sortOrder ?? (await deps.store.environments.maxSortOrder(workspace.id)) + 1,
     color: input.color ?? null,
     enabled: input.enabled ?? true,
+    requiredApprovals: input.requiredApprovals ?? 0,
   };
   await withUniqueName('name', input.name, () => deps.store.environments.insert(environment));
   return { environmentId: environment.id };
@@ -76,6 +78,7 @@ export async function updateEnvironment(
       sortOrder: input.sortOrder,
       color: input.color,
       enabled: input.enabled,
+      requiredApprovals: input.requiredApprovals,
     }),
   );
 }

@@ -224,7 +224,16 @@ export type { CloudConfig, CloudAccountView } from './cloud-accounts.ts';
 export { createRelease, listReleases, getReleaseDetails } from './releases.ts';
 export type { CreateReleaseInput, ReleaseDetails } from './releases.ts';
 export { deployRelease, promoteRelease } from './deployment-requests.ts';
-export type { EnvironmentRequest, TargetRequest } from './deployment-requests.ts';
+export { checkGate, gateOfNew } from './deployment-gates.ts';
+export type { GateDecision } from './deployment-gates.ts';
+export { approveDeployment, rejectDeployment, listPendingApprovals } from './approvals.ts';
+export type { DecisionInput, DecisionResult, PendingApproval } from './approvals.ts';
+export { createFreeze, getFreeze, updateFreeze, deleteFreeze, listFreezes } from './freezes.ts';
+export type { FreezeInput } from './freezes.ts';
+export { freezeEndsAt, parseCron } from './freeze-windows.ts';
+export { rollbackRelease } from './rollback.ts';
+export type { RollbackResult } from './rollback.ts';
+export type { EnvironmentRequest, FreezeOverride, TargetRequest } from './deployment-requests.ts';
 export {
   getDeployment,
   cancelDeployment,

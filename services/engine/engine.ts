@@ -6,7 +6,7 @@
 import type { Clock, Logger, Metrics, SecretBox } from '../core/index.ts';
 import { BoundedCache, createMetrics, dateToTicks, encodeVarints, newId, toError } from '../core/index.ts';
 import { WorkQueue, type Bus, type Subscription } from '../bus/index.ts';
-import { automaticEnvironmentsDue, computeProgression, isDatabaseUnavailable } from '../domain/index.ts';
+import { automaticEnvironmentsDue, computeProgression, gateOfNew, isDatabaseUnavailable } from '../domain/index.ts';
 import type {
   Deployment,
   DeploymentTask,
@@ -82,8 +82,18 @@ export function createEngine(options: EngineOptions): Engine {
   const triggerAutomaticDeployments = async (releaseId: string): Promise<string[]> => {
     const release = await store.releases.get(releaseId);
     if (!release?.snapshot.lifecycle) return [];
-    const environments = await store.environments.listAll(release.workspaceId);
-    const deployments = await store.deployments.listForRelease(releaseId);
+    const now = clock.now();
+    const [environments, deployments, liveFreezes] = await Promise.all([
+      store.environments.listAll(release.workspaceId),
+      store.deployments.listForRelease(releaseId),
+      store.deploymentFreezes.listLive(release.workspaceId, now),
+    ]);
+    // A release someone rolled back to is not carried on to later phases by itself: that would
+    // undo newer releases there (issue #15). A person may still promote it.
+    if (deployments.some((d) => d.rolledBackFromReleaseId !== null)) {
+      logger.info({ releaseId }, 'no automatic deployments: the release was deployed by a rollback');
+      return [];
+    }
     const progression = computeProgression(
       release.snapshot.lifecycle,
       environments.map((e) => ({ environmentId: e.id, name: e.name, enabled: e.enabled })),
@@ -93,20 +103,24 @@ export function createEngine(options: EngineOptions): Engine {
     for (const environmentId of automaticEnvironmentsDue(progression, deployments)) {
       const environment = environments.find((e) => e.id === environmentId)!;
       const id = newId();
-      const inserted = await store.deployments.insertAutomaticOnce({
-        id,
-        workspaceId: release.workspaceId,
-        projectId: release.projectId,
-        releaseId,
-        environmentId,
-        environmentName: environment.name,
-        automatic: true,
-        excludeStepNames: [],
-        machineMode: 'All',
-        machineIds: [],
-        redownloadPackages: false,
-        scheduledFor: null,
-      });
+      const inserted = await store.deployments.insertAutomaticOnce(
+        {
+          id,
+          workspaceId: release.workspaceId,
+          projectId: release.projectId,
+          releaseId,
+          environmentId,
+          environmentName: environment.name,
+          automatic: true,
+          excludeStepNames: [],
+          machineMode: 'All',
+          machineIds: [],
+          redownloadPackages: false,
+          scheduledFor: null,
+          ...gateOfNew(environment, liveFreezes),
+        },
+        now,
+      );
       if (inserted) created.push(id);
     }
     if (created.length > 0) {

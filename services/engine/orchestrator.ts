@@ -19,7 +19,7 @@ import {
 import type { Bus } from '../bus/index.ts';
 import { EventSubject } from '../bus/index.ts';
 import type { Deployment, DeploymentTask, LogLevel, NewLogEntry, Store, TargetMachine } from '../store/index.ts';
-import { isAgentOnline } from '../domain/index.ts';
+import { checkGate, isAgentOnline } from '../domain/index.ts';
 import { toPlanInput } from './plan-input.ts';
 import { planDeployment, planTargets } from './planner.ts';
 import type { ProgressWriter } from './progress-writer.ts';
@@ -151,12 +151,42 @@ export class Orchestrator {
       case 'Running':
         await this.#run(deployment);
         return null;
-      case 'Queued': // claiming a due deployment made it Validating: this one is scheduled for later
+      case 'Queued':
+        // Claiming a due deployment made it Validating: this one is gated, or scheduled for later.
+        return deployment.gated ? this.#gate(deployment) : null;
       case 'Completed':
       case 'Failed':
       case 'Cancelled':
         return null;
     }
+  }
+
+  /**
+   * Queued behind its gate (issue #15): starts validating once enough approvals came and no
+   * freeze holds it; otherwise it keeps waiting with its reason (said once in its log), looked
+   * at again when a freeze ends or an approval asks.
+   */
+  async #gate(deployment: Deployment): Promise<Deployment | null> {
+    const { store, clock } = this.#deps;
+    const now = clock.now();
+    if (deployment.scheduledFor && deployment.scheduledFor > now) return null;
+    const decision = await checkGate(store, deployment, now);
+    if (decision.clear) {
+      const passed = await store.deployments.passGate(deployment.id, now);
+      if (passed) await this.#publishChanged(deployment.id, passed.status);
+      return passed;
+    }
+    await store.transaction(async (tx) => {
+      await tx.deployments.holdAtGate(deployment.id, decision.reason, decision.recheckAt, now);
+      if (decision.reason !== deployment.waitingReason)
+        await tx.deploymentLogs.append(
+          deployment.id,
+          [{ level: 'Information', data: `Waiting: ${decision.reason}` }],
+          now,
+        );
+    });
+    if (decision.reason !== deployment.waitingReason) await this.#publishChanged(deployment.id, 'Queued');
+    return null;
   }
 
   /** Queue wait: from creation, or from its scheduled time when it was scheduled for later. */

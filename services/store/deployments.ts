@@ -33,6 +33,16 @@ export interface Deployment {
   failureMessage: string | null;
   /** The account that asked for it; null for automatic deployments. */
   requestedBy: { id: string; name: string } | null;
+  /** Stays Queued until the engine has checked its approvals and freezes (issue #15). */
+  gated: boolean;
+  /** Why a gated deployment waits, as the engine last found it (awaiting approval, frozen). */
+  waitingReason: string | null;
+  /** Approvals by distinct accounts it needs (the environment's setting when it was created). */
+  requiredApprovals: number;
+  /** Deployed during a freeze by an account allowed to: its reason. */
+  freezeOverrideReason: string | null;
+  /** A rollback: the release the environment was rolled back from. */
+  rolledBackFromReleaseId: string | null;
 }
 
 export type NewDeployment = Pick<
@@ -50,7 +60,9 @@ export type NewDeployment = Pick<
   | 'redownloadPackages'
   | 'scheduledFor'
 > &
-  Partial<Pick<Deployment, 'requestedBy'>>;
+  Partial<
+    Pick<Deployment, 'requestedBy' | 'gated' | 'requiredApprovals' | 'freezeOverrideReason' | 'rolledBackFromReleaseId'>
+  >;
 
 interface DeploymentRow {
   id: string;
@@ -81,6 +93,11 @@ interface DeploymentRow {
   lease_until: Date | null;
   requested_by_id: string | null;
   requested_by_name: string | null;
+  gated: boolean;
+  waiting_reason: string | null;
+  required_approvals: number;
+  freeze_override_reason: string | null;
+  rolled_back_from_release_id: string | null;
 }
 
 /** Every column but `plan`: a plan grows with steps × machines and only getPlan needs it. */
@@ -113,6 +130,11 @@ const COLUMNS = [
   'lease_until',
   'requested_by_id',
   'requested_by_name',
+  'gated',
+  'waiting_reason',
+  'required_approvals',
+  'freeze_override_reason',
+  'rolled_back_from_release_id',
 ] as const satisfies ReadonlyArray<keyof DeploymentRow>;
 
 function toDeployment(row: DeploymentRow): Deployment {
@@ -146,6 +168,22 @@ function toDeployment(row: DeploymentRow): Deployment {
       row.requested_by_id === null
         ? null
         : { id: row.requested_by_id, name: row.requested_by_name ?? row.requested_by_id },
+    gated: row.gated,
+    waitingReason: row.waiting_reason,
+    requiredApprovals: row.required_approvals,
+    freezeOverrideReason: row.freeze_override_reason,
+    rolledBackFromReleaseId: row.rolled_back_from_release_id,
+  };
+}
+
+/** The gate columns of a new deployment: a gated one is looked at by the engine at once. */
+function gateColumns(d: NewDeployment, now: Date | undefined, db: Db) {
+  return {
+    gated: d.gated ?? false,
+    gate_recheck_at: d.gated ? (now ?? db.fn.now()) : null,
+    required_approvals: d.requiredApprovals ?? 0,
+    freeze_override_reason: d.freezeOverrideReason ?? null,
+    rolled_back_from_release_id: d.rolledBackFromReleaseId ?? null,
   };
 }
 
@@ -182,7 +220,7 @@ export function deploymentsStore(db: Db) {
         .first(...COLUMNS.map((column) => `d.${column}`), 'w.organization_id as workspace_organization_id');
       return row ? { deployment: toDeployment(row), organizationId: row.workspace_organization_id } : null;
     },
-    async insert(deployments: NewDeployment[]): Promise<void> {
+    async insert(deployments: NewDeployment[], now?: Date): Promise<void> {
       if (deployments.length === 0) return;
       await db('deployments').insert(
         deployments.map((d) => ({
@@ -200,11 +238,12 @@ export function deploymentsStore(db: Db) {
           scheduled_for: d.scheduledFor,
           requested_by_id: d.requestedBy?.id ?? null,
           requested_by_name: d.requestedBy?.name ?? null,
+          ...gateColumns(d, now, db),
         })),
       );
     },
     /** Inserts an automatic deployment unless one already exists for that release and environment. */
-    async insertAutomaticOnce(deployment: NewDeployment): Promise<boolean> {
+    async insertAutomaticOnce(deployment: NewDeployment, now?: Date): Promise<boolean> {
       const rows = await db('deployments')
         .insert({
           id: deployment.id,
@@ -218,6 +257,7 @@ export function deploymentsStore(db: Db) {
           machine_mode: 'All',
           machine_ids: '[]',
           redownload_packages: false,
+          ...gateColumns(deployment, now, db),
         })
         .onConflict(db.raw('(release_id, environment_id) where automatic'))
         .ignore()
@@ -279,7 +319,8 @@ export function deploymentsStore(db: Db) {
       now: Date,
       leaseUntil: Date,
     ): Promise<(Deployment & { previousLeaseOwner: string | null; advanceSeq: number }) | null> {
-      const due = `status = 'Queued' AND cancellation_requested_at IS NULL AND (scheduled_for IS NULL OR scheduled_for <= ?)`;
+      // A gated deployment is not due here: the engine checks its gate first (passGate).
+      const due = `status = 'Queued' AND NOT gated AND cancellation_requested_at IS NULL AND (scheduled_for IS NULL OR scheduled_for <= ?)`;
       const [row]: Array<DeploymentRow & { previous_lease_owner: string | null; advance_seq: number }> = await db(
         'deployments',
       )
@@ -309,6 +350,130 @@ export function deploymentsStore(db: Db) {
         ? { ...toDeployment(row), previousLeaseOwner: row.previous_lease_owner, advanceSeq: row.advance_seq }
         : null;
     },
+    /**
+     * A gated Queued deployment whose gate is clear starts validating (what claim does for one
+     * that is not gated). Null when it is no longer a Queued, gated, uncancelled deployment.
+     */
+    async passGate(id: string, now: Date): Promise<Deployment | null> {
+      const [row]: DeploymentRow[] = await db('deployments')
+        .where({ id, status: 'Queued', gated: true })
+        .whereNull('cancellation_requested_at')
+        .update({
+          status: 'Validating',
+          gated: false,
+          gate_recheck_at: null,
+          waiting_reason: null,
+          last_attempt_at: now,
+          last_update_at: now,
+          change_tick: db.raw(NEXT_CHANGE),
+        })
+        .returning(COLUMNS);
+      return row ? toDeployment(row) : null;
+    },
+    /**
+     * Keeps a gated deployment waiting with its reason; the engine looks again at `recheckAt`
+     * (null: when an approval or a freeze change asks). Pollers of /list see a changed reason.
+     */
+    async holdAtGate(id: string, reason: string, recheckAt: Date | null, now: Date): Promise<void> {
+      await db('deployments')
+        .where({ id, status: 'Queued', gated: true })
+        .update({
+          gate_recheck_at: recheckAt,
+          waiting_reason: reason,
+          last_update_at: db.raw(
+            'CASE WHEN waiting_reason IS DISTINCT FROM ? THEN ?::timestamptz ELSE last_update_at END',
+            [reason, now],
+          ),
+          change_tick: db.raw(`CASE WHEN waiting_reason IS DISTINCT FROM ? THEN ${NEXT_CHANGE} ELSE change_tick END`, [
+            reason,
+          ]),
+        });
+    },
+    /** Asks the engine to look at these gated deployments again now (an approval came). */
+    async recheckGates(ids: readonly string[], now: Date): Promise<void> {
+      if (ids.length === 0) return;
+      await db('deployments')
+        .whereIn('id', ids)
+        .where({ status: 'Queued', gated: true })
+        .update({ gate_recheck_at: now });
+    },
+    /**
+     * Every Queued deployment of the workspace passes the gate again (a freeze was made or
+     * changed: one scheduled before it must wait if it falls due inside it). Returns their IDs.
+     */
+    async gateQueuedInWorkspace(workspaceId: string, now: Date): Promise<string[]> {
+      const rows: Array<{ id: string }> = await db('deployments')
+        .where({ workspace_id: workspaceId, status: 'Queued' })
+        .whereNull('cancellation_requested_at')
+        .update({ gated: true, gate_recheck_at: now })
+        .returning('id');
+      return rows.map((r) => r.id);
+    },
+    /**
+     * What the deployments of one page wait for beyond their own row (issue #15), in two reads
+     * whatever the page size: the running deployment of the same project and environment for each
+     * AwaitingSlot one, and its position among the organization's AwaitingSlot deployments (the
+     * order slots are offered in).
+     */
+    async slotWaits(
+      deployments: ReadonlyArray<Pick<Deployment, 'id' | 'workspaceId' | 'projectId' | 'environmentId' | 'status'>>,
+    ): Promise<Map<string, { runningDeploymentId: string | null; position: number }>> {
+      const waiting = deployments.filter((d) => d.status === 'AwaitingSlot');
+      const result = new Map<string, { runningDeploymentId: string | null; position: number }>();
+      if (waiting.length === 0) return result;
+      const pairs = waiting.map((d) => [d.projectId, d.environmentId]);
+      const [running, positions] = await Promise.all([
+        db('deployments')
+          .where({ status: 'Running' })
+          .whereIn(['project_id', 'environment_id'], pairs)
+          .select('id', 'project_id', 'environment_id') as Promise<
+          Array<{ id: string; project_id: string; environment_id: string }>
+        >,
+        db
+          .with(
+            'queue',
+            db('deployments as d')
+              .join('workspaces as w', 'w.id', 'd.workspace_id')
+              .where('d.status', 'AwaitingSlot')
+              .whereIn(
+                'w.organization_id',
+                db('workspaces')
+                  .whereIn('id', [...new Set(waiting.map((d) => d.workspaceId))])
+                  .select('organization_id'),
+              )
+              .select(
+                'd.id',
+                db.raw('row_number() over (partition by w.organization_id order by d.created_at, d.id) as position'),
+              ),
+          )
+          .from('queue')
+          .whereIn(
+            'id',
+            waiting.map((d) => d.id),
+          )
+          .select('id', 'position') as Promise<Array<{ id: string; position: string }>>,
+      ]);
+      const position = new Map(positions.map((p) => [p.id, Number(p.position)]));
+      for (const d of waiting) {
+        const blocker = running.find((r) => r.project_id === d.projectId && r.environment_id === d.environmentId);
+        result.set(d.id, { runningDeploymentId: blocker?.id ?? null, position: position.get(d.id) ?? 0 });
+      }
+      return result;
+    },
+    /** The deployments of a project in an environment that started (ran), newest first: what rollback looks back through. */
+    async listStartedInEnvironment(projectId: string, environmentId: string, limit: number): Promise<Deployment[]> {
+      return (
+        await db<DeploymentRow>('deployments')
+          .select(...COLUMNS)
+          .where({ project_id: projectId, environment_id: environmentId })
+          .whereNotNull('started_at')
+          .orderBy([
+            { column: 'started_at', order: 'desc' },
+            { column: 'id', order: 'desc' },
+          ])
+          .limit(limit)
+      ).map(toDeployment);
+    },
     async releaseLease(id: string, owner: string): Promise<void> {
       await db('deployments').where({ id, lease_owner: owner }).update({ lease_owner: null, lease_until: null });
     },
@@ -335,6 +500,14 @@ export function deploymentsStore(db: Db) {
         })
         .where((q) => {
           q.whereNull('scheduled_for').orWhere('scheduled_for', '<=', now);
+        })
+        // A deployment held at its gate is looked at again when its recheck time comes (a
+        // freeze ends) or an approval sets it; not on every sweep.
+        .where((q) => {
+          q.whereNot('status', 'Queued')
+            .orWhere('gated', false)
+            .orWhereNotNull('cancellation_requested_at')
+            .orWhere('gate_recheck_at', '<=', now);
         })
         .orderBy('created_at')
         .limit(limit)

@@ -10,6 +10,8 @@ export interface Environment {
   sortOrder: number;
   color: string | null;
   enabled: boolean;
+  /** Approvals by distinct accounts a deployment to it needs before it starts (0: none). */
+  requiredApprovals: number;
 }
 
 interface EnvironmentRow {
@@ -20,6 +22,7 @@ interface EnvironmentRow {
   sort_order: number;
   color: string | null;
   enabled: boolean;
+  required_approvals: number;
   deleted_at: Date | null;
 }
 
@@ -32,6 +35,7 @@ function toEnvironment(row: EnvironmentRow): Environment {
     sortOrder: row.sort_order,
     color: row.color,
     enabled: row.enabled,
+    requiredApprovals: row.required_approvals,
   };
 }
 
@@ -81,6 +85,7 @@ export function environmentsStore(db: Db) {
         sort_order: environment.sortOrder,
         color: environment.color,
         enabled: environment.enabled,
+        required_approvals: environment.requiredApprovals,
       });
     },
     async update(id: string, patch: Partial<Omit<Environment, 'id' | 'workspaceId'>>): Promise<void> {
@@ -90,6 +95,7 @@ export function environmentsStore(db: Db) {
       if (patch.sortOrder !== undefined) row.sort_order = patch.sortOrder;
       if (patch.color !== undefined) row.color = patch.color;
       if (patch.enabled !== undefined) row.enabled = patch.enabled;
+      if (patch.requiredApprovals !== undefined) row.required_approvals = patch.requiredApprovals;
       if (Object.keys(row).length > 0) await live().where({ id }).update(row);
     },
     async softDelete(id: string, at: Date): Promise<void> {

@@ -32,6 +32,8 @@ import { idempotencyKeysStore } from './idempotency-keys.ts';
 import { dashboardSessionsStore } from './dashboard-sessions.ts';
 import { dashboardReadsStore } from './dashboard-reads.ts';
 import { auditEventsStore } from './audit-events.ts';
+import { deploymentApprovalsStore } from './deployment-approvals.ts';
+import { deploymentFreezesStore } from './deployment-freezes.ts';
 
 function bind(db: Db) {
   return {
@@ -62,6 +64,8 @@ function bind(db: Db) {
     dashboardSessions: dashboardSessionsStore(db),
     dashboardReads: dashboardReadsStore(db),
     auditEvents: auditEventsStore(db),
+    deploymentApprovals: deploymentApprovalsStore(db),
+    deploymentFreezes: deploymentFreezesStore(db),
   };
 }
 
@@ -94,6 +98,8 @@ export type { Project } from './projects.ts';
 export type { Release } from './releases.ts';
 export type { Deployment, NewDeployment, DeploymentFilter } from './deployments.ts';
 export type { DeploymentTask, DispatchedTask } from './deployment-tasks.ts';
+export type { DeploymentApproval, ApprovalDecision } from './deployment-approvals.ts';
+export type { DeploymentFreeze, FreezeRecurrence } from './deployment-freezes.ts';
 export type {
   LogEntry,
   LogPage,

@@ -32,7 +32,8 @@ export type Key =
   | 'apiKey'
   | 'package'
   | 'release'
-  | 'deployment';
+  | 'deployment'
+  | 'freeze';
 export type ResourceSet = Record<Key, string>;
 
 /** Which resource an ID-looking property (lower-cased; body path or query name) points at. */
@@ -80,6 +81,7 @@ const KEY_OF: Record<string, Key | ((url: string) => Key)> = {
   packageid: 'package',
   releaseid: 'release',
   deploymentid: 'deployment',
+  freezeid: 'freeze',
 };
 /** ID-looking properties that are free text, not references (a channel rule names a package ID). */
 const NOT_REFERENCES = new Set(['packagerules.packageid']);
@@ -87,6 +89,8 @@ const NOT_REFERENCES = new Set(['packagerules.packageid']);
 export const EXTRAS: Record<string, Record<string, unknown>> = {
   'POST /api/project/rolling-group': { machineOrder: 'TagPriority', waitBetweenMachineGroups: true },
   'PUT /api/project/rolling-group': { machineOrder: 'TagPriority', waitBetweenMachineGroups: true },
+  // A window in the far future: valid, and holding no deployment of the sweeps.
+  'POST /api/deployment/freeze': { startUtc: '2100-01-01T00:00:00Z', endUtc: '2100-01-02T00:00:00Z' },
 };
 /** Valid values for required non-ID properties, so a body fails only because of its IDs. */
 const VALUES: Record<string, () => unknown> = {
@@ -345,9 +349,24 @@ export async function createResourceSet(
     ? (await ok(a.post('/api/release/deploy', { releaseId: release, environments: [`${prefix}-phase-environment`] })))
         .deploymentIds[0]
     : `${prefix}-no-deployment`;
+  const freeze = has('POST /api/deployment/freeze')
+    ? (
+        await ok(
+          a.post('/api/deployment/freeze', {
+            workspaceId,
+            name: `${prefix}-freeze`,
+            environmentIds: [environment],
+            projectIds: [project],
+            startUtc: '2100-01-01T00:00:00Z',
+            endUtc: '2100-01-02T00:00:00Z',
+          }),
+        )
+      ).freezeId
+    : `${prefix}-no-freeze`;
   return {
     release,
     deployment,
+    freeze,
     workspace: workspaceId,
     environment,
     tag,

@@ -32,7 +32,18 @@ const CHANGES = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 /** Streamed uploads: recorded after they succeed, outside any transaction. */
 const STREAMED = new Set(['/api/packagestore/package']);
 /** A last URL segment that names what was done to the resource before it. */
-const VERBS = new Set(['deploy', 'promote', 'cancel', 'clone', 'confirm', 'negotiate', 'order']);
+const VERBS = new Set([
+  'deploy',
+  'promote',
+  'cancel',
+  'clone',
+  'confirm',
+  'negotiate',
+  'order',
+  'approve',
+  'reject',
+  'rollback',
+]);
 
 declare module 'fastify' {
   interface FastifyRequest {

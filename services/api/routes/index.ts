@@ -25,6 +25,7 @@ import { dashboardRoutes } from './dashboard/index.ts';
 import { dashboardChangeRoutes } from './dashboard/changes.ts';
 import { healthRoutes } from './health/index.ts';
 import { auditRoutes } from './audit/index.ts';
+import { governanceRoutes } from './governance/index.ts';
 
 const all: Routes[] = [
   accountRoutes,
@@ -52,6 +53,7 @@ const all: Routes[] = [
   dashboardChangeRoutes,
   healthRoutes,
   auditRoutes,
+  governanceRoutes,
 ];
 
 export const registerRoutes: Routes = async (app) => {

@@ -29,6 +29,7 @@ describe('POST /api/environment', () => {
       sortOrder: 0,
       color: '#00ff00',
       enabled: true,
+      requiredApprovals: 0,
     });
     expect(list.body.totalCount).toBe(3);
   });

@@ -46,8 +46,6 @@ export function toStatus(d: Deployment) {
   };
 }
 
-const CLOSE_BRACE = Buffer.from('}');
-
 export const deploymentRoutes: Routes = async (app) => {
   const { deps } = app;
 
@@ -99,10 +97,16 @@ export const deploymentRoutes: Routes = async (app) => {
       // The status through its schema; the lines written by hand (log-json.ts): a page holds
       // thousands. A string is sent as it is.
       const status = reply.compileSerializationSchema(StatusSchema)(toStatus(view.deployment));
+      // Gantry's additions after the spec's fields (clients that do not know them skip them).
+      const waiting = `,"waitingReason":${JSON.stringify(view.waiting.waitingReason)},"queuePosition":${JSON.stringify(view.waiting.queuePosition)}}`;
       return reply
         .type('application/json; charset=utf-8')
         .send(
-          Buffer.concat([Buffer.from(`{"status":${status},"logs":`), ...logItemsJson(view.logs ?? []), CLOSE_BRACE]),
+          Buffer.concat([
+            Buffer.from(`{"status":${status},"logs":`),
+            ...logItemsJson(view.logs ?? []),
+            Buffer.from(waiting),
+          ]),
         );
     },
   );
@@ -151,6 +155,11 @@ export const deploymentRoutes: Routes = async (app) => {
           createdUtc: d.createdUtc.toISOString(),
           completedUtc: iso(d.completedUtc),
           lastChangeTick: d.changeTick,
+          waitingReason: page.waits.get(d.id)?.waitingReason ?? null,
+          queuePosition: page.waits.get(d.id)?.queuePosition ?? null,
+          requiredApprovals: d.requiredApprovals,
+          rollback: d.rolledBackFromReleaseId !== null,
+          rolledBackFromReleaseId: d.rolledBackFromReleaseId,
         })),
         totalCount: page.totalCount,
         lastChangeTick: page.lastChangeTick,

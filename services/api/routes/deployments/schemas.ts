@@ -24,6 +24,19 @@ const TargetFields = {
   // The latest instant a JavaScript Date holds (year 275760).
   deploymentDateUnixMillis: Type.Optional(Type.Integer({ minimum: 0, maximum: 8_640_000_000_000_000 })),
   excludeStepNames: Type.Optional(Type.Array(Type.String({ maxLength: 200 }), { maxItems: 500 })),
+  freezeOverrideReason: Type.Optional(
+    Type.String({
+      minLength: 1,
+      maxLength: 2000,
+      description: 'Gantry extension: deploy during a deployment freeze (needs OverrideFreeze); logged',
+    }),
+  ),
+};
+
+/** Gantry extension (issue #15): why a Queued or AwaitingSlot deployment waits, and its place in the slot queue. */
+export const WaitingFields = {
+  waitingReason: Nullable(Type.String()),
+  queuePosition: Nullable(Type.Integer()),
 };
 
 export const DeployBody = Type.Object({ releaseId: Id, ...TargetFields });
@@ -32,8 +45,16 @@ export const PromoteBody = Type.Object({
   version: Type.Optional(Type.String({ maxLength: 300 })),
   ...TargetFields,
 });
-export const DeployResponse = Type.Object({ deploymentIds: Type.Array(Id) });
-export const PromoteResponse = Type.Object({ deploymentId: Id, deploymentIds: Type.Array(Id) });
+/** Gantry extension: present when the request deployed during a freeze (OverrideFreeze). */
+export const FreezeOverrideSchema = Type.Optional(
+  Type.Object({ reason: Type.String(), freezes: Type.Array(Type.String()) }),
+);
+export const DeployResponse = Type.Object({ deploymentIds: Type.Array(Id), freezeOverride: FreezeOverrideSchema });
+export const PromoteResponse = Type.Object({
+  deploymentId: Id,
+  deploymentIds: Type.Array(Id),
+  freezeOverride: FreezeOverrideSchema,
+});
 
 export const DeploymentQuery = Type.Object({
   deploymentId: Id,
@@ -72,7 +93,11 @@ export const LogSchema = Type.Object({
   StepId: Nullable(Type.String()),
 });
 
-export const DeploymentResponse = Type.Object({ status: StatusSchema, logs: Type.Array(LogSchema) });
+export const DeploymentResponse = Type.Object({
+  status: StatusSchema,
+  logs: Type.Array(LogSchema),
+  ...WaitingFields,
+});
 
 export const ListQuery = Type.Object({
   workspaceId: Type.Optional(Id),
@@ -99,6 +124,10 @@ export const ListResponse = Type.Object({
       createdUtc: Type.String(),
       completedUtc: Nullable(Type.String()),
       lastChangeTick: Int64,
+      ...WaitingFields,
+      requiredApprovals: Type.Integer(),
+      rollback: Type.Boolean(),
+      rolledBackFromReleaseId: Nullable(Id),
     }),
   ),
   totalCount: Type.Integer(),

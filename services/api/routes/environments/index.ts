@@ -32,6 +32,7 @@ export function toEnvironmentDto(e: Environment) {
     sortOrder: e.sortOrder,
     color: e.color,
     enabled: e.enabled,
+    requiredApprovals: e.requiredApprovals,
   };
 }
 

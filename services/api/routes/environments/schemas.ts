@@ -9,11 +9,14 @@ export const EnvironmentSchema = Type.Object({
   sortOrder: Type.Integer(),
   color: Nullable(Type.String()),
   enabled: Type.Boolean(),
+  requiredApprovals: Type.Integer(),
 });
 
 export const ListEnvironmentsQuery = Type.Object({ workspaceId: Id, ...PageQuery });
 export const EnvironmentList = Type.Object({ environments: Type.Array(EnvironmentSchema), totalCount: Type.Integer() });
 
+/** Approvals by distinct accounts a deployment needs before it starts (Gantry extension, issue #15). */
+const RequiredApprovals = Type.Integer({ minimum: 0, maximum: 10 });
 const Color = Nullable(Type.String({ maxLength: 50 }));
 
 export const CreateEnvironmentBody = Type.Object({
@@ -23,6 +26,7 @@ export const CreateEnvironmentBody = Type.Object({
   sortOrder: Type.Optional(Int32()),
   color: Type.Optional(Color),
   enabled: Type.Optional(Type.Boolean()),
+  requiredApprovals: Type.Optional(RequiredApprovals),
 });
 
 export const UpdateEnvironmentBody = Type.Object({
@@ -32,6 +36,7 @@ export const UpdateEnvironmentBody = Type.Object({
   sortOrder: Type.Optional(Int32()),
   color: Type.Optional(Color),
   enabled: Type.Optional(Type.Boolean()),
+  requiredApprovals: Type.Optional(RequiredApprovals),
 });
 
 export const EnvironmentIdBody = Type.Object({ environmentId: Id });

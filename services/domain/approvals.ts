@@ -1,0 +1,166 @@
+/**
+ * Approvals (issue #15): a deployment to an environment that requires approvals stays Queued
+ * until that many distinct accounts with ApproveDeployments approve it; the account that asked
+ * for it may not approve it; one rejection cancels it, its comment in the deployment's log.
+ */
+import {
+  authorize,
+  Capability,
+  InvalidParameterError,
+  newId,
+  toPage,
+  type PageRequest,
+  type Principal,
+} from '../core/index.ts';
+import type { ApprovalDecision, Deployment, DeploymentApproval } from '../store/index.ts';
+import type { DomainDeps } from './deps.ts';
+import { visibleResource, visibleWorkspace } from './scope.ts';
+
+export interface DecisionInput {
+  deploymentId: string;
+  comment?: string | null | undefined;
+}
+
+export interface DecisionResult {
+  deploymentId: string;
+  decision: ApprovalDecision;
+  comment: string | null;
+  approvals: number;
+  requiredApprovals: number;
+}
+
+function refuse(message: string): InvalidParameterError {
+  return new InvalidParameterError(message, [{ property: 'deploymentId', messages: [message] }]);
+}
+
+async function awaitingApproval(deps: DomainDeps, principal: Principal, deploymentId: string) {
+  const deployment = await visibleResource(deps, principal, deps.store.deployments.get(deploymentId), 'deploymentId');
+  authorize(principal, Capability.ApproveDeployments, {
+    projectId: deployment.projectId,
+    environmentIds: [deployment.environmentId],
+  });
+  if (deployment.requiredApprovals === 0) throw refuse('The deployment does not require approval');
+  if (deployment.status !== 'Queued' || deployment.cancellationRequestedUtc)
+    throw refuse(
+      `The deployment is ${deployment.cancellationRequestedUtc ? 'being cancelled' : deployment.status}: it no longer awaits approval`,
+    );
+  const approved = await deps.store.deploymentApprovals.countApproved(deployment.id);
+  if (approved >= deployment.requiredApprovals) throw refuse('The deployment already has the approvals it needs');
+  return { deployment, approved };
+}
+
+async function record(
+  deps: DomainDeps,
+  principal: Principal,
+  deployment: Deployment,
+  decision: ApprovalDecision,
+  comment: string | null,
+): Promise<void> {
+  const inserted = await deps.store.deploymentApprovals.insert({
+    id: newId(),
+    deploymentId: deployment.id,
+    workspaceId: deployment.workspaceId,
+    accountId: principal.serviceAccountId,
+    accountName: principal.name,
+    decision,
+    comment,
+    createdUtc: deps.clock.now(),
+  });
+  if (!inserted) throw refuse('This account has already approved or rejected the deployment');
+}
+
+const commentOf = (input: DecisionInput) => (input.comment?.trim() ? input.comment.trim() : null);
+
+export async function approveDeployment(
+  deps: DomainDeps,
+  principal: Principal,
+  input: DecisionInput,
+): Promise<DecisionResult> {
+  const { deployment, approved } = await awaitingApproval(deps, principal, input.deploymentId);
+  if (deployment.requestedBy?.id === principal.serviceAccountId)
+    throw refuse('The account that requested the deployment cannot approve it');
+  const comment = commentOf(input);
+  await record(deps, principal, deployment, 'Approved', comment);
+  const now = deps.clock.now();
+  const approvals = approved + 1;
+  await deps.store.deploymentLogs.append(
+    deployment.id,
+    [
+      {
+        level: 'Information',
+        data: `Approved by ${principal.name} (${approvals} of ${deployment.requiredApprovals})${comment ? `: ${comment}` : ''}`,
+      },
+    ],
+    now,
+  );
+  // The engine looks at its gate again now (it may start, or still wait for more, or a freeze).
+  await deps.store.deployments.recheckGates([deployment.id], now);
+  await deps.wakeDeployments?.([deployment.id]);
+  return {
+    deploymentId: deployment.id,
+    decision: 'Approved',
+    comment,
+    approvals,
+    requiredApprovals: deployment.requiredApprovals,
+  };
+}
+
+export async function rejectDeployment(
+  deps: DomainDeps,
+  principal: Principal,
+  input: DecisionInput,
+): Promise<DecisionResult> {
+  const { deployment, approved } = await awaitingApproval(deps, principal, input.deploymentId);
+  const comment = commentOf(input);
+  await record(deps, principal, deployment, 'Rejected', comment);
+  const now = deps.clock.now();
+  await deps.store.deploymentLogs.append(
+    deployment.id,
+    [{ level: 'Warning', data: `Rejected by ${principal.name}${comment ? `: ${comment}` : ''}` }],
+    now,
+  );
+  await deps.store.deployments.requestCancellation(deployment.id, now);
+  await deps.wakeDeployments?.([deployment.id]);
+  return {
+    deploymentId: deployment.id,
+    decision: 'Rejected',
+    comment,
+    approvals: approved,
+    requiredApprovals: deployment.requiredApprovals,
+  };
+}
+
+export interface PendingApproval {
+  deployment: Deployment;
+  version: string;
+  approvals: DeploymentApproval[];
+}
+
+/** Deployments of a workspace waiting for approvals, oldest first, with the approvals they have. */
+export async function listPendingApprovals(
+  deps: DomainDeps,
+  principal: Principal,
+  query: { workspaceId: string } & PageRequest,
+): Promise<{ items: PendingApproval[]; totalCount: number }> {
+  const workspace = await visibleWorkspace(deps, principal, query.workspaceId);
+  authorize(principal, [Capability.View, Capability.ApproveDeployments]);
+  const page = await deps.store.deploymentApprovals.listPending(workspace.id, toPage(query));
+  const ids = page.items.map((d) => d.id);
+  const [deployments, approvals] = await Promise.all([
+    Promise.all(ids.map((id) => deps.store.deployments.get(id))),
+    deps.store.deploymentApprovals.listFor(ids),
+  ]);
+  const versions = new Map<string, string>();
+  const items: PendingApproval[] = [];
+  for (const deployment of deployments) {
+    if (!deployment) continue;
+    if (!versions.has(deployment.releaseId))
+      versions.set(deployment.releaseId, (await deps.store.releases.get(deployment.releaseId))?.version ?? '');
+    items.push({
+      deployment,
+      version: versions.get(deployment.releaseId)!,
+      approvals: approvals.filter((a) => a.deploymentId === deployment.id),
+    });
+  }
+  return { items, totalCount: page.totalCount };
+}
