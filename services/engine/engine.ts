@@ -231,17 +231,25 @@ export function createEngine(options: EngineOptions): Engine {
    * that version. (A session of the old version settles nothing: a draining agent reconnects as
    * itself when a replica goes away; a failure is what the agent reports.)
    */
-  const settleUpgrade = async (machineId: string, agentVersion: string | undefined): Promise<void> => {
+  const settleUpgrade = async (
+    machines: Store['machines'],
+    machineId: string,
+    agentVersion: string | undefined,
+  ): Promise<void> => {
     if (!agentVersion) return;
-    const upgrade = (await store.machines.get(machineId))?.upgrade;
+    const upgrade = (await machines.get(machineId))?.upgrade;
     if (upgrade && upgrade.version === agentVersion && (upgrade.state === 'Requested' || upgrade.state === 'Started'))
-      await store.machines.recordUpgrade(machineId, upgrade.version, 'Succeeded', null, clock.now());
+      await machines.recordUpgrade(machineId, upgrade.version, 'Succeeded', null, clock.now());
   };
 
   const agentPort: AgentPort = {
     async connected(machineId, sessionId, info) {
-      const offlineSince = await store.machines.recordConnected(machineId, sessionId, clock.now(), info);
-      await settleUpgrade(machineId, info.agentVersion);
+      // One transaction: a reader never sees the new version with the upgrade still Started.
+      const offlineSince = await store.transaction(async (tx) => {
+        const since = await tx.machines.recordConnected(machineId, sessionId, clock.now(), info);
+        await settleUpgrade(tx.machines, machineId, info.agentVersion);
+        return since;
+      });
       if (!offlineSince) return;
       const seconds = Math.round((clock.now().getTime() - offlineSince.getTime()) / 1000);
       await tellRunningTasks(
