@@ -95,13 +95,13 @@ describe('machines store: heartbeats', () => {
     ];
     const earlier = new Date('2030-01-02T03:04:05.000Z');
     const later = new Date('2030-01-02T03:04:06.000Z');
-    await store.recordHeartbeat(b!, later);
+    await store.recordHeartbeat(b, later);
     await store.recordHeartbeats([
-      { id: a!, at: earlier, homeFreeBytes: 5_000 },
-      { id: b!, at: earlier },
+      { id: a, at: earlier, homeFreeBytes: 5_000 },
+      { id: b, at: earlier },
     ]);
-    expect(await store.get(a!)).toMatchObject({ lastSeenUtc: earlier, homeFreeBytes: 5_000 });
+    expect(await store.get(a)).toMatchObject({ lastSeenUtc: earlier, homeFreeBytes: 5_000 });
     // b's Hello (later) was recorded before the batch of an earlier beat was written.
-    expect((await store.get(b!))?.lastSeenUtc).toEqual(later);
+    expect((await store.get(b))?.lastSeenUtc).toEqual(later);
   });
 });
