@@ -10,27 +10,15 @@
  *   npx tsx bench/fleet/fleet.ts --n 500 --idle-s 10   (a short run)
  *   npx tsx bench/fleet/fleet.ts --n 2000 --window 100 --sims 2
  */
-import { fork, type ChildProcess } from 'node:child_process';
-import { createHash, randomBytes } from 'node:crypto';
-import { readFileSync, writeFileSync } from 'node:fs';
-import path from 'node:path';
+import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
-import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { AGENT_CA_FILE } from '../../services/core/index.ts';
 import { waitFor } from '../../test/helpers/wait-for.ts';
-import {
-  api,
-  bashProject,
-  cleanup,
-  startControlPlane,
-  startMachines,
-  tempDir,
-  workspaceOf,
-} from '../../test/e2e/harness.ts';
+import { api, bashProject, cleanup, startControlPlane, startMachines, workspaceOf } from '../../test/e2e/harness.ts';
 import { processCpu } from '../deploy/cpu.ts';
 import { percentile, table } from '../deploy/stats.ts';
 import { freshDatabase } from '../shared/database.ts';
+import { reportSims, seedSimulatedMachines, startSims, stopSim, type Sim } from './sim-control.ts';
 
 const GOAL = {
   rssMiB: 1024,
@@ -55,7 +43,6 @@ const SIMS = Number(option('--sims') ?? 2);
 const SCRIPT = 'echo fleet';
 const REAL_AGENTS = 2;
 
-const here = path.dirname(fileURLToPath(import.meta.url));
 const now = () => performance.timeOrigin + performance.now();
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const mark = (ok: boolean) => (ok ? '✓' : '✗');
@@ -65,55 +52,6 @@ function status(pid: number): { rssKiB: number; hwmKiB: number } {
   const text = readFileSync(`/proc/${pid}/status`, 'utf8');
   const field = (name: string) => Number(new RegExp(`${name}:\\s+(\\d+)`).exec(text)?.[1] ?? 0);
   return { rssKiB: field('VmRSS'), hwmKiB: field('VmHWM') };
-}
-
-interface Sim {
-  child: ChildProcess;
-  welcomed: number;
-  lastWelcomeAt: number;
-}
-
-interface SimReport {
-  runs: Array<[number, number, number]>;
-  sessionsEnded: number;
-  repeatedRunTasks: number;
-  welcomed: number;
-}
-
-function startSim(configFile: string): Sim {
-  const child = fork(path.join(here, 'sim-agents.ts'), [configFile], {
-    execArgv: ['--max-old-space-size=4096', '--import', 'tsx'],
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-  });
-  const sim: Sim = { child, welcomed: 0, lastWelcomeAt: 0 };
-  child.on('message', (message: { type: string; count?: number; at?: number }) => {
-    if (message.type === 'welcomed') {
-      sim.welcomed = message.count!;
-      sim.lastWelcomeAt = message.at!;
-    }
-  });
-  return sim;
-}
-
-function report(sim: Sim): Promise<SimReport> {
-  return new Promise((resolve) => {
-    const onMessage = (message: SimReport & { type: string }) => {
-      if (message.type !== 'report') return;
-      sim.child.off('message', onMessage);
-      resolve(message);
-    };
-    sim.child.on('message', onMessage);
-    sim.child.send({ type: 'report' });
-  });
-}
-
-async function stopSim(sim: Sim): Promise<void> {
-  if (sim.child.exitCode !== null) return;
-  const exited = new Promise<void>((resolve) => sim.child.once('exit', () => resolve()));
-  sim.child.send({ type: 'stop' });
-  const kill = setTimeout(() => sim.child.kill('SIGKILL'), 15_000);
-  await exited;
-  clearTimeout(kill);
 }
 
 /** CPU (ms) of this database's PostgreSQL backends, by pid (a pool's backends live as long as the pool). */
@@ -146,6 +84,7 @@ interface Row {
   tasksPerSecond: number;
   exactlyOnce: boolean;
   problems: string[];
+  where: string;
 }
 
 async function runSize(n: number): Promise<Row> {
@@ -169,46 +108,12 @@ async function runSize(n: number): Promise<Row> {
       workspace.workspaceId,
       Array.from({ length: REAL_AGENTS }, (_, i) => ({ name: `real-${i + 1}`, environmentIds: [staging] })),
     );
-    // The simulated machines, registered as an agent's Register would leave them (credential hash only).
-    const agents = Array.from({ length: n }, (_, i) => ({
-      machineId: `fleet-${randomBytes(8).toString('hex')}`,
-      credential: randomBytes(24).toString('base64url'),
-      name: `fleet-${String(i).padStart(5, '0')}`,
-    }));
-    await db.query(
-      `insert into machines (id, workspace_id, name, agent_credential_hash)
-       select id, $1, name, hash from unnest($2::text[], $3::text[], $4::text[]) as m(id, name, hash)`,
-      [
-        workspace.workspaceId,
-        agents.map((a) => a.machineId),
-        agents.map((a) => a.name),
-        agents.map((a) => createHash('sha256').update(a.credential, 'utf8').digest('hex')),
-      ],
-    );
-    await db.query('insert into machine_environments (machine_id, environment_id) select unnest($1::text[]), $2', [
-      agents.map((a) => a.machineId),
-      staging,
-    ]);
-
-    // Connect storm: every simulated agent at once, as after a replica restart.
-    const folder = tempDir('gantry-bench-fleet-');
-    const caFile = path.join(plane.dataDir, AGENT_CA_FILE);
-    const per = Math.ceil(n / SIMS);
-    const connectStart = now();
-    for (let s = 0; s < SIMS && s * per < n; s++) {
-      const file = path.join(folder, `sim-${s}.json`);
-      writeFileSync(
-        file,
-        JSON.stringify({ server: plane.grpcAddress, caFile, agents: agents.slice(s * per, (s + 1) * per) }),
-      );
-      sims.push(startSim(file));
-    }
-    await waitFor(async () => sims.reduce((sum, sim) => sum + sim.welcomed, 0) >= n, {
-      timeoutMs: 300_000,
-      intervalMs: 200,
-      description: `${n} simulated agents welcomed`,
-    });
-    const connectS = (Math.max(...sims.map((s) => s.lastWelcomeAt)) - connectStart) / 1000;
+    // The simulated machines, registered as an agent's Register would leave them (credential hash
+    // only); then the connect storm: every simulated agent at once, as after a replica restart.
+    const agents = await seedSimulatedMachines(db, workspace.workspaceId, staging, n);
+    const started = await startSims(plane, agents, SIMS);
+    sims.push(...started.sims);
+    const connectS = started.connectMs / 1000;
     const pid = plane.child.pid!;
 
     // Idle: heartbeats only (the agents beat at a random phase of the interval).
@@ -254,7 +159,7 @@ async function runSize(n: number): Promise<Row> {
       { timeoutMs: 600_000, intervalMs: 100, description: `the deployment to ${n + REAL_AGENTS} machines` },
     );
     const hwmKiB = status(pid).hwmKiB;
-    const reports = await Promise.all(sims.map(report));
+    const report = await reportSims(sims);
 
     // Correctness: one task per machine, each Succeeded; each simulated agent got exactly one RunTask.
     const problems: string[] = [];
@@ -267,12 +172,12 @@ async function runSize(n: number): Promise<Row> {
     if (tasks.length !== n + REAL_AGENTS) problems.push(`${tasks.length} machines had a task, not ${n + REAL_AGENTS}`);
     const notOnce = tasks.filter((t) => t.count !== '1' || t.status !== 'Succeeded');
     if (notOnce.length > 0) problems.push(`${notOnce.length} machines without exactly one Succeeded task`);
-    const runs = reports.flatMap((r, s) => r.runs.map(([i, at, done]) => [s * per + i, at, done] as const));
+    const { runs } = report;
     const perAgent = new Map<number, number>();
     for (const [i] of runs) perAgent.set(i, (perAgent.get(i) ?? 0) + 1);
     if (perAgent.size !== n || [...perAgent.values()].some((c) => c !== 1))
       problems.push(`RunTasks: ${runs.length} to ${perAgent.size} of ${n} simulated agents`);
-    const repeated = reports.reduce((sum, r) => sum + r.repeatedRunTasks, 0);
+    const repeated = report.repeatedRunTasks;
     if (repeated > 0) problems.push(`${repeated} RunTasks sent again`);
 
     // Slot free → next RunTask: the k-th result written frees the slot the (window + k)-th RunTask fills.
@@ -281,12 +186,35 @@ async function runSize(n: number): Promise<Row> {
     const simWindow = Math.min(window, n);
     const refills: number[] = [];
     for (let k = 0; simWindow + k < arrivals.length; k++) refills.push(arrivals[simWindow + k]! - results[k]!);
+    // Where a refill's time goes, from the tasks' own times (same host, same clock): the result
+    // written by the agent → stored (finished_at); the k-th stored end → the (window + k)-th start
+    // (dispatched_at); a task's start → its RunTask at the agent.
+    const { rows: times } = await db.query<{ machine_id: string; dispatched_at: Date; finished_at: Date }>(
+      'select machine_id, dispatched_at, finished_at from deployment_tasks where deployment_id = $1',
+      [deploymentId],
+    );
+    const byMachine = new Map(times.map((t) => [t.machine_id, t]));
+    const stored: number[] = [];
+    const delivered: number[] = [];
+    for (const [i, at, done] of runs) {
+      const task = byMachine.get(agents[i]!.machineId);
+      if (!task) continue;
+      stored.push(task.finished_at.getTime() - done);
+      delivered.push(at - task.dispatched_at.getTime());
+    }
+    const simTasks = runs.map(([i]) => byMachine.get(agents[i]!.machineId)).filter((t) => t !== undefined);
+    const ends = simTasks.map((t) => t.finished_at.getTime()).sort((a, b) => a - b);
+    const starts = simTasks.map((t) => t.dispatched_at.getTime()).sort((a, b) => a - b);
+    const decided: number[] = [];
+    for (let k = 0; simWindow + k < starts.length; k++) decided.push(starts[simWindow + k]! - ends[k]!);
+    const p = (values: number[]) => `${percentile(values, 50).toFixed(0)} / ${percentile(values, 95).toFixed(0)}`;
+    const where = `result → stored ${p(stored)} ms; stored end → next start ${p(decided)} ms; start → RunTask at the agent ${p(delivered)} ms (p50 / p95)`;
     const completedAt = final.completed_at!.getTime();
     const wallS = (completedAt - requestedAt) / 1000;
     return {
       n,
       connectS,
-      sessionsEnded: reports.reduce((sum, r) => sum + r.sessionsEnded, 0),
+      sessionsEnded: report.sessionsEnded,
       rssIdleKiB,
       hwmKiB,
       idleServerPercent,
@@ -298,6 +226,7 @@ async function runSize(n: number): Promise<Row> {
       tasksPerSecond: (n + REAL_AGENTS) / wallS,
       exactlyOnce: problems.length === 0,
       problems,
+      where,
     };
   } finally {
     await Promise.all(sims.map(stopSim));
@@ -351,6 +280,8 @@ async function main(): Promise<void> {
       ]),
     ),
   );
+  console.log('\nWhere a refill goes (at ms resolution):');
+  for (const r of rows) console.log(`- N = ${r.n}: ${r.where}`);
   if (rows.length > 1)
     console.log(
       `\ntasks/s across N: max/min = ${flat.toFixed(2)} ${mark(flat <= GOAL.flatRatio)} (goal ≤ ${GOAL.flatRatio}: cost per task flat in N)`,
