@@ -9,12 +9,21 @@
  *   npx tsx bench/fleet/fleet.ts                       (N = 500, 2000, 10000; window 500; idle 30 s)
  *   npx tsx bench/fleet/fleet.ts --n 500 --idle-s 10   (a short run)
  *   npx tsx bench/fleet/fleet.ts --n 2000 --window 100 --sims 2
+ *   npx tsx bench/fleet/fleet.ts --n 2000 --profile /tmp/prof   (a CPU profile of the control plane per N)
  */
 import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import pg from 'pg';
 import { waitFor } from '../../test/helpers/wait-for.ts';
-import { api, bashProject, cleanup, startControlPlane, startMachines, workspaceOf } from '../../test/e2e/harness.ts';
+import {
+  api,
+  bashProject,
+  cleanup,
+  startControlPlane,
+  startMachines,
+  stopProcess,
+  workspaceOf,
+} from '../../test/e2e/harness.ts';
 import { processCpu } from '../deploy/cpu.ts';
 import { percentile, table } from '../deploy/stats.ts';
 import { freshDatabase } from '../shared/database.ts';
@@ -40,6 +49,7 @@ const WINDOW = Number(option('--window') ?? 500);
 const IDLE_S = Number(option('--idle-s') ?? 30);
 /** Simulator processes (agents split evenly): one Node event loop per ~5,000 connections. */
 const SIMS = Number(option('--sims') ?? 2);
+const PROFILE_DIR = option('--profile');
 const SCRIPT = 'echo fleet';
 const REAL_AGENTS = 2;
 
@@ -91,8 +101,15 @@ async function runSize(n: number): Promise<Row> {
   const database = await freshDatabase('gantry_bench_fleet');
   const sims: Sim[] = [];
   const db = new pg.Client({ connectionString: database.url });
+  let stopPlane = async () => {};
   try {
-    const plane = await startControlPlane({ databaseUrl: database.url, env: { GANTRY_METRICS_PORT: 'off' } });
+    const plane = await startControlPlane({
+      databaseUrl: database.url,
+      env: { GANTRY_METRICS_PORT: 'off' },
+      nodeArgs: PROFILE_DIR ? ['--cpu-prof', '--cpu-prof-dir', `${PROFILE_DIR}/n${n}`] : [],
+    });
+    // SIGTERM: a profile is written when the process exits on its own.
+    stopPlane = () => stopProcess(plane.child);
     await db.connect();
     const client = api(plane.url);
     const workspace = await workspaceOf(client);
@@ -230,6 +247,7 @@ async function runSize(n: number): Promise<Row> {
     };
   } finally {
     await Promise.all(sims.map(stopSim));
+    await stopPlane();
     await db.end().catch(() => {});
     await cleanup();
     await database.drop();
