@@ -13,12 +13,20 @@ import {
   ensureIdentity,
   PinMismatchError,
   RegistrationError,
+  type SessionHandler,
 } from './connection/index.ts';
+import { AgentUpgrader } from './upgrade/index.ts';
 import { PackageCache, TaskJournal, TaskManager } from './steps/index.ts';
 import { hostHealth } from './host-facts.ts';
 import { AGENT_VERSION } from './version.ts';
 
 async function main(): Promise<void> {
+  // The self-test of an upgrade (agent/upgrade) runs the new release this way: it must load and
+  // answer without reading any setting.
+  if (process.argv[2] === '--version') {
+    process.stdout.write(`${AGENT_VERSION}\n`);
+    return;
+  }
   const config = parseAgentConfig(process.env, process.argv.slice(2));
   const logger = pino({
     level: config.logLevel,
@@ -49,7 +57,7 @@ async function main(): Promise<void> {
 
   const stopping = new AbortController();
   let stopped: Promise<void> | undefined;
-  const stop = (signal: string): void => {
+  const stop = (signal: 'SIGTERM' | 'SIGINT' | 'upgrade'): void => {
     stopped ??= (async () => {
       logger.info({ signal }, 'stopping');
       stopping.abort();
@@ -86,13 +94,34 @@ async function main(): Promise<void> {
     throw error;
   }
   if (stopping.signal.aborted) return;
+  const upgrader = new AgentUpgrader({
+    currentVersion: AGENT_VERSION,
+    scriptPath: process.argv[1],
+    node: process.execPath,
+    tasks: manager,
+    link: () => connection,
+    restart: () => stop('upgrade'),
+    logger,
+    signal: stopping.signal,
+  });
+  // UpgradeAgent goes to the upgrader; everything else is the task manager's.
+  const handler: SessionHandler = {
+    hello: () => manager.hello(),
+    onWelcome: (settings) => {
+      manager.onWelcome(settings);
+      upgrader.onWelcome();
+    },
+    onWritable: () => manager.onWritable(),
+    onDisconnected: () => manager.onDisconnected(),
+    onMessage: (message) => (message.upgradeAgent ? upgrader.handle(message.upgradeAgent) : manager.onMessage(message)),
+  };
   connection = new AgentConnection({
     servers: config.servers,
     credentials,
     identity,
     info,
     health: () => hostHealth(config.homeDir, process.env.PATH),
-    handler: manager,
+    handler,
     logger,
   });
   manager.attach(connection);

@@ -18,6 +18,7 @@ import {
 import type { Connection } from './config.ts';
 import { formatDuration } from './duration.ts';
 import { UnreachableError } from './exit-codes.ts';
+import { httpFetch } from './http-fetch.ts';
 
 export interface Api {
   /** Retrying client for every JSON call. */
@@ -65,7 +66,7 @@ const BACKOFF_MS = [250, 500, 1000, 2000, 4000];
 
 const delay = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
-/** The low-level reason fetch failed (undici wraps it: TypeError('fetch failed', { cause })). */
+/** The low-level reason fetch failed (TypeError('fetch failed', { cause }), as undici wraps it). */
 function causeOf(error: unknown): { code: string | undefined; message: string } {
   const cause = error instanceof Error && error.cause instanceof Error ? error.cause : error;
   const code = (cause as { code?: unknown } | null)?.code;
@@ -140,8 +141,8 @@ export function retryingFetch(
 export function createApi(connection: Connection, hooks: ApiHooks = {}): Api {
   const authorization = basicAuthorization(connection.accountId, connection.apiKey);
   const root = serverRoot(connection.baseUrl);
-  const retrying = retryingFetch(globalThis.fetch, connection.retryBudgetMs, hooks, true);
-  const once = retryingFetch(globalThis.fetch, 0, hooks, false);
+  const retrying = retryingFetch(httpFetch, connection.retryBudgetMs, hooks, true);
+  const once = retryingFetch(httpFetch, 0, hooks, false);
   const credentials = { accountId: connection.accountId, apiKey: connection.apiKey };
   return {
     client: createGantryClient({ baseUrl: root, credentials, fetch: retrying }),

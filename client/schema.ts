@@ -1452,6 +1452,13 @@ export interface paths {
                                 healthReasons: string[];
                                 interpreters: string[] | null;
                                 freeDiskBytes: number | null;
+                                upgrade: {
+                                    version: string;
+                                    state: "Requested" | "Started" | "Succeeded" | "Failed";
+                                    message: string | null;
+                                    /** Format: date-time */
+                                    updatedUtc: string;
+                                } | null;
                             }[];
                             totalCount: number;
                         };
@@ -1658,6 +1665,13 @@ export interface paths {
                             healthReasons: string[];
                             interpreters: string[] | null;
                             freeDiskBytes: number | null;
+                            upgrade: {
+                                version: string;
+                                state: "Requested" | "Started" | "Succeeded" | "Failed";
+                                message: string | null;
+                                /** Format: date-time */
+                                updatedUtc: string;
+                            } | null;
                         };
                     };
                 };
@@ -2105,6 +2119,87 @@ export interface paths {
                 };
             };
         };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/machine/upgrade": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Gantry extension: asks the agents of these machines (machineIds and/or an environment's) to upgrade to the agent version this control plane ships; each finishes its running steps first, and a bundle that fails its checksum or self-test leaves the old agent running (see the machine's upgrade and health) */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        workspaceId: string;
+                        machineIds?: string[];
+                        environmentId?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description The agent version this control plane ships, which the agents are asked to run */
+                            version: string;
+                            machines: {
+                                machineId: string;
+                                name: string;
+                                agentVersion: string | null;
+                                /** @description Requested: its connected agent is told now; Queued: told when it next connects; UpToDate: already runs the version; NotRegistered: no agent yet */
+                                outcome: "Requested" | "Queued" | "UpToDate" | "NotRegistered";
+                            }[];
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;

@@ -19,3 +19,6 @@ export type { RegisterResponse } from './gen/gantry/agent/v1/RegisterResponse.ts
 export type { RunTask, RunTask__Output } from './gen/gantry/agent/v1/RunTask.ts';
 export type { ServerMessage, ServerMessage__Output } from './gen/gantry/agent/v1/ServerMessage.ts';
 export type { TaskResult, TaskResult__Output } from './gen/gantry/agent/v1/TaskResult.ts';
+export type { DownloadAgentBundleRequest__Output } from './gen/gantry/agent/v1/DownloadAgentBundleRequest.ts';
+export type { UpgradeAgent__Output } from './gen/gantry/agent/v1/UpgradeAgent.ts';
+export type { UpgradeStatus, UpgradeStatus__Output } from './gen/gantry/agent/v1/UpgradeStatus.ts';

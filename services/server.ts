@@ -37,7 +37,7 @@ import {
   type EmbeddedDatabase,
 } from './store/index.ts';
 import type { Bus } from './bus/index.ts';
-import { createBus } from './bus/index.ts';
+import { createBus, EventSubject } from './bus/index.ts';
 import { createEngine } from './engine/index.ts';
 import { createGateway, heartbeatIntervalFor, type PackageSource } from './gateway/index.ts';
 import {
@@ -159,7 +159,12 @@ export async function startServer(
     embedded = await startEmbeddedPostgres({ dataDir: config.dataDir, port: config.embeddedPgPort, logger });
     databaseUrl = embedded.url;
   }
-  const db = createDb(databaseUrl);
+  const db = createDb(databaseUrl, {
+    log: {
+      warn: (message) => logger.warn({ source: 'knex' }, message),
+      error: (message) => logger.error({ source: 'knex' }, message),
+    },
+  });
   try {
     await migrateToLatest(db);
     const deps: DomainDeps = {
@@ -224,6 +229,17 @@ export async function startServer(
       logger.warn(
         'GANTRY_GRPC_INSECURE=1: the agent gateway serves plaintext; registration tokens and agent credentials cross the network in clear',
       );
+    const agentDistribution = await loadAgentDistribution(config.agentBundleDir, logger);
+    deps.upgradeAgents = async (machineIds) => {
+      await bus
+        .publishEvent(EventSubject.agentUpgrades, { v: 1, type: 'agents.upgrade', machineIds: [...machineIds] })
+        .catch((error: unknown) =>
+          logger.warn(
+            { err: toError(error) },
+            'agent upgrade wake-up not published; agents get it at their next Hello',
+          ),
+        );
+    };
     const gateway = createGateway({
       store: deps.store,
       clock: deps.clock,
@@ -234,6 +250,7 @@ export async function startServer(
       heartbeatIntervalMs: heartbeatIntervalFor(config.agentLostTimeoutSeconds * 1000),
       tls: grpcTls,
       enroll: (key, report) => redeemEnrollmentKey(deps.store, deps.clock, key, report),
+      agentBundle: agentDistribution,
     });
     await engine.start();
     let gatewayPort: number | null = await gateway.start(config.grpcPort, config.httpHost);
@@ -241,7 +258,6 @@ export async function startServer(
     const agentServer = `${new URL(config.publicUrl).hostname}:${grpcPort}`;
     const probeHost = ['0.0.0.0', '::', ''].includes(config.httpHost) ? '127.0.0.1' : config.httpHost;
     const readiness = readinessChecks(db, bus, { host: probeHost, port: () => gatewayPort });
-    const agentDistribution = await loadAgentDistribution(config.agentBundleDir, logger);
     const app = await buildApp(
       {
         ...deps,

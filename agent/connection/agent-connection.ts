@@ -117,6 +117,30 @@ export class AgentConnection implements AgentLink {
     );
   }
 
+  /** Streams the agent bundle an UpgradeAgent named, from the server of the current (or last) session. */
+  downloadAgentBundle(version: string, signal: AbortSignal): Readable {
+    const call = this.#client(this.#server).DownloadAgentBundle({ version }, authMetadata(this.#options.identity));
+    const onAbort = (): void => call.cancel();
+    signal.addEventListener('abort', onAbort, { once: true });
+    return Readable.from(
+      (async function* chunks() {
+        try {
+          for await (const chunk of call as AsyncIterable<{ data: Buffer }>) yield chunk.data;
+        } finally {
+          signal.removeEventListener('abort', onAbort);
+        }
+      })(),
+    );
+  }
+
+  /**
+   * Ends the current session gracefully (what was written is delivered first); the loop opens a
+   * new one, on which the control plane offers every task of this machine again.
+   */
+  endSession(): void {
+    this.#call?.end();
+  }
+
   /**
    * The reconnect loop. A session that worked and ended (the replica died, restarted, or dropped
    * us) is retried after a short jittered pause, first at the same address; an address that does

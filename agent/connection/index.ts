@@ -28,4 +28,6 @@ export {
   type PackageRef,
   type RunTask,
   type ServerMessage,
+  type UpgradeAgent,
+  type UpgradeStatus,
 } from './proto.ts';

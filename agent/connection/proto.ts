@@ -11,3 +11,5 @@ export type { PackageRef__Output as PackageRef } from '../../proto/index.ts';
 export type { LogLine } from '../../proto/index.ts';
 export type { TaskResult } from '../../proto/index.ts';
 export type { Hello } from '../../proto/index.ts';
+export type { UpgradeAgent__Output as UpgradeAgent } from '../../proto/index.ts';
+export type { UpgradeStatus } from '../../proto/index.ts';

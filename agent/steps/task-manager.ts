@@ -93,6 +93,8 @@ export class TaskManager implements SessionHandler {
   readonly #tasks = new Map<string, ActiveTask>();
   #link: AgentLink = NOT_CONNECTED;
   #stopping = false;
+  /** An upgrade is under way: no new task is accepted (the control plane offers them again later). */
+  #paused = false;
   #lastPruneMs = 0;
   /** What the current session's control plane said in its Welcome. */
   #session: SessionSettings = { acceptsLogChunks: false, maxUnackedLogBytes: DEFAULT_LOG_WINDOW_BYTES };
@@ -208,6 +210,28 @@ export class TaskManager implements SessionHandler {
       .map((task) => task.record.taskId);
   }
 
+  /** Accept no new task (an upgrade waits for the running ones); RunTask is left unanswered meanwhile. */
+  pauseTasks(): void {
+    this.#paused = true;
+  }
+
+  resumeTasks(): void {
+    this.#paused = false;
+  }
+
+  /** Resolves once no task is running (with tasks paused, it comes). */
+  async idle(): Promise<void> {
+    const awaited = new Set<Promise<void>>();
+    for (;;) {
+      const running = [...this.#tasks.values()]
+        .filter((task) => task.record.status !== 'finished' && task.done && !awaited.has(task.done))
+        .map((task) => task.done!);
+      if (running.length === 0) return;
+      for (const done of running) awaited.add(done);
+      await Promise.all(running);
+    }
+  }
+
   /** Stops every running script (TERM, KILL after graceMs) and waits until their results are stored. */
   async shutdown(graceMs: number): Promise<void> {
     this.#stopping = true;
@@ -248,6 +272,11 @@ export class TaskManager implements SessionHandler {
       return;
     }
     if (this.#stopping) return; // the control plane will see the task again after we restart
+    if (this.#paused) {
+      // Upgrading: the next session (the new agent's, or this one's after a failed upgrade) gets it.
+      this.#options.logger.info({ taskId, deploymentId }, 'task not accepted: upgrading the agent');
+      return;
+    }
     const record: TaskRecord = {
       taskId,
       deploymentId,

@@ -1,153 +1,180 @@
 /**
- * bench/vs-ansible: the same rolling deploy of one bash step (`echo`, then `sleep 0.2`) to N
- * targets with a window of 5, by Ansible (Debian's ansible: a playbook with `serial: 5`,
- * `gather_facts: false`; N inventory hosts over SSH to a private sshd on localhost, and again with
- * `ansible_connection: local`) and by Gantry (N real agents, a rolling group with windowSize 5),
- * rounds interleaved in one run. See bench/README.md.
+ * bench/vs-ansible: the same rolling deploy — one bash step (`echo`, then `sleep 0.2`) on N
+ * targets, five at a time — by Ansible (`serial: 5`, `gather_facts: false`) and by Gantry (N real
+ * agents, a rolling group with `windowSize: 5`), rounds interleaved in one run on one machine.
  *
- *   npx tsx bench/vs-ansible/vs-ansible.ts                  (N = 10 and 50, 3 rounds)
- *   npx tsx bench/vs-ansible/vs-ansible.ts --n 10 --rounds 1   (a short run)
+ *   npx tsx bench/vs-ansible/vs-ansible.ts                   # N = 10 and 50, 3 rounds
+ *   npx tsx bench/vs-ansible/vs-ansible.ts --n 10 --rounds 1 # a quick check
  *
- * Needs Debian's ansible and openssh-server: installed with apt-get when missing (as root).
+ * Ansible runs three ways: over SSH to private `sshd` daemons on this machine (each target its
+ * own loopback address, 127.0.0.2…, so its own SSH connection as separate hosts would have) with
+ * Debian's defaults as the issue sets it up, over SSH with pipelining on (the usual production
+ * tuning: it favours Ansible), and with `ansible_connection: local`; `forks` = 5 = the window.
+ * Gantry is driven as a pipeline drives it: `gantry release deploy --wait` (the CLI's single
+ * file, a process like `ansible-playbook`) on a release created beforehand. Each run's wall time
+ * is the command's, from spawn to exit; its CPU is the whole machine's busy time during it (both
+ * sides run everything on these two cores), per target. The floor is what the step itself
+ * needs: windows × 0.2 s. Needs root (apt-get install of Debian's ansible and openssh-server
+ * when missing, sshd). Prints a Markdown table with the goals ✓/✗; exits 1 only when a run
+ * itself fails (a target not deployed exactly once, or a command failing).
  */
-import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
-import { performance } from 'node:perf_hooks';
-import pg from 'pg';
+import { parseArgs } from 'node:util';
+import { buildCli } from '../../scripts/build-cli.ts';
 import { freePort } from '../../services/core/index.ts';
-import {
-  api,
-  bashProject,
-  cleanup,
-  startControlPlane,
-  startedAgents,
-  startMachines,
-  tempDir,
-  workspaceOf,
-  type Api,
-} from '../../test/e2e/harness.ts';
 import { waitFor } from '../../test/helpers/wait-for.ts';
-import { processCpu } from '../deploy/cpu.ts';
+import { ADMIN, api, cleanup, startAgent, startControlPlane, workspaceOf, type Api } from '../../test/e2e/harness.ts';
+import { machineBusy } from '../deploy/cpu.ts';
 import { median, table } from '../deploy/stats.ts';
-import { freshDatabase } from '../shared/database.ts';
 
 const WINDOW = 5;
-const SLEEP_S = 0.2;
-const GOAL = { wallOverFloor: 1.15, overheadRatio: 40 };
+const STEP_SECONDS = 0.2;
+const GOAL_WALL_OVER_FLOOR = 1.15;
+const GOAL_OVERHEAD_RATIO = 40;
+/** The issue sets both goals at N = 50 (where the floor is 2.0 s); smaller N are shown for the trend. */
+const GOAL_N = 50;
 
-const args = process.argv.slice(2);
-const option = (name: string) => {
-  const at = args.indexOf(name);
-  return at >= 0 ? args[at + 1] : undefined;
-};
-const SIZES = (option('--n') ?? '10,50').split(',').map(Number);
-const ROUNDS = Number(option('--rounds') ?? 3);
+const { values } = parseArgs({
+  options: { n: { type: 'string', default: '10,50' }, rounds: { type: 'string', default: '3' } },
+});
+const SIZES = values.n.split(',').map(Number);
+const ROUNDS = Number(values.rounds);
 const MAX_N = Math.max(...SIZES);
 
-const now = () => performance.timeOrigin + performance.now();
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-const mark = (ok: boolean) => (ok ? '✓' : '✗');
-const f = (v: number, digits = 2) => (Number.isFinite(v) ? v.toFixed(digits) : '–');
-const floorS = (n: number) => Math.ceil(n / WINDOW) * SLEEP_S;
+type Runner = 'gantry' | 'ansible-ssh' | 'ansible-ssh-pipelining' | 'ansible-local';
+const RUNNERS: Runner[] = ['gantry', 'ansible-ssh', 'ansible-ssh-pipelining', 'ansible-local'];
+
+interface Run {
+  wallMs: number;
+  cpuMs: number;
+}
+
+function run(
+  command: string,
+  args: string[],
+  env: NodeJS.ProcessEnv,
+): Promise<{ code: number | null; ms: number; stdout: string; output: string; cpuMs: number }> {
+  const busy = machineBusy();
+  const started = performance.now();
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { env });
+    let output = '';
+    let stdout = '';
+    child.stdout.on('data', (c: Buffer) => {
+      stdout += c.toString();
+      output += c.toString();
+    });
+    child.stderr.on('data', (c: Buffer) => (output += c.toString()));
+    child.on('error', reject);
+    child.on('close', (code) =>
+      resolve({ code, ms: performance.now() - started, stdout, output, cpuMs: machineBusy() - busy }),
+    );
+  });
+}
 
 function ensureTools(): void {
-  const missing = [
-    ['ansible-playbook', 'ansible'],
-    ['/usr/sbin/sshd', 'openssh-server'],
-    ['ssh', 'openssh-client'],
-  ].filter(([command]) => spawnSync('sh', ['-c', `command -v ${command}`]).status !== 0);
-  if (missing.length === 0) return;
-  const packages = missing.map(([, pkg]) => pkg!);
-  console.error(`installing ${packages.join(', ')} with apt-get …`);
-  execFileSync('apt-get', ['update'], { stdio: 'inherit' });
-  execFileSync('apt-get', ['install', '-y', '--no-install-recommends', ...packages], {
+  if (existsSync('/usr/bin/ansible-playbook') && existsSync('/usr/sbin/sshd')) return;
+  console.log('Installing Debian’s ansible and openssh-server…');
+  execFileSync('apt-get', ['install', '-y', '--no-install-recommends', 'ansible', 'openssh-server', 'openssh-client'], {
     stdio: 'inherit',
     env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
   });
 }
 
-/** A private sshd on 127.0.0.1 (its own host key, config and authorized key), as root. */
-async function startSshd(folder: string): Promise<{ port: number; key: string; child: ChildProcess }> {
-  const hostKey = path.join(folder, 'host_ed25519');
-  const key = path.join(folder, 'client_ed25519');
+const targetName = (i: number) => `t${String(i + 1).padStart(2, '0')}`;
+/** Each target its own loopback address (Linux routes all of 127.0.0.0/8 to lo). */
+const targetAddress = (i: number) => `127.0.0.${i + 2}`;
+
+/** OpenSSH's sshd listens on at most 16 addresses (MAX_LISTEN_SOCKS): one daemon per 16 targets. */
+const ADDRESSES_PER_SSHD = 16;
+
+/** Private sshd daemons on every target address, keys of their own; stopped with the returned function. */
+async function startSshd(dir: string): Promise<{ port: number; key: string; stop: () => void }> {
+  const port = await freePort();
+  const hostKey = path.join(dir, 'host_key');
+  const key = path.join(dir, 'client_key');
   execFileSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-f', hostKey]);
   execFileSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-f', key]);
-  writeFileSync(path.join(folder, 'authorized_keys'), readFileSync(`${key}.pub`), { mode: 0o600 });
-  const port = await freePort();
-  const config = path.join(folder, 'sshd_config');
-  writeFileSync(
-    config,
-    [
-      `Port ${port}`,
-      'ListenAddress 127.0.0.1',
-      `HostKey ${hostKey}`,
-      `AuthorizedKeysFile ${path.join(folder, 'authorized_keys')}`,
-      `PidFile ${path.join(folder, 'sshd.pid')}`,
-      'PermitRootLogin prohibit-password',
-      'PasswordAuthentication no',
-      'KbdInteractiveAuthentication no',
-      'UsePAM no',
-      'StrictModes no',
-      // Five hosts connect at once per window: room for them (defaults: 10:30:100, 10 sessions).
-      'MaxStartups 100:30:200',
-      'MaxSessions 100',
-      'Subsystem sftp internal-sftp',
-    ].join('\n') + '\n',
-  );
+  writeFileSync(path.join(dir, 'authorized_keys'), readFileSync(`${key}.pub`));
   mkdirSync('/run/sshd', { recursive: true });
-  const child = spawn('/usr/sbin/sshd', ['-D', '-e', '-f', config], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const daemons: ChildProcess[] = [];
   let errors = '';
-  child.stderr.on('data', (d: Buffer) => (errors += d.toString()));
+  for (let first = 0; first < MAX_N; first += ADDRESSES_PER_SSHD) {
+    const addresses = Array.from({ length: Math.min(ADDRESSES_PER_SSHD, MAX_N - first) }, (_, i) =>
+      targetAddress(first + i),
+    );
+    const config = path.join(dir, `sshd_config_${first}`);
+    writeFileSync(
+      config,
+      [
+        `Port ${port}`,
+        ...addresses.map((address) => `ListenAddress ${address}`),
+        `HostKey ${hostKey}`,
+        `PidFile ${path.join(dir, `sshd_${first}.pid`)}`,
+        `AuthorizedKeysFile ${path.join(dir, 'authorized_keys')}`,
+        'PermitRootLogin prohibit-password',
+        'PasswordAuthentication no',
+        'KbdInteractiveAuthentication no',
+        'UsePAM no',
+        'StrictModes no',
+        'MaxStartups 100:30:200',
+        'LogLevel ERROR',
+        '',
+      ].join('\n'),
+    );
+    const sshd = spawn('/usr/sbin/sshd', ['-D', '-e', '-f', config], { stdio: ['ignore', 'ignore', 'pipe'] });
+    sshd.stderr.on('data', (c: Buffer) => (errors += c.toString()));
+    daemons.push(sshd);
+  }
+  // Ready when the last address of every daemon accepts a login.
+  const probes = Array.from({ length: daemons.length }, (_, d) =>
+    targetAddress(Math.min(MAX_N, (d + 1) * ADDRESSES_PER_SSHD) - 1),
+  );
   await waitFor(
     () => {
-      if (child.exitCode !== null) throw new Error(`sshd exited: ${errors}`);
-      return spawnSync('ssh', [...sshOptions(port, key), 'root@127.0.0.1', 'true']).status === 0;
+      try {
+        for (const address of probes)
+          execFileSync(
+            'ssh',
+            [
+              ...['-i', key, '-p', String(port), '-o', 'BatchMode=yes', '-o', 'StrictHostKeyChecking=no'],
+              ...['-o', 'UserKnownHostsFile=/dev/null', '-o', 'LogLevel=ERROR'],
+              `${os.userInfo().username}@${address}`,
+              'true',
+            ],
+            { stdio: 'ignore' },
+          );
+        return true;
+      } catch {
+        if (daemons.some((d) => d.exitCode !== null)) throw new Error(`sshd exited: ${errors}`);
+        return false;
+      }
     },
-    { timeoutMs: 15_000, intervalMs: 200, description: 'the private sshd' },
+    { timeoutMs: 15_000, intervalMs: 200, description: 'sshd accepting logins' },
   );
-  return { port, key, child };
+  return { port, key, stop: () => daemons.forEach((d) => d.kill('SIGTERM')) };
 }
 
-const sshOptions = (port: number, key: string) => [
-  '-p',
-  String(port),
-  '-i',
-  key,
-  '-o',
-  'StrictHostKeyChecking=no',
-  '-o',
-  'UserKnownHostsFile=/dev/null',
-  '-o',
-  'LogLevel=ERROR',
-  '-o',
-  'BatchMode=yes',
-];
-
-interface Round {
-  wallS: number;
-  cpuMs: number;
-  ok: boolean;
-  problem?: string;
-}
-
-/** One ansible-playbook run; wall from spawn to exit; CPU of its process tree (+ sshd's sessions). */
-async function ansibleRound(
-  folder: string,
-  n: number,
-  mode: 'ssh' | 'local',
-  sshd: { port: number; key: string; child: ChildProcess },
-  round: number,
-): Promise<Round> {
-  const dir = path.join(folder, `${mode}-${n}-${round}`);
-  mkdirSync(dir, { recursive: true });
-  const marker = path.join(dir, 'ran.txt');
-  const hosts = Array.from({ length: n }, (_, i) => `t${String(i + 1).padStart(2, '0')}`);
-  const hostVars =
-    mode === 'ssh'
-      ? `ansible_host=127.0.0.1 ansible_port=${sshd.port} ansible_user=root ansible_ssh_private_key_file=${sshd.key} ansible_ssh_common_args='-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null'`
-      : 'ansible_connection=local ansible_python_interpreter=/usr/bin/python3';
-  writeFileSync(path.join(dir, 'inventory.ini'), `[targets]\n${hosts.map((h) => `${h} ${hostVars}`).join('\n')}\n`);
+/** The Ansible project: two configs (defaults, pipelining), two inventories (ssh, local) per N, one playbook. */
+function writeAnsible(dir: string, sshd: { port: number; key: string }): void {
+  for (const pipelining of [false, true])
+    writeFileSync(
+      path.join(dir, pipelining ? 'ansible-pipelining.cfg' : 'ansible.cfg'),
+      [
+        '[defaults]',
+        'host_key_checking = False',
+        `forks = ${WINDOW}`,
+        'retry_files_enabled = False',
+        'interpreter_python = /usr/bin/python3',
+        `local_tmp = ${path.join(dir, 'ansible-tmp')}`,
+        '[ssh_connection]',
+        `pipelining = ${pipelining ? 'True' : 'False'}`,
+        '',
+      ].join('\n'),
+    );
   writeFileSync(
     path.join(dir, 'playbook.yml'),
     [
@@ -155,258 +182,273 @@ async function ansibleRound(
       `  serial: ${WINDOW}`,
       '  gather_facts: false',
       '  tasks:',
-      '    - name: step',
-      `      shell: "echo hello from {{ inventory_hostname }}; sleep ${SLEEP_S}; echo {{ inventory_hostname }} >> ${marker}"`,
-    ].join('\n') + '\n',
+      '    - name: Deploy',
+      `      shell: echo "deploying {{ inventory_hostname }}"; sleep ${STEP_SECONDS}`,
+      '',
+    ].join('\n'),
   );
-  const timeFile = path.join(dir, 'time.txt');
-  const sshdBefore = processCpu(sshd.child.pid!);
-  const start = now();
-  const result = await new Promise<{ code: number | null; output: string }>((resolve) => {
-    // /usr/bin/time: the CPU of ansible-playbook and every process it waited for (its forks, ssh).
-    const child = spawn(
-      '/usr/bin/time',
-      ['-f', '%U %S', '-o', timeFile, 'ansible-playbook', '-i', 'inventory.ini', 'playbook.yml'],
-      {
-        cwd: dir,
-        env: {
-          ...process.env,
-          ANSIBLE_HOST_KEY_CHECKING: 'False',
-          ANSIBLE_RETRY_FILES_ENABLED: 'False',
-          // A fresh SSH control folder per run: a CI job starts without open connections.
-          ANSIBLE_SSH_CONTROL_PATH_DIR: path.join(dir, 'cp'),
-          ANSIBLE_LOCAL_TEMP: path.join(dir, 'tmp'),
-          ANSIBLE_NOCOLOR: '1',
-        },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      },
+  for (const n of SIZES) {
+    const hosts = Array.from({ length: n }, (_, i) => targetName(i));
+    writeFileSync(
+      path.join(dir, `ssh-${n}.ini`),
+      [
+        '[targets]',
+        ...hosts.map((h, i) => `${h} ansible_host=${targetAddress(i)}`),
+        '[targets:vars]',
+        `ansible_port=${sshd.port}`,
+        `ansible_user=${os.userInfo().username}`,
+        `ansible_ssh_private_key_file=${sshd.key}`,
+        'ansible_ssh_common_args=-o UserKnownHostsFile=/dev/null',
+        '',
+      ].join('\n'),
     );
-    let output = '';
-    child.stdout.on('data', (d: Buffer) => (output += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (output += d.toString()));
-    child.on('exit', (code) => resolve({ code, output }));
-  });
-  const wallS = (now() - start) / 1000;
-  const [user = 0, system = 0] = readFileSync(timeFile, 'utf8').trim().split('\n').at(-1)!.split(' ').map(Number);
-  const sshdAfter = processCpu(sshd.child.pid!);
-  const cpuMs = (user + system) * 1000 + (mode === 'ssh' ? sshdAfter.children - sshdBefore.children : 0);
-  const ran = existsSync(marker) ? readFileSync(marker, 'utf8').trim().split('\n').sort() : [];
-  const once = ran.length === n && hosts.every((h, i) => ran[i] === h);
-  const ok = result.code === 0 && once;
-  return {
-    wallS,
-    cpuMs,
-    ok,
-    problem: ok
-      ? undefined
-      : `ansible ${mode} exit ${result.code}, ${ran.length} of ${n} ran: ${result.output.slice(-500)}`,
-  };
-}
-
-/** CPU (ms) of this database's PostgreSQL backends, by pid. */
-async function backendCpu(db: pg.Client): Promise<Map<number, number>> {
-  const { rows } = await db.query<{ pid: number }>(
-    'select pid from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()',
-  );
-  return new Map(rows.map((r) => [r.pid, processCpu(r.pid).self]));
-}
-
-interface GantryRig {
-  client: Api;
-  db: pg.Client;
-  planePid: number;
-  agentPids: number[];
-  /** Per N: the project whose step runs on that many machines, in a rolling group of WINDOW. */
-  projects: Map<number, string>;
-  versions: number;
-}
-
-/** One deployment; wall from the deploy request to the deployment's CompleteDate (same host, same clock). */
-async function gantryRound(rig: GantryRig, n: number): Promise<Round> {
-  const projectId = rig.projects.get(n)!;
-  const release = await rig.client.post('/api/release', { projectId, version: `1.0.${++rig.versions}` });
-  if (release.status !== 200) throw new Error(`POST /api/release: ${release.status} ${release.text}`);
-  const cpu = () => {
-    let sum = processCpu(rig.planePid).self;
-    for (const pid of rig.agentPids) {
-      const c = processCpu(pid);
-      sum += c.self + c.children;
-    }
-    return sum;
-  };
-  const pgBefore = await backendCpu(rig.db);
-  const cpuBefore = cpu();
-  const start = now();
-  const deployed = await rig.client.post('/api/release/deploy', {
-    releaseId: release.body.releaseId,
-    environments: ['Staging'],
-  });
-  if (deployed.status !== 200) throw new Error(`POST /api/release/deploy: ${deployed.status} ${deployed.text}`);
-  const id = deployed.body.deploymentIds[0] as string;
-  const final = await waitFor(
-    async () => {
-      const { rows } = await rig.db.query<{ status: string; completed_at: Date | null }>(
-        'select status, completed_at from deployments where id = $1',
-        [id],
-      );
-      return rows[0] && ['Completed', 'Failed', 'Cancelled'].includes(rows[0].status) ? rows[0] : null;
-    },
-    { timeoutMs: 120_000, intervalMs: 20, description: 'the Gantry deployment' },
-  );
-  const wallS = (final.completed_at!.getTime() - start) / 1000;
-  await sleep(200); // the agents' last acknowledgements
-  const pgAfter = await backendCpu(rig.db);
-  let pgMs = 0;
-  for (const [pid, ms] of pgAfter) pgMs += ms - (pgBefore.get(pid) ?? 0);
-  const cpuMs = cpu() - cpuBefore + pgMs;
-  const { rows } = await rig.db.query<{ count: string }>(
-    `select count(distinct machine_id) as count from deployment_tasks where deployment_id = $1 and status = 'Succeeded'`,
-    [id],
-  );
-  const { rows: all } = await rig.db.query<{ count: string }>(
-    'select count(*) as count from deployment_tasks where deployment_id = $1',
-    [id],
-  );
-  const ok = final.status === 'Completed' && rows[0]!.count === String(n) && all[0]!.count === String(n);
-  return {
-    wallS,
-    cpuMs,
-    ok,
-    problem: ok ? undefined : `Gantry ${final.status}: ${rows[0]!.count} of ${n} succeeded, ${all[0]!.count} tasks`,
-  };
-}
-
-async function main(): Promise<void> {
-  ensureTools();
-  const folder = tempDir('gantry-bench-vs-ansible-');
-  const sshd = await startSshd(folder);
-  const database = await freshDatabase('gantry_bench_vs_ansible');
-  const db = new pg.Client({ connectionString: database.url });
-  try {
-    const plane = await startControlPlane({ databaseUrl: database.url, env: { GANTRY_METRICS_PORT: 'off' } });
-    await db.connect();
-    const client = api(plane.url);
-    const workspace = await workspaceOf(client);
-    const tags = new Map<number, string>();
-    for (const n of SIZES) {
-      const tag = await client.post('/api/tag', { workspaceId: workspace.workspaceId, name: `first-${n}` });
-      if (tag.status !== 200) throw new Error(`POST /api/tag: ${tag.status} ${tag.text}`);
-      tags.set(n, tag.body.tagId as string);
-    }
-    // MAX_N agents; machine i carries the tag of every N it is among the first of.
-    const machines = Array.from({ length: MAX_N }, (_, i) => ({
-      name: `target-${String(i + 1).padStart(2, '0')}`,
-      environmentIds: [workspace.environments.Staging!],
-      tagIds: SIZES.filter((n) => i < n).map((n) => tags.get(n)!),
-    }));
-    await startMachines(plane, client, workspace.workspaceId, machines);
-    const rig: GantryRig = {
-      client,
-      db,
-      planePid: plane.child.pid!,
-      agentPids: machines.map((m) => startedAgents.get(m.name)!.child.pid!),
-      projects: new Map(),
-      versions: 0,
-    };
-    for (const n of SIZES) {
-      const project = await bashProject(client, workspace.workspaceId, workspace.defaultLifecycleId, [
-        {
-          name: 'Step',
-          script: `echo hello from $(hostname); sleep ${SLEEP_S}`,
-          settings: { machineTagFilter: [{ tagIds: [tags.get(n)] }] },
-        },
-      ]);
-      const group = await client.post('/api/project/rolling-group', {
-        projectId: project.projectId,
-        name: 'Rolling',
-        memberStepIds: [project.stepIds.Step],
-        windowSize: WINDOW,
-      });
-      if (group.status !== 200) throw new Error(`POST /api/project/rolling-group: ${group.status} ${group.text}`);
-      rig.projects.set(n, project.projectId);
-      await gantryRound(rig, n); // warm-up, not counted
-    }
-
-    type Tool = 'gantry' | 'ansible-ssh' | 'ansible-local';
-    const results = new Map<string, Round[]>();
-    const problems: string[] = [];
-    const tools: Tool[] = ['gantry', 'ansible-ssh', 'ansible-local'];
-    for (let round = 0; round < ROUNDS; round++) {
-      for (const n of SIZES) {
-        // Rotated each round, so no tool always runs right after another.
-        for (const tool of tools.map((_, i) => tools[(i + round) % tools.length]!)) {
-          const result =
-            tool === 'gantry'
-              ? await gantryRound(rig, n)
-              : await ansibleRound(folder, n, tool === 'ansible-ssh' ? 'ssh' : 'local', sshd, round);
-          console.error(
-            `round ${round + 1} N = ${n} ${tool}: ${f(result.wallS)} s${result.ok ? '' : ` ✗ ${result.problem}`}`,
-          );
-          if (!result.ok) problems.push(`${tool} N = ${n}: ${result.problem}`);
-          const key = `${tool}:${n}`;
-          results.set(key, [...(results.get(key) ?? []), result]);
-        }
-      }
-    }
-
-    console.log(
-      `\nbench/vs-ansible: one bash step (echo; sleep ${SLEEP_S}) on N targets, window ${WINDOW}; ${ROUNDS} interleaved rounds, medians\n`,
+    writeFileSync(
+      path.join(dir, `local-${n}.ini`),
+      ['[targets]', ...hosts, '[targets:vars]', 'ansible_connection=local', ''].join('\n'),
     );
-    const rows: string[][] = [];
-    const summary: string[] = [];
-    for (const n of SIZES) {
-      const floor = floorS(n);
-      const wall = (tool: Tool) => median(results.get(`${tool}:${n}`)!.map((r) => r.wallS));
-      const cpu = (tool: Tool) => median(results.get(`${tool}:${n}`)!.map((r) => r.cpuMs)) / n;
-      for (const tool of tools) {
-        const w = wall(tool);
-        rows.push([
-          String(n),
-          tool,
-          `${f(w)} s (${results
-            .get(`${tool}:${n}`)!
-            .map((r) => f(r.wallS))
-            .join(', ')})`,
-          `${f(floor, 1)} s`,
-          `${f(w - floor)} s`,
-          `${f(w / floor)}×${tool === 'gantry' ? ` ${mark(w / floor <= GOAL.wallOverFloor)}` : ''}`,
-          `${f(cpu(tool), 0)} ms`,
-        ]);
-      }
-      const ratio = (wall('ansible-ssh') - floor) / (wall('gantry') - floor);
-      summary.push(
-        `N = ${n}: Ansible over SSH's overhead / Gantry's = ${f(ratio, 1)}× ${mark(ratio >= GOAL.overheadRatio)} (goal ≥ ${GOAL.overheadRatio}×); local: ${f((wall('ansible-local') - floor) / (wall('gantry') - floor), 1)}×`,
-      );
-    }
-    console.log(
-      table(
-        [
-          'N',
-          'tool',
-          'wall (rounds)',
-          `floor (windows × ${SLEEP_S} s)`,
-          'overhead',
-          `wall / floor (Gantry ≤ ${GOAL.wallOverFloor})`,
-          'CPU per target',
-        ],
-        rows,
-      ),
-    );
-    console.log(`\n${summary.join('\n')}`);
-    if (problems.length > 0) {
-      console.log(`\nRuns that did not run every target once: ${problems.join('\n')}`);
-      process.exitCode = 1;
-    }
-  } finally {
-    await db.end().catch(() => {});
-    sshd.child.kill('SIGTERM');
-    await cleanup();
-    await database.drop();
   }
 }
 
-main().catch(async (error: unknown) => {
+/** Ansible's PLAY RECAP: every target ok=1 changed=1 failed=0 unreachable=0, and no other. */
+function checkRecap(output: string, n: number): void {
+  const recap = output.slice(output.lastIndexOf('PLAY RECAP'));
+  for (let i = 0; i < n; i++) {
+    const line = new RegExp(`^${targetName(i)}\\s+: ok=1\\s+changed=1\\s+unreachable=0\\s+failed=0`, 'm');
+    if (!line.test(recap))
+      throw new Error(`Ansible did not deploy ${targetName(i)} exactly once:\n${output.slice(-3000)}`);
+  }
+  const targets = recap.match(/^t\d+\s+:/gm) ?? [];
+  if (targets.length !== n) throw new Error(`Ansible's recap lists ${targets.length} targets, not ${n}`);
+}
+
+interface Gantry {
+  client: Api;
+  projectName: string;
+  projectId: string;
+  cli: string;
+  url: string;
+  /** The environment holding exactly N machines, by N. */
+  environmentOf: Map<number, string>;
+}
+
+async function startGantry(work: string): Promise<Gantry> {
+  const plane = await startControlPlane({});
+  const client = api(plane.url);
+  const must = async (response: Promise<{ status: number; body: any; text: string }>, what: string) => {
+    const r = await response;
+    if (r.status !== 200) throw new Error(`${what} answered ${r.status}: ${r.text}`);
+    return r.body;
+  };
+  const { workspaceId } = await workspaceOf(client);
+  // One environment per N, holding the first N targets (a target is in every environment whose N exceeds its index).
+  const environmentOf = new Map<number, string>();
+  const environmentIds: string[] = [];
+  for (const n of SIZES) {
+    const created = await must(client.post('/api/environment', { workspaceId, name: `Bench${n}` }), 'environment');
+    environmentOf.set(n, `Bench${n}`);
+    environmentIds.push(created.environmentId as string);
+  }
+  const lifecycle = await must(
+    client.post('/api/lifecycle', {
+      workspaceId,
+      name: 'Bench',
+      phases: [
+        {
+          name: 'Any',
+          environments: environmentIds.map((environmentId) => ({ environmentId, howToTrigger: 'Manual' })),
+        },
+      ],
+    }),
+    'lifecycle',
+  );
+  for (let i = 0; i < MAX_N; i++) {
+    const inEnvironments = SIZES.map((n, k) => (i < n ? environmentIds[k]! : null)).filter((x) => x !== null);
+    const machine = await must(
+      client.post('/api/machine', { workspaceId, name: targetName(i), environmentIds: inEnvironments }),
+      'machine',
+    );
+    startAgent([plane.grpcAddress], machine.registrationToken as string);
+  }
+  await waitFor(
+    async () => {
+      const list = await client.get('/api/machine', { workspaceId, take: '500' });
+      return list.body.machines.filter((m: { status: string }) => m.status === 'Online').length === MAX_N;
+    },
+    { timeoutMs: 60_000 + MAX_N * 3_000, intervalMs: 250, description: `${MAX_N} agents online` },
+  );
+  const projectName = `Rolling ${process.pid}`;
+  const project = await must(
+    client.post('/api/project', { workspaceId, name: projectName, lifecycleId: lifecycle.lifecycleId }),
+    'project',
+  );
+  const template = await must(
+    client.post('/api/step-template', {
+      workspaceId,
+      name: 'Deploy',
+      scriptLanguage: 'bash',
+      script: `echo "deploying #{CONTEXT.MachineName}"; sleep ${STEP_SECONDS}`,
+    }),
+    'step template',
+  );
+  const step = await must(
+    client.post('/api/project/step', {
+      projectId: project.projectId,
+      name: 'Deploy',
+      stepTemplateId: template.stepTemplateId,
+    }),
+    'step',
+  );
+  await must(
+    client.post('/api/project/rolling-group', {
+      projectId: project.projectId,
+      name: 'Roll',
+      memberStepIds: [step.projectStepId],
+      windowSize: WINDOW,
+    }),
+    'rolling group',
+  );
+  return { client, projectName, projectId: project.projectId, cli: buildCli(work), url: plane.url, environmentOf };
+}
+
+let version = 0;
+
+async function gantryRun(g: Gantry, n: number): Promise<Run> {
+  const v = `1.0.${version++}`;
+  const created = await g.client.post('/api/release', { projectId: g.projectId, version: v });
+  if (created.status !== 200) throw new Error(`release: ${created.text}`);
+  const env = {
+    PATH: process.env.PATH,
+    GANTRY_URL: g.url,
+    GANTRY_ACCOUNT_ID: ADMIN.id,
+    GANTRY_API_KEY: ADMIN.key,
+    NO_COLOR: '1',
+  };
+  const args = ['release', 'deploy', '--project', g.projectName, '--version', v, '--env', g.environmentOf.get(n)!];
+  const result = await run(process.execPath, [g.cli, ...args, '--wait', '--output', 'json'], env);
+  if (result.code !== 0) throw new Error(`gantry ${args.join(' ')} exited ${result.code}:\n${result.output}`);
+  // Every target deployed exactly once, as its own script said.
+  const deploymentId = (JSON.parse(result.stdout) as { deployments: Array<{ deploymentId: string }> }).deployments[0]!
+    .deploymentId;
+  const read = await g.client.get('/api/deployment', { deploymentId, skipLogs: 'False' });
+  const said = (read.body.logs as Array<{ Data: string }>)
+    .map((l) => /^deploying (t\d+)$/.exec(l.Data)?.[1])
+    .filter((x): x is string => x !== undefined)
+    .sort();
+  const expected = Array.from({ length: n }, (_, i) => targetName(i));
+  if (JSON.stringify(said) !== JSON.stringify(expected))
+    throw new Error(`Gantry deployed ${said.length} targets (${said.join(',')}), not ${n} each once`);
+  return { wallMs: result.ms, cpuMs: result.cpuMs };
+}
+
+async function ansibleRun(dir: string, n: number, mode: 'ssh' | 'local', pipelining = false): Promise<Run> {
+  const result = await run(
+    'ansible-playbook',
+    ['-i', path.join(dir, `${mode}-${n}.ini`), path.join(dir, 'playbook.yml')],
+    {
+      ...process.env,
+      ANSIBLE_CONFIG: path.join(dir, pipelining ? 'ansible-pipelining.cfg' : 'ansible.cfg'),
+      ANSIBLE_NOCOLOR: '1',
+    },
+  );
+  if (result.code !== 0)
+    throw new Error(`ansible-playbook (${mode}, N = ${n}) exited ${result.code}:\n${result.output.slice(-3000)}`);
+  checkRecap(result.output, n);
+  return { wallMs: result.ms, cpuMs: result.cpuMs };
+}
+
+const seconds = (msValue: number) => `${(msValue / 1000).toFixed(2)} s`;
+
+const work = mkdtempSync(path.join(os.tmpdir(), 'gantry-bench-ansible-'));
+let failed = false;
+let stopSshd = () => {};
+try {
+  ensureTools();
+  const sshd = await startSshd(work);
+  stopSshd = sshd.stop;
+  writeAnsible(work, sshd);
+  const gantry = await startGantry(work);
+  const results = new Map<string, Run[]>();
+  const once = async (runner: Runner, n: number) =>
+    runner === 'gantry'
+      ? gantryRun(gantry, n)
+      : ansibleRun(work, n, runner === 'ansible-local' ? 'local' : 'ssh', runner === 'ansible-ssh-pipelining');
+  // Warm-up (not reported): Python's bytecode caches, Node's first deployment of the project.
+  for (const runner of RUNNERS) await once(runner, SIZES[0]!);
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const n of SIZES) {
+      // Interleaved, with the order rotating each round so none always runs first.
+      for (let k = 0; k < RUNNERS.length; k++) {
+        const runner = RUNNERS[(k + round) % RUNNERS.length]!;
+        const result = await once(runner, n);
+        const key = `${runner}/${n}`;
+        results.set(key, [...(results.get(key) ?? []), result]);
+        console.log(`round ${round + 1}: ${runner} N = ${n}: ${seconds(result.wallMs)}`);
+      }
+    }
+  }
+
+  const rows: string[][] = [];
+  const goals: string[] = [];
+  for (const n of SIZES) {
+    const floor = Math.ceil(n / WINDOW) * STEP_SECONDS * 1000;
+    const wallOf = (runner: Runner) => median(results.get(`${runner}/${n}`)!.map((r) => r.wallMs));
+    for (const runner of RUNNERS) {
+      const runs = results.get(`${runner}/${n}`)!;
+      const wall = wallOf(runner);
+      rows.push([
+        String(n),
+        runner,
+        seconds(wall),
+        `${seconds(Math.min(...runs.map((r) => r.wallMs)))}–${seconds(Math.max(...runs.map((r) => r.wallMs)))}`,
+        seconds(floor),
+        seconds(wall - floor),
+        `${(wall / floor).toFixed(2)}×`,
+        `${Math.round(median(runs.map((r) => r.cpuMs)) / n)} ms`,
+        `${runs.length}/${runs.length}`,
+      ]);
+    }
+    const gantryWall = wallOf('gantry');
+    const ratio = (wallOf('ansible-ssh') - floor) / Math.max(1, gantryWall - floor);
+    const tunedRatio = (wallOf('ansible-ssh-pipelining') - floor) / Math.max(1, gantryWall - floor);
+    const mark = (ok: boolean) => (n === GOAL_N ? (ok ? ' ✓' : ' ✗') : '');
+    goals.push(
+      `- N = ${n}${n === GOAL_N ? '' : ' (the goals are set at N = 50)'}: Gantry wall ${(gantryWall / floor).toFixed(2)}× the floor (goal ≤ ${GOAL_WALL_OVER_FLOOR}×)${mark(gantryWall / floor <= GOAL_WALL_OVER_FLOOR)}; ` +
+        `its overhead ${ratio.toFixed(1)}× smaller than Ansible over SSH's (goal ≥ ${GOAL_OVERHEAD_RATIO}×)${mark(ratio >= GOAL_OVERHEAD_RATIO)}; ` +
+        `${tunedRatio.toFixed(1)}× smaller than Ansible over SSH with pipelining (no goal set)`,
+    );
+  }
+  console.log(
+    `\n## bench/vs-ansible — rolling deploy of \`echo; sleep ${STEP_SECONDS}\`, window ${WINDOW}, ${ROUNDS} interleaved round(s), medians\n`,
+  );
+  console.log(
+    table(
+      [
+        'N',
+        'runner',
+        'wall',
+        'range',
+        'floor',
+        'overhead',
+        'wall / floor',
+        'CPU per target',
+        'runs: every target once',
+      ],
+      rows,
+    ),
+  );
+  console.log(`\n${goals.join('\n')}`);
+  console.log(
+    `\nMachine: ${os.cpus().length} cores, load average ${os
+      .loadavg()
+      .map((x) => x.toFixed(2))
+      .join(' ')} at the end.`,
+  );
+} catch (error) {
+  failed = true;
   console.error(error);
+} finally {
+  stopSshd();
   await cleanup();
-  process.exit(1);
-});
+  rmSync(work, { recursive: true, force: true });
+}
+process.exit(failed ? 1 : 0);

@@ -6,6 +6,7 @@ import type { AckResult as _gantry_agent_v1_AckResult, AckResult__Output as _gan
 import type { AgentMessage as _gantry_agent_v1_AgentMessage, AgentMessage__Output as _gantry_agent_v1_AgentMessage__Output } from './gantry/agent/v1/AgentMessage.ts';
 import type { AgentServiceClient as _gantry_agent_v1_AgentServiceClient, AgentServiceDefinition as _gantry_agent_v1_AgentServiceDefinition } from './gantry/agent/v1/AgentService.ts';
 import type { CancelTask as _gantry_agent_v1_CancelTask, CancelTask__Output as _gantry_agent_v1_CancelTask__Output } from './gantry/agent/v1/CancelTask.ts';
+import type { DownloadAgentBundleRequest as _gantry_agent_v1_DownloadAgentBundleRequest, DownloadAgentBundleRequest__Output as _gantry_agent_v1_DownloadAgentBundleRequest__Output } from './gantry/agent/v1/DownloadAgentBundleRequest.ts';
 import type { DownloadPackageRequest as _gantry_agent_v1_DownloadPackageRequest, DownloadPackageRequest__Output as _gantry_agent_v1_DownloadPackageRequest__Output } from './gantry/agent/v1/DownloadPackageRequest.ts';
 import type { Heartbeat as _gantry_agent_v1_Heartbeat, Heartbeat__Output as _gantry_agent_v1_Heartbeat__Output } from './gantry/agent/v1/Heartbeat.ts';
 import type { Hello as _gantry_agent_v1_Hello, Hello__Output as _gantry_agent_v1_Hello__Output } from './gantry/agent/v1/Hello.ts';
@@ -20,6 +21,8 @@ import type { RunTask as _gantry_agent_v1_RunTask, RunTask__Output as _gantry_ag
 import type { ServerMessage as _gantry_agent_v1_ServerMessage, ServerMessage__Output as _gantry_agent_v1_ServerMessage__Output } from './gantry/agent/v1/ServerMessage.ts';
 import type { TaskAccepted as _gantry_agent_v1_TaskAccepted, TaskAccepted__Output as _gantry_agent_v1_TaskAccepted__Output } from './gantry/agent/v1/TaskAccepted.ts';
 import type { TaskResult as _gantry_agent_v1_TaskResult, TaskResult__Output as _gantry_agent_v1_TaskResult__Output } from './gantry/agent/v1/TaskResult.ts';
+import type { UpgradeAgent as _gantry_agent_v1_UpgradeAgent, UpgradeAgent__Output as _gantry_agent_v1_UpgradeAgent__Output } from './gantry/agent/v1/UpgradeAgent.ts';
+import type { UpgradeStatus as _gantry_agent_v1_UpgradeStatus, UpgradeStatus__Output as _gantry_agent_v1_UpgradeStatus__Output } from './gantry/agent/v1/UpgradeStatus.ts';
 import type { Welcome as _gantry_agent_v1_Welcome, Welcome__Output as _gantry_agent_v1_Welcome__Output } from './gantry/agent/v1/Welcome.ts';
 
 type SubtypeConstructor<Constructor extends new (...args: any) => any, Subtype> = {
@@ -35,6 +38,7 @@ export interface ProtoGrpcType {
         AgentMessage: MessageTypeDefinition<_gantry_agent_v1_AgentMessage, _gantry_agent_v1_AgentMessage__Output>
         AgentService: SubtypeConstructor<typeof grpc.Client, _gantry_agent_v1_AgentServiceClient> & { service: _gantry_agent_v1_AgentServiceDefinition }
         CancelTask: MessageTypeDefinition<_gantry_agent_v1_CancelTask, _gantry_agent_v1_CancelTask__Output>
+        DownloadAgentBundleRequest: MessageTypeDefinition<_gantry_agent_v1_DownloadAgentBundleRequest, _gantry_agent_v1_DownloadAgentBundleRequest__Output>
         DownloadPackageRequest: MessageTypeDefinition<_gantry_agent_v1_DownloadPackageRequest, _gantry_agent_v1_DownloadPackageRequest__Output>
         Heartbeat: MessageTypeDefinition<_gantry_agent_v1_Heartbeat, _gantry_agent_v1_Heartbeat__Output>
         Hello: MessageTypeDefinition<_gantry_agent_v1_Hello, _gantry_agent_v1_Hello__Output>
@@ -49,6 +53,8 @@ export interface ProtoGrpcType {
         ServerMessage: MessageTypeDefinition<_gantry_agent_v1_ServerMessage, _gantry_agent_v1_ServerMessage__Output>
         TaskAccepted: MessageTypeDefinition<_gantry_agent_v1_TaskAccepted, _gantry_agent_v1_TaskAccepted__Output>
         TaskResult: MessageTypeDefinition<_gantry_agent_v1_TaskResult, _gantry_agent_v1_TaskResult__Output>
+        UpgradeAgent: MessageTypeDefinition<_gantry_agent_v1_UpgradeAgent, _gantry_agent_v1_UpgradeAgent__Output>
+        UpgradeStatus: MessageTypeDefinition<_gantry_agent_v1_UpgradeStatus, _gantry_agent_v1_UpgradeStatus__Output>
         Welcome: MessageTypeDefinition<_gantry_agent_v1_Welcome, _gantry_agent_v1_Welcome__Output>
       }
     }

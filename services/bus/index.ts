@@ -19,6 +19,7 @@ export type {
 export { isMessageEnvelope } from './messages.ts';
 export type {
   AdvanceDeploymentMessage,
+  AgentUpgradeEvent,
   CancelTaskEvent,
   DeploymentChangedEvent,
   DeploymentLogsEvent,

@@ -53,8 +53,20 @@ export interface TasksDispatchedEvent {
   tasks: Array<{ taskId: string; machineId: string }>;
 }
 
+/**
+ * Event: these machines' agents were asked to upgrade (POST /api/machine/upgrade); the replica
+ * holding each one's session reads the request and sends UpgradeAgent (an agent not connected
+ * anywhere gets it when it next says Hello).
+ */
+export interface AgentUpgradeEvent {
+  v: 1;
+  type: 'agents.upgrade';
+  machineIds: string[];
+}
+
 /** Every message an event subject may carry. Extend this union; never change a shipped member. */
-export type EventMessage = CancelTaskEvent | DeploymentChangedEvent | DeploymentLogsEvent | TasksDispatchedEvent;
+export type EventMessage =
+  AgentUpgradeEvent | CancelTaskEvent | DeploymentChangedEvent | DeploymentLogsEvent | TasksDispatchedEvent;
 
 /**
  * Checks the envelope of a message that crossed a process boundary. The body is trusted to match

@@ -22,6 +22,7 @@ export const EventSubject = {
   deploymentLogs: (deploymentId: string) => `deployments.${token(deploymentId)}.logs`,
   tasksDispatched: (deploymentId: string) => `deployments.${token(deploymentId)}.tasks-dispatched`,
   allTasksDispatched: 'deployments.*.tasks-dispatched',
+  agentUpgrades: 'agents.upgrade',
 } as const;
 
 // A prefix or queue becomes a NATS stream/consumer name, so it is restricted to name-safe chars.

@@ -26,6 +26,11 @@ export interface DomainDeps {
   onReleaseCreated?: (releaseId: string) => Promise<void>;
   /** Wakes deployment followers at once; without it they re-read on their slow timer only. */
   deploymentChanges?: DeploymentChanges;
+  /**
+   * Wakes the replicas holding these machines' agents to send them their pending upgrade (the
+   * request itself is in the store; an agent not reached now gets it at its next Hello). Best effort.
+   */
+  upgradeAgents?: (machineIds: readonly string[]) => Promise<void>;
   /** When an online machine reads Unhealthy (default DEFAULT_MACHINE_HEALTH_LIMITS). */
   machineHealth?: MachineHealthLimits;
 }

@@ -67,6 +67,8 @@ export {
   removeMachineEnvironment,
 } from './machines.ts';
 export type { MachineView } from './machines.ts';
+export { machinesToUpgrade, requestAgentUpgrade } from './agent-upgrades.ts';
+export type { UpgradeOutcome, UpgradeRequestResult } from './agent-upgrades.ts';
 export { MachineHealth, machineHealth, DEFAULT_MACHINE_HEALTH_LIMITS } from './machine-health.ts';
 export type { MachineHealthLimits } from './machine-health.ts';
 export {

@@ -1,7 +1,8 @@
 /**
  * A machine's health (issue #17, a Gantry extension beside the spec's status): Online, Offline or
  * Unhealthy — online, but its agent reports too little room in its home, or it runs an agent
- * version older than this control plane supports — with the reasons in words.
+ * version older than this control plane supports, or its agent failed the upgrade it was asked for
+ * (POST /api/machine/upgrade) — with the reasons in words.
  */
 import { compareSemVer, isValidSemVer } from '../core/index.ts';
 import type { Machine } from '../store/index.ts';
@@ -50,6 +51,12 @@ export function machineHealth(
   const version = machine.agentVersion;
   if (version !== null && (!isValidSemVer(version) || compareSemVer(version, limits.minAgentVersion) < 0)) {
     reasons.push(`agent ${version} is older than ${limits.minAgentVersion}, the oldest this control plane supports`);
+  }
+  // The old agent goes on working, but the fleet is not what the operator asked for.
+  if (machine.upgrade?.state === 'Failed') {
+    reasons.push(
+      `its upgrade to agent ${machine.upgrade.version} failed: ${machine.upgrade.message ?? 'no reason given'}`,
+    );
   }
   return { health: reasons.length > 0 ? MachineHealth.Unhealthy : MachineHealth.Online, reasons };
 }

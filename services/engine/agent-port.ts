@@ -67,7 +67,22 @@ export interface AgentHeartbeat {
   homeFreeBytes?: number;
 }
 
+/** What an agent said about an UpgradeAgent it was sent. */
+export interface AgentUpgradeReport {
+  version: string;
+  state: 'STARTED' | 'FAILED';
+  message: string;
+}
+
 export interface AgentPort {
+  /**
+   * The agent version this machine's agent was asked to upgrade to and has not started upgrading
+   * to yet (POST /api/machine/upgrade), or null. The gateway sends UpgradeAgent for it when it
+   * ships that version.
+   */
+  pendingUpgrade(machineId: string): Promise<string | null>;
+  /** Records the agent's report on its upgrade (a failure leaves the old agent running: said in its health). */
+  upgradeReported(machineId: string, report: AgentUpgradeReport): Promise<void>;
   /**
    * A session of the machine's agent began (Hello) and is now its current one: refreshes its
    * last-seen time and reported info; if the machine had been marked disconnected, the

@@ -234,9 +234,22 @@ export function createEngine(options: EngineOptions): Engine {
   );
   const lostAfterSeconds = Math.round((options.timing?.agentLostMs ?? DEFAULT_TIMING.agentLostMs) / 1000);
 
+  /**
+   * A session began with this agent version: an upgrade asked for is Succeeded once the agent runs
+   * that version. (A session of the old version settles nothing: a draining agent reconnects as
+   * itself when a replica goes away; a failure is what the agent reports.)
+   */
+  const settleUpgrade = async (machineId: string, agentVersion: string | undefined): Promise<void> => {
+    if (!agentVersion) return;
+    const upgrade = (await store.machines.get(machineId))?.upgrade;
+    if (upgrade && upgrade.version === agentVersion && (upgrade.state === 'Requested' || upgrade.state === 'Started'))
+      await store.machines.recordUpgrade(machineId, upgrade.version, 'Succeeded', null, clock.now());
+  };
+
   const agentPort: AgentPort = {
     async connected(machineId, sessionId, info) {
       const offlineSince = await store.machines.recordConnected(machineId, sessionId, clock.now(), info);
+      await settleUpgrade(machineId, info.agentVersion);
       if (!offlineSince) return;
       const seconds = Math.round((clock.now().getTime() - offlineSince.getTime()) / 1000);
       await tellRunningTasks(
@@ -252,6 +265,17 @@ export function createEngine(options: EngineOptions): Engine {
         (task) =>
           `Machine '${task.machineName}' went offline (its agent disconnected): waiting up to ${lostAfterSeconds} s for it to reconnect; '${task.stepName}' fails there if it does not`,
       );
+    },
+
+    async pendingUpgrade(machineId) {
+      const upgrade = (await store.machines.get(machineId))?.upgrade;
+      return upgrade?.state === 'Requested' ? upgrade.version : null;
+    },
+
+    async upgradeReported(machineId, report) {
+      const state = report.state === 'FAILED' ? 'Failed' : 'Started';
+      const message = state === 'Failed' ? report.message.slice(0, 1000) || 'the agent gave no reason' : null;
+      await store.machines.recordUpgrade(machineId, report.version, state, message, clock.now());
     },
 
     async heartbeat(machineId, report = {}) {

@@ -3,6 +3,7 @@ export { createEngine } from './engine.ts';
 export type { Engine, EngineOptions } from './engine.ts';
 export type {
   AgentInfo,
+  AgentUpgradeReport,
   AgentLogChunk,
   AgentPort,
   AgentTaskResult,

@@ -23,6 +23,16 @@ export interface AgentSessionOptions {
   heartbeatIntervalMs: number;
   /** Called once when the call ends, whoever ended it. */
   onClosed(session: AgentSession): void;
+  /** The agent bundle this replica ships (UpgradeAgent names it); null: it sends no upgrades. */
+  agentBundle?: AgentBundle | null;
+}
+
+/** The agent bundle a control plane ships (services/packages AgentDistribution has this shape). */
+export interface AgentBundle {
+  readonly version: string;
+  readonly archiveName: string;
+  readonly sha256: string;
+  readonly bytes: Buffer;
 }
 
 // Inbound flow control: stop reading from the agent while this many messages wait for the
@@ -85,6 +95,8 @@ export class AgentSession {
   #lastSeenRecordedMs = 0;
   /** Bytes free in the agent's home, from its latest Heartbeat (recorded with "heard from"). */
   #homeFreeBytes: number | undefined;
+  /** The version an UpgradeAgent was sent for on this call (sent once per call). */
+  #upgradeSent: string | null = null;
   /** Results whose lines are not all stored yet, by task, since when. */
   readonly #pendingResults = new Map<string, { result: TaskResult; sinceMs: number }>();
 
@@ -152,6 +164,31 @@ export class AgentSession {
         this.#syncRunning = false;
       }
     })();
+  }
+
+  /**
+   * Sends UpgradeAgent when the machine's agent was asked to upgrade to the version this replica
+   * ships (a replica of another build leaves it to one that ships it), once per call.
+   */
+  offerUpgrade(): void {
+    const bundle = this.#options.agentBundle;
+    if (!bundle || !this.isReady) return;
+    this.#port.pendingUpgrade(this.machineId).then(
+      (version) => {
+        if (version !== bundle.version || this.#upgradeSent === version || !this.isReady) return;
+        this.#upgradeSent = version;
+        this.#logger.info({ version }, 'asking the agent to upgrade');
+        this.#send({
+          upgradeAgent: {
+            version,
+            bundleName: bundle.archiveName,
+            sha256: bundle.sha256,
+            sizeBytes: String(bundle.bytes.length),
+          },
+        });
+      },
+      (error: unknown) => this.#logger.warn({ err: toError(error) }, 'reading the pending upgrade failed'),
+    );
   }
 
   /** Tells the agent to stop a task, once per call (harmless when the agent never saw it). */
@@ -327,6 +364,21 @@ export class AgentSession {
       case 'taskResult':
         if (message.taskResult) await this.#recordResult(message.taskResult);
         return;
+      case 'upgradeStatus': {
+        const report = message.upgradeStatus;
+        if (report && (report.state === 'STARTED' || report.state === 'FAILED')) {
+          this.#logger.info(
+            { version: report.version, state: report.state, reason: report.message },
+            'agent upgrade status',
+          );
+          await this.#port.upgradeReported(this.machineId, {
+            version: report.version.slice(0, 64),
+            state: report.state,
+            message: report.message,
+          });
+        }
+        return;
+      }
       case undefined:
         // A newer agent's message this build does not know: ignoring it keeps old replicas usable.
         this.#logger.warn('agent message without a known payload ignored');
@@ -352,6 +404,7 @@ export class AgentSession {
     for (const result of hello.unacknowledgedResults) await this.#recordResult(result);
     this.#welcomedHello = true;
     this.requestTaskSync();
+    this.offerUpgrade();
   }
 
   /**

@@ -6,9 +6,16 @@ import { toError, type Clock, type Logger } from '../core/index.ts';
 import { EventSubject, isMessageEnvelope, type Bus, type EventMessage, type Subscription } from '../bus/index.ts';
 import type { AgentPort } from '../engine/index.ts';
 import { authenticateAgent, registerAgent, type Enroll, type GatewayStore } from './agent-auth.ts';
-import { AgentSession, type AgentCall } from './agent-session.ts';
+import { AgentSession, type AgentBundle, type AgentCall } from './agent-session.ts';
 import { grpcStatus, toGrpcStatus } from './grpc-errors.ts';
-import { DownloadSlots, streamPackage, type DownloadCall, type PackageSource } from './package-download.ts';
+import {
+  DownloadSlots,
+  streamBytes,
+  streamPackage,
+  type BundleDownloadCall,
+  type DownloadCall,
+  type PackageSource,
+} from './package-download.ts';
 import { guardedDecoder } from './message-guard.ts';
 import { loadAgentProto, type AgentServiceHandlers } from './proto.ts';
 
@@ -26,6 +33,8 @@ export interface GatewayOptions {
   heartbeatIntervalMs: number;
   /** Redeems a fleet's enrollment key (domain/enrollment-keys.ts); without it such a Register is refused. */
   enroll?: Enroll;
+  /** The agent bundle this control plane ships, for upgrades (UpgradeAgent, DownloadAgentBundle); null: none. */
+  agentBundle?: AgentBundle | null;
 }
 
 /**
@@ -100,6 +109,12 @@ export function createGateway(options: GatewayOptions): Gateway {
     );
   }
 
+  /** Machines asked to upgrade: the sessions held here read their request and send UpgradeAgent. */
+  function onAgentUpgrade(message: EventMessage): void {
+    if (!isMessageEnvelope(message) || message.type !== 'agents.upgrade') return;
+    for (const machineId of message.machineIds) sessions.get(machineId)?.offerUpgrade();
+  }
+
   function onTaskCancel(message: EventMessage): void {
     if (!isMessageEnvelope(message) || message.type !== 'task.cancel') return;
     sessions.get(message.machineId)?.cancelTask(message.taskId);
@@ -133,6 +148,7 @@ export function createGateway(options: GatewayOptions): Gateway {
             logger: logger.child({ machineId: machine.id }),
             heartbeatIntervalMs: options.heartbeatIntervalMs,
             onClosed: forget,
+            agentBundle: options.agentBundle ?? null,
           });
           adopt(session);
           session.start();
@@ -177,6 +193,29 @@ export function createGateway(options: GatewayOptions): Gateway {
           call.emit('error', status);
         });
     },
+
+    /** The bundle an UpgradeAgent named: the same bytes (and sha256) GET /api/agent/bundle serves. */
+    DownloadAgentBundle(call: BundleDownloadCall) {
+      authenticateAgent(options.store, call.metadata)
+        .then(async (machine) => {
+          const bundle = options.agentBundle;
+          if (!bundle || call.request.version !== bundle.version)
+            throw grpcStatus(
+              grpc.status.NOT_FOUND,
+              bundle
+                ? `This control plane ships agent ${bundle.version}, not ${call.request.version}`
+                : 'This control plane ships no agent bundle',
+            );
+          const release = await downloads.acquire(machine.id, call as unknown as DownloadCall);
+          try {
+            logger.info({ machineId: machine.id, version: bundle.version }, 'agent bundle download');
+            await streamBytes(bundle.bytes, call);
+          } finally {
+            release();
+          }
+        })
+        .catch((error: unknown) => call.emit('error', toGrpcStatus(error)));
+    },
   };
 
   return {
@@ -184,6 +223,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       if (server) throw new Error('The gateway is already started');
       subscriptions.push(await options.bus.subscribeEvents(EventSubject.allTasksDispatched, onTasksDispatched));
       subscriptions.push(await options.bus.subscribeEvents(EventSubject.allTaskCancels, onTaskCancel));
+      subscriptions.push(await options.bus.subscribeEvents(EventSubject.agentUpgrades, onAgentUpgrade));
       const instance = new grpc.Server(SERVER_CHANNEL_OPTIONS);
       const service = loadAgentProto().gantry.agent.v1.AgentService.service;
       // Connect messages are counted before they are decoded (message-guard.ts).

@@ -6,7 +6,7 @@ import type { Readable } from 'node:stream';
 import * as grpc from '@grpc/grpc-js';
 import { toError, type Logger } from '../core/index.ts';
 import { grpcStatus } from './grpc-errors.ts';
-import type { DownloadPackageRequest, PackageChunk } from './proto.ts';
+import type { DownloadAgentBundleRequest, DownloadPackageRequest, PackageChunk } from './proto.ts';
 
 /**
  * Where package bytes come from. The package service (services/packages/) is adapted to this in
@@ -21,6 +21,8 @@ export const MAX_CHUNK_BYTES = 64 * 1024;
 const MAX_NAME_LENGTH = 500;
 
 export type DownloadCall = grpc.ServerWritableStream<DownloadPackageRequest, PackageChunk>;
+export type BundleDownloadCall = grpc.ServerWritableStream<DownloadAgentBundleRequest, PackageChunk>;
+type ChunkCall = grpc.ServerWritableStream<unknown, PackageChunk>;
 
 /** Splits one source chunk into pieces of at most MAX_CHUNK_BYTES (views, no copy). */
 export function* slices(chunk: Buffer): Generator<Buffer> {
@@ -39,13 +41,13 @@ class ChunkWriter {
   #inFlight = 0;
   #wake: (() => void) | null = null;
   #ended = false;
-  readonly #call: DownloadCall;
+  readonly #call: ChunkCall;
   readonly #end = (): void => {
     this.#ended = true;
     this.#wake?.();
   };
 
-  constructor(call: DownloadCall) {
+  constructor(call: ChunkCall) {
     this.#call = call;
     call.on('cancelled', this.#end);
     call.on('close', this.#end);
@@ -178,6 +180,26 @@ export async function streamPackage(
     call.off('cancelled', onCancel);
     writer.dispose();
     stream.destroy();
+  }
+  if (!cancelled) call.end();
+}
+
+/** Streams bytes held in memory (the agent bundle) with the same chunking and backpressure. */
+export async function streamBytes(bytes: Buffer, call: BundleDownloadCall): Promise<void> {
+  let cancelled = false;
+  const onCancel = (): void => {
+    cancelled = true;
+  };
+  call.on('cancelled', onCancel);
+  const writer = new ChunkWriter(call);
+  try {
+    for (const data of slices(bytes)) {
+      if (cancelled) return;
+      await writer.write(data);
+    }
+  } finally {
+    call.off('cancelled', onCancel);
+    writer.dispose();
   }
   if (!cancelled) call.end();
 }

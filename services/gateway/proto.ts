@@ -14,3 +14,5 @@ export type { RegisterRequest__Output as RegisterRequest } from '../../proto/ind
 export type { RegisterResponse } from '../../proto/index.ts';
 export type { DownloadPackageRequest__Output as DownloadPackageRequest } from '../../proto/index.ts';
 export type { PackageChunk } from '../../proto/index.ts';
+export type { DownloadAgentBundleRequest__Output as DownloadAgentBundleRequest } from '../../proto/index.ts';
+export type { UpgradeStatus__Output as UpgradeStatus } from '../../proto/index.ts';

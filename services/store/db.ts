@@ -9,13 +9,29 @@ export type Db = Knex | Knex.Transaction;
 
 // int8 (bigint) stays a string from pg; ticks are converted with BigInt() where they are read.
 // Counts come back as strings too: store code converts them with Number().
-export function createDb(url: string, options: { poolMax?: number } = {}): Knex {
+export function createDb(
+  url: string,
+  options: { poolMax?: number; log?: { warn: (message: string) => void; error: (message: string) => void } } = {},
+): Knex {
   return knex({
     client: 'pg',
     // pg parses the URL itself (knex's own parser drops `?host=/socket/dir`, the embedded default's).
     connection: { connectionString: url },
     pool: { min: 0, max: options.poolMax ?? 10 },
     acquireConnectionTimeout: 10_000,
+    // knex writes its own warnings ("Acquire connection error: …" while PostgreSQL is down) to the
+    // console unless given a logger: they belong in the structured log like everything else.
+    ...(options.log
+      ? {
+          log: {
+            warn: options.log.warn,
+            error: options.log.error,
+            deprecate: (method: string, alternative: string) =>
+              options.log!.warn(`knex: ${method} is deprecated, use ${alternative}`),
+            debug: () => undefined,
+          },
+        }
+      : {}),
   });
 }
 

@@ -108,7 +108,7 @@ export { LogLevel } from './deployment-logs.ts';
 export type { TargetMachine } from './deployment-machines.ts';
 export type { Tag } from './tags.ts';
 export type { AuditEvent, AuditFilter } from './audit-events.ts';
-export type { Machine, MachineEnvironment, AgentInfo } from './machines.ts';
+export type { Machine, MachineEnvironment, AgentInfo, AgentUpgrade, AgentUpgradeState } from './machines.ts';
 export type { EnrollmentKey } from './enrollment-keys.ts';
 export { MAX_LISTED_ENROLLMENT_KEYS } from './enrollment-keys.ts';
 export { ProgressRequirement, ProgressRequirementErrorMode, HowToTrigger } from './lifecycles.ts';

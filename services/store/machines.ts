@@ -22,6 +22,16 @@ export interface AgentInfo {
   homeFreeBytes?: number | null | undefined;
 }
 
+export type AgentUpgradeState = 'Requested' | 'Started' | 'Succeeded' | 'Failed';
+
+export interface AgentUpgrade {
+  version: string;
+  state: AgentUpgradeState;
+  /** The agent's reason when Failed. */
+  message: string | null;
+  updatedUtc: Date;
+}
+
 export interface Machine {
   id: string;
   workspaceId: string;
@@ -41,6 +51,8 @@ export interface Machine {
   homeFreeBytes: number | null;
   /** The enrollment key this machine enrolled itself with; null when created with POST /api/machine. */
   enrollmentKeyId: string | null;
+  /** The last upgrade asked of its agent (POST /api/machine/upgrade) and what became of it; null: none. */
+  upgrade: AgentUpgrade | null;
   /** Live (non-deleted) environments only, in their workspace order. */
   environments: MachineEnvironment[];
 }
@@ -64,6 +76,10 @@ interface MachineRow {
   /** bigint: pg returns it as a string. */
   home_free_bytes: string | number | null;
   enrollment_key_id: string | null;
+  upgrade_version: string | null;
+  upgrade_state: string | null;
+  upgrade_message: string | null;
+  upgrade_updated_at: Date | null;
 }
 
 function toMachine(row: MachineRow, environments: MachineEnvironment[]): Machine {
@@ -82,6 +98,15 @@ function toMachine(row: MachineRow, environments: MachineEnvironment[]): Machine
     interpreters: row.interpreters,
     homeFreeBytes: row.home_free_bytes === null ? null : Number(row.home_free_bytes),
     enrollmentKeyId: row.enrollment_key_id,
+    upgrade:
+      row.upgrade_version && row.upgrade_state && row.upgrade_updated_at
+        ? {
+            version: row.upgrade_version,
+            state: row.upgrade_state as AgentUpgradeState,
+            message: row.upgrade_message,
+            updatedUtc: row.upgrade_updated_at,
+          }
+        : null,
     environments,
   };
 }
@@ -303,6 +328,48 @@ export function machinesStore(db: Db) {
           sorted.map((b) => (b.homeFreeBytes ? b.homeFreeBytes : null)) as unknown as string[],
         ],
       );
+    },
+
+    /** Machines of the workspace in this environment (live machines only: deleted ones are gone). */
+    async listInEnvironment(workspaceId: string, environmentId: string): Promise<Machine[]> {
+      const rows = await machines()
+        .where({ workspace_id: workspaceId })
+        .whereIn('id', db('machine_environments').where({ environment_id: environmentId }).select('machine_id'))
+        .orderByRaw('lower(name), name');
+      return withEnvironments(rows);
+    },
+
+    /** Asks these machines' agents to upgrade to `version` (a new request replaces any earlier one). */
+    async requestUpgrade(ids: readonly string[], version: string, at: Date): Promise<void> {
+      if (ids.length === 0) return;
+      await machines()
+        .modify((query) => {
+          whereIdIn(query, 'id', ids);
+        })
+        .update({
+          upgrade_version: version,
+          upgrade_state: 'Requested',
+          upgrade_message: null,
+          upgrade_updated_at: at,
+        });
+    },
+
+    /**
+     * Records what became of the upgrade to `version`, only while that is the one asked for and it
+     * is not settled (a late report of an older request changes nothing). True when recorded.
+     */
+    async recordUpgrade(
+      id: string,
+      version: string,
+      state: AgentUpgradeState,
+      message: string | null,
+      at: Date,
+    ): Promise<boolean> {
+      const updated = await machines()
+        .where({ id, upgrade_version: version })
+        .whereIn('upgrade_state', ['Requested', 'Started'])
+        .update({ upgrade_state: state, upgrade_message: message, upgrade_updated_at: at });
+      return updated > 0;
     },
 
     async recordHeartbeat(id: string, at: Date, info: AgentInfo = {}): Promise<void> {

@@ -51,6 +51,7 @@ const KEY_OF: Record<string, Key | ((url: string) => Key)> = {
   tagids: 'tag',
   machineordertagids: 'tag',
   machineid: 'machine',
+  machineids: 'machine',
   machinefilter: 'machine',
   machineidfilter: 'machine',
   enrollmentkeyid: 'enrollmentKey',

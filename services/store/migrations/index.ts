@@ -16,7 +16,9 @@ import * as dashboardSessions from './202611232000_dashboard_sessions.ts';
 import * as createAuditEvents from './202611240100_create_audit_events.ts';
 import * as machineHealth from './202611241000_machine_health.ts';
 import * as enrollmentKeys from './202611241010_enrollment_keys.ts';
-import * as fleetScale from './202611241100_fleet_scale.ts';
+import * as deploymentAdvanceSeq from './202611241100_deployment_advance_seq.ts';
+import * as agentUpgrades from './202611241110_agent_upgrades.ts';
+import * as runningTasksByMachine from './202611241120_running_tasks_by_machine.ts';
 
 export interface Migration {
   up(knex: Knex): Promise<void>;
@@ -37,5 +39,7 @@ export const migrations: ReadonlyArray<readonly [string, Migration]> = [
   ['202611240100_create_audit_events', createAuditEvents],
   ['202611241000_machine_health', machineHealth],
   ['202611241010_enrollment_keys', enrollmentKeys],
-  ['202611241100_fleet_scale', fleetScale],
+  ['202611241100_deployment_advance_seq', deploymentAdvanceSeq],
+  ['202611241110_agent_upgrades', agentUpgrades],
+  ['202611241120_running_tasks_by_machine', runningTasksByMachine],
 ];

@@ -6,11 +6,12 @@ import { describe, expect, it } from 'vitest';
 import { loadAgentProto, PROTO_ROOT } from '../../../agent/connection/proto.ts';
 
 describe('agent.proto', () => {
-  it('loads with the agent service and its three methods', () => {
+  it('loads with the agent service and its four methods', () => {
     const service = loadAgentProto().gantry.agent.v1.AgentService.service;
-    expect(Object.keys(service).sort()).toEqual(['Connect', 'DownloadPackage', 'Register']);
+    expect(Object.keys(service).sort()).toEqual(['Connect', 'DownloadAgentBundle', 'DownloadPackage', 'Register']);
     expect(service.Connect.requestStream && service.Connect.responseStream).toBe(true);
     expect(service.DownloadPackage.responseStream).toBe(true);
+    expect(service.DownloadAgentBundle.responseStream).toBe(true);
   });
 
   it('matches the committed generated types when regenerated', async () => {

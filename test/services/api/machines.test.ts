@@ -53,6 +53,7 @@ describe('POST /api/machine', () => {
       healthReasons: ['no agent has registered yet'],
       interpreters: null,
       freeDiskBytes: null,
+      upgrade: null,
     });
     expect(JSON.stringify(list.body)).not.toContain(created.registrationToken);
 

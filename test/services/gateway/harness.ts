@@ -7,6 +7,7 @@ import type {
   AgentInfo,
   AgentLogChunk,
   AgentPort,
+  AgentUpgradeReport,
   AgentTaskResult,
   ResultReceipt,
   RunTaskPayload,
@@ -54,6 +55,20 @@ export class FakeAgentPort implements AgentPort {
   async connected(machineId: string, sessionId: string, info: AgentInfo): Promise<void> {
     this.calls.push({ method: 'connected', machineId, sessionId, info });
     this.#maybeFail('connected', machineId);
+  }
+
+  /** Upgrades asked of machines (pendingUpgrade answers them) and the agents' reports. */
+  readonly upgrades = new Map<string, string>();
+  readonly upgradeReports: Array<{ machineId: string; report: AgentUpgradeReport }> = [];
+
+  async pendingUpgrade(machineId: string): Promise<string | null> {
+    return this.upgrades.get(machineId) ?? null;
+  }
+
+  /** As the engine does: a report settles the request (it is not sent again). */
+  async upgradeReported(machineId: string, report: AgentUpgradeReport): Promise<void> {
+    this.upgradeReports.push({ machineId, report });
+    if (this.upgrades.get(machineId) === report.version) this.upgrades.delete(machineId);
   }
 
   async disconnected(machineId: string, sessionId: string): Promise<void> {

@@ -27,6 +27,7 @@ const machine: Machine = {
   interpreters: null,
   homeFreeBytes: null,
   enrollmentKeyId: null,
+  upgrade: null,
   environments: [],
 };
 const completed: string[] = [];

@@ -14,7 +14,9 @@
 #   --uninstall                     stop and remove the agent, its user, its configuration and its home
 #
 # Running it again upgrades in place: the agent's home (its identity) is kept, the new bundle is
-# unpacked beside the old one and swapped in with one rename, and the service restarted.
+# unpacked beside the old one and swapped in with one rename, and the service restarted. The
+# control plane can do the same without a shell on the host (POST /api/machine/upgrade): the agent
+# swaps its own `current` link and exits, and systemd (Restart=always) starts the new release.
 set -eu
 
 GANTRY_URL='@@GANTRY_URL@@'
@@ -172,7 +174,10 @@ if ! id -u "$SERVICE_USER" >/dev/null 2>&1; then
     --comment 'Gantry deployment agent' "$SERVICE_USER"
   say "created the system user $SERVICE_USER"
 fi
-install -d -m 0755 "$PREFIX" "$PREFIX/releases"
+# The agent's own releases are its user's: an upgrade from the control plane (POST
+# /api/machine/upgrade) unpacks the new one beside the running one and renames `current` itself.
+install -d -m 0755 -o "$SERVICE_USER" -g "$SERVICE_USER" "$PREFIX" "$PREFIX/releases"
+chown "$SERVICE_USER:$SERVICE_USER" "$PREFIX" "$PREFIX/releases"
 install -d -m 0700 -o "$SERVICE_USER" -g "$SERVICE_USER" "$HOME_DIR"
 chown "$SERVICE_USER:$SERVICE_USER" "$HOME_DIR"
 chmod 0700 "$HOME_DIR"
@@ -184,9 +189,11 @@ rm -rf "$release.new"
 mkdir -p "$release.new"
 tar -xzf "$work/$BUNDLE_NAME" -C "$release.new" --no-same-owner
 chmod -R a+rX,go-w "$release.new"
+chown -R "$SERVICE_USER:$SERVICE_USER" "$release.new"
 rm -rf "$release"
 mv "$release.new" "$release"
 ln -sfn "$release" "$PREFIX/current.new"
+chown -h "$SERVICE_USER:$SERVICE_USER" "$PREFIX/current.new"
 mv -T "$PREFIX/current.new" "$PREFIX/current"
 for old in "$PREFIX"/releases/*; do
   [ "$old" = "$release" ] || rm -rf "$old"
@@ -245,7 +252,7 @@ KillMode=mixed
 TimeoutStopSec=30
 NoNewPrivileges=yes
 ProtectSystem=strict
-ReadWritePaths=$HOME_DIR
+ReadWritePaths=$HOME_DIR $PREFIX
 PrivateTmp=yes
 UMask=0077
 

@@ -1,5 +1,6 @@
 /** /api/machine and its environment endpoints (contract §3). */
-import { Capability } from '../../../core/index.ts';
+import { Type } from '@sinclair/typebox';
+import { Capability, ErrorCode } from '../../../core/index.ts';
 import {
   addMachineEnvironment,
   createMachine,
@@ -14,6 +15,8 @@ import {
   createEnrollmentKey,
   listEnrollmentKeys,
   revokeEnrollmentKey,
+  machinesToUpgrade,
+  requestAgentUpgrade,
   type MachineView,
 } from '../../../domain/index.ts';
 import type { EnrollmentKey, MachineEnvironment } from '../../../store/index.ts';
@@ -38,7 +41,10 @@ import {
   EnrollmentKeyIdBody,
   EnrollmentKeyList,
   WorkspaceIdQuery,
+  UpgradeMachinesBody,
+  UpgradeMachinesResponse,
 } from './schemas.ts';
+import { sendError } from '../../plugins/errors.ts';
 
 const tags = ['machines'];
 
@@ -61,6 +67,7 @@ function toMachineDto(m: MachineView) {
     healthReasons: m.healthReasons,
     interpreters: m.interpreters,
     freeDiskBytes: m.homeFreeBytes,
+    upgrade: m.upgrade && { ...m.upgrade, updatedUtc: m.upgrade.updatedUtc.toISOString() },
   };
 }
 
@@ -322,6 +329,41 @@ export const machineRoutes: Routes = async (app) => {
     async (request, reply) => {
       await revokeEnrollmentKey(deps, request.principal, request.body.enrollmentKeyId);
       return reply.send();
+    },
+  );
+
+  app.post(
+    '/api/machine/upgrade',
+    {
+      schema: {
+        tags,
+        summary:
+          "Gantry extension: asks the agents of these machines (machineIds and/or an environment's) to upgrade to the agent version this control plane ships; each finishes its running steps first, and a bundle that fails its checksum or self-test leaves the old agent running (see the machine's upgrade and health)",
+        body: UpgradeMachinesBody,
+        response: { 200: UpgradeMachinesResponse, 503: Type.Ref('ErrorBody'), ...errorResponses },
+      },
+      config: manage,
+    },
+    async (request, reply) => {
+      const machines = await machinesToUpgrade(deps, request.principal, request.body);
+      const distribution = deps.agentDistribution;
+      if (!distribution)
+        return sendError(reply, 503, {
+          error:
+            'No agent bundle on this control plane: build it with npm run build:agent (npm start does) and restart',
+          errorcode: ErrorCode.UnknownError,
+          requestid: request.id,
+        });
+      const result = await requestAgentUpgrade(deps, machines, distribution.version);
+      return {
+        version: result.version,
+        machines: result.machines.map(({ machine, outcome }) => ({
+          machineId: machine.id,
+          name: machine.name,
+          agentVersion: machine.agentVersion,
+          outcome,
+        })),
+      };
     },
   );
 };

@@ -30,6 +30,50 @@ export const MachineSchema = Type.Object({
     Type.Array(Type.String(), { description: 'Gantry extension: bash, sh, python3, pwsh found on the agent PATH' }),
   ),
   freeDiskBytes: Nullable(Type.Integer({ description: "Gantry extension: bytes free in the agent's home" })),
+  upgrade: Nullable(
+    Type.Object(
+      {
+        version: Type.String(),
+        state: Type.Union([
+          Type.Literal('Requested'),
+          Type.Literal('Started'),
+          Type.Literal('Succeeded'),
+          Type.Literal('Failed'),
+        ]),
+        message: Nullable(Type.String()),
+        updatedUtc: Type.String({ format: 'date-time' }),
+      },
+      {
+        description:
+          'Gantry extension: the last upgrade asked of its agent (POST /api/machine/upgrade) and what became of it; Failed leaves the old agent running and says why',
+      },
+    ),
+  ),
+});
+
+export const UpgradeMachinesBody = Type.Object({
+  workspaceId: Id,
+  machineIds: Type.Optional(Type.Array(Id, { maxItems: 1000 })),
+  environmentId: Type.Optional(Id),
+});
+export const UpgradeMachinesResponse = Type.Object({
+  version: Type.String({
+    description: 'The agent version this control plane ships, which the agents are asked to run',
+  }),
+  machines: Type.Array(
+    Type.Object({
+      machineId: Id,
+      name: Type.String(),
+      agentVersion: Nullable(Type.String()),
+      outcome: Type.Union(
+        [Type.Literal('Requested'), Type.Literal('Queued'), Type.Literal('UpToDate'), Type.Literal('NotRegistered')],
+        {
+          description:
+            'Requested: its connected agent is told now; Queued: told when it next connects; UpToDate: already runs the version; NotRegistered: no agent yet',
+        },
+      ),
+    }),
+  ),
 });
 
 export const ListMachinesQuery = Type.Object({ workspaceId: Id, ...PageQuery });

@@ -5,6 +5,7 @@ import type { RunTask as _gantry_agent_v1_RunTask, RunTask__Output as _gantry_ag
 import type { CancelTask as _gantry_agent_v1_CancelTask, CancelTask__Output as _gantry_agent_v1_CancelTask__Output } from '../../../gantry/agent/v1/CancelTask.ts';
 import type { AckResult as _gantry_agent_v1_AckResult, AckResult__Output as _gantry_agent_v1_AckResult__Output } from '../../../gantry/agent/v1/AckResult.ts';
 import type { AckLogs as _gantry_agent_v1_AckLogs, AckLogs__Output as _gantry_agent_v1_AckLogs__Output } from '../../../gantry/agent/v1/AckLogs.ts';
+import type { UpgradeAgent as _gantry_agent_v1_UpgradeAgent, UpgradeAgent__Output as _gantry_agent_v1_UpgradeAgent__Output } from '../../../gantry/agent/v1/UpgradeAgent.ts';
 
 export interface ServerMessage {
   'welcome'?: (_gantry_agent_v1_Welcome | null);
@@ -12,7 +13,8 @@ export interface ServerMessage {
   'cancelTask'?: (_gantry_agent_v1_CancelTask | null);
   'ackResult'?: (_gantry_agent_v1_AckResult | null);
   'ackLogs'?: (_gantry_agent_v1_AckLogs | null);
-  'payload'?: "welcome"|"runTask"|"cancelTask"|"ackResult"|"ackLogs";
+  'upgradeAgent'?: (_gantry_agent_v1_UpgradeAgent | null);
+  'payload'?: "welcome"|"runTask"|"cancelTask"|"ackResult"|"ackLogs"|"upgradeAgent";
 }
 
 export interface ServerMessage__Output {
@@ -21,5 +23,6 @@ export interface ServerMessage__Output {
   'cancelTask'?: (_gantry_agent_v1_CancelTask__Output | null);
   'ackResult'?: (_gantry_agent_v1_AckResult__Output | null);
   'ackLogs'?: (_gantry_agent_v1_AckLogs__Output | null);
-  'payload'?: "welcome"|"runTask"|"cancelTask"|"ackResult"|"ackLogs";
+  'upgradeAgent'?: (_gantry_agent_v1_UpgradeAgent__Output | null);
+  'payload'?: "welcome"|"runTask"|"cancelTask"|"ackResult"|"ackLogs"|"upgradeAgent";
 }
