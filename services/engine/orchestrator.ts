@@ -318,19 +318,18 @@ export class Orchestrator {
     });
     this.#plans.remember(deployment.id, plan);
     const { running, written } = outcome;
-    if (outcome.running) {
-      const run = this.#newRun(deployment.id, plan, outcome.current);
-      if (run) this.#applyWritten(deployment.id, run, outcome.decisions, outcome.written);
-    }
     if (running) this.#started(deployment, now);
     await this.#publishChanged(deployment.id, running ? 'Running' : 'AwaitingSlot');
-    if (!running) return { ...deployment, status: 'AwaitingSlot' };
+    if (!outcome.running) return { ...deployment, status: 'AwaitingSlot' };
     const again = await this.#afterDecisions(
       deployment.id,
       written,
       new Map(machines.map((m) => [m.machineId, m])),
       now,
     );
+    // After the first dispatch: what follows is O(N) and only the next refill needs it.
+    const run = this.#newRun(deployment.id, plan, outcome.current);
+    if (run) this.#applyWritten(deployment.id, run, outcome.decisions, outcome.written);
     await store.deploymentTasks.insertMany(outcome.later);
     // Nothing started (no targets at all) or the statuses already moved on: evaluate again now.
     return again || written.started.length === 0 ? { ...deployment, status: 'Running', startedUtc: now } : null;
