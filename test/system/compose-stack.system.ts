@@ -7,7 +7,7 @@
  * every step on every agent once. Then `down -v`. Needs root (Docker); images are cached between
  * runs (the gantry image is remade when the checkout changed).
  */
-import { execFile, execFileSync } from 'node:child_process';
+import { execFile, execFileSync, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:net';
 import path from 'node:path';
@@ -141,27 +141,24 @@ describe('docker-compose.yml started for real', () => {
       description: 'the first step to begin',
     });
 
-    // The replica whose engine holds the deployment's lease (taken while it advances it) is stopped.
+    // The replica whose engine drives the deployment: it holds the lease only while it advances it
+    // (a few ms when a step ends), so PostgreSQL itself watches for it, every 2 ms, up to 30 s;
+    // plpgsql reads with a fresh snapshot per statement.
     const postgres = (await compose(['ps', '-q', 'postgres'])).trim();
-    const owner = await waitFor(
-      () =>
-        execFileSync(
-          'docker',
-          [
-            'exec',
-            postgres,
-            'psql',
-            '-U',
-            'gantry',
-            '-d',
-            'gantry',
-            '-tAc',
-            `SELECT lease_owner FROM deployments WHERE id = '${deploymentId}'`,
-          ],
-          { encoding: 'utf8' },
-        ).trim() || null,
-      { timeoutMs: 30_000, intervalMs: 100, description: 'a replica to hold the deployment lease' },
+    const watch = spawnSync(
+      'docker',
+      [
+        ...['exec', postgres, 'psql', '-U', 'gantry', '-d', 'gantry', '-v', 'ON_ERROR_STOP=1', '-qc'],
+        `SET statement_timeout = '30s';
+         DO $$DECLARE o text; BEGIN LOOP
+           SELECT lease_owner INTO o FROM deployments WHERE id = '${deploymentId}';
+           EXIT WHEN o IS NOT NULL; PERFORM pg_sleep(0.002);
+         END LOOP; RAISE NOTICE 'lease_owner=%', o; END$$;`,
+      ],
+      { encoding: 'utf8' },
     );
+    const owner = /lease_owner=(\S+)/.exec(watch.stderr)?.[1];
+    expect(owner, `no replica took the deployment's lease: ${watch.stderr}`).toBeDefined();
     const ids = {
       'control-plane-1': await replicaIdOf('control-plane-1'),
       'control-plane-2': await replicaIdOf('control-plane-2'),
