@@ -2404,6 +2404,7 @@ export interface paths {
                                         environmentId: string;
                                         environmentName: string;
                                         howToTrigger: "Automatic" | "Manual";
+                                        requiredApprovals?: number;
                                     }[];
                                 }[];
                             }[];
@@ -2455,6 +2456,7 @@ export interface paths {
                             environments?: {
                                 environmentId: string;
                                 howToTrigger?: "Automatic" | "Manual";
+                                requiredApprovals?: number;
                             }[];
                         }[];
                     };
@@ -2504,6 +2506,7 @@ export interface paths {
                             environments?: {
                                 environmentId: string;
                                 howToTrigger?: "Automatic" | "Manual";
+                                requiredApprovals?: number;
                             }[];
                         }[];
                     };
@@ -2624,6 +2627,7 @@ export interface paths {
                                     environmentId: string;
                                     environmentName: string;
                                     howToTrigger: "Automatic" | "Manual";
+                                    requiredApprovals?: number;
                                 }[];
                             }[];
                         };
@@ -2685,6 +2689,7 @@ export interface paths {
                         environments?: {
                             environmentId: string;
                             howToTrigger?: "Automatic" | "Manual";
+                            requiredApprovals?: number;
                         }[];
                         sortOrder?: number;
                     };
@@ -2731,6 +2736,7 @@ export interface paths {
                         environments?: {
                             environmentId: string;
                             howToTrigger?: "Automatic" | "Manual";
+                            requiredApprovals?: number;
                         }[];
                     };
                 };
@@ -2830,6 +2836,7 @@ export interface paths {
                         phaseId: string;
                         environmentId: string;
                         howToTrigger?: "Automatic" | "Manual";
+                        requiredApprovals?: number;
                     };
                 };
             };

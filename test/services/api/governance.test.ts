@@ -276,6 +276,79 @@ describe('approvals', () => {
   });
 });
 
+describe('approvals per lifecycle phase environment', () => {
+  it('applies the higher of the environment and its phase environment, and reads it back only where set', async () => {
+    const devId = await environment('PhaseAppr-Dev');
+    const prodId = await environment('PhaseAppr-Prod', { requiredApprovals: 2 });
+    const { lifecycleId } = await ok(
+      t.admin.post('/api/lifecycle', {
+        workspaceId,
+        name: 'Phase approvals',
+        phases: [
+          { name: 'Dev', environments: [{ environmentId: devId, requiredApprovals: 2 }] },
+          { name: 'Prod', environments: [{ environmentId: prodId, requiredApprovals: 1 }] },
+        ],
+      }),
+    );
+    const phaseEnvironments = async () =>
+      (
+        (await ok(t.admin.get('/api/lifecycle/details', { lifecycleId }))).phases as Array<{
+          phaseId: string;
+          environments: Array<Record<string, unknown>>;
+        }>
+      ).flatMap((p) => p.environments.map((e): Record<string, unknown> => ({ ...e, phaseId: p.phaseId })));
+    expect((await phaseEnvironments()).map((e) => e.requiredApprovals)).toEqual([2, 1]);
+    const projectId = await project(lifecycleId);
+    const releaseId = await release(projectId, '1.0.0');
+    // The release's frozen lifecycle keeps the spec's shape: the setting is read live instead.
+    expect(JSON.stringify((await t.deps.store.releases.get(releaseId))!.snapshot)).not.toContain('requiredApprovals');
+    const approvers = [
+      await t.account([{ role: 'ApproveDeployments' }]),
+      await t.account([{ role: 'ApproveDeployments' }]),
+    ];
+    const listed = async (deploymentId: string) =>
+      (
+        (await ok(t.admin.get('/api/deployment/list', { projectId }))).deployments as Array<{
+          deploymentId: string;
+          requiredApprovals: number;
+        }>
+      ).find((d) => d.deploymentId === deploymentId);
+
+    // Dev needs none of its own: its phase environment's 2 apply.
+    const dev = await deploy(t.admin, releaseId, 'PhaseAppr-Dev');
+    expect(await waitingReason(dev, /awaiting approval/)).toBe('awaiting approval (0 of 2)');
+    expect(await listed(dev)).toMatchObject({ requiredApprovals: 2 });
+    for (const approver of approvers) await ok(approver.post('/api/deployment/approve', { deploymentId: dev }));
+    expect(await finalStatus(dev)).toBe('Completed');
+
+    // Prod needs 2 itself and 1 through its phase: the higher applies.
+    const prod = await deploy(t.admin, releaseId, 'PhaseAppr-Prod');
+    expect(await waitingReason(prod, /awaiting approval/)).toBe('awaiting approval (0 of 2)');
+    await ok(t.admin.post('/api/deployment/cancel', { deploymentId: prod }));
+    expect(await finalStatus(prod)).toBe('Cancelled');
+
+    // 0 clears the phase environment's requirement: the field leaves the read shape again, and a
+    // new deployment of the same release starts without approval.
+    const devPhase = (await phaseEnvironments()).find((e) => e.environmentId === devId)!;
+    await ok(
+      t.admin.put('/api/lifecycle/phase/environment', {
+        phaseId: devPhase.phaseId,
+        environmentId: devId,
+        requiredApprovals: 0,
+      }),
+    );
+    const after = await phaseEnvironments();
+    expect(after.find((e) => e.environmentId === devId)).not.toHaveProperty('requiredApprovals');
+    expect(after.find((e) => e.environmentId === prodId)).toMatchObject({
+      requiredApprovals: 1,
+      howToTrigger: 'Manual',
+    });
+    const again = await deploy(t.admin, releaseId, 'PhaseAppr-Dev');
+    expect(await finalStatus(again)).toBe('Completed');
+    expect(await listed(again)).toMatchObject({ requiredApprovals: 0 });
+  });
+});
+
 describe('deployment freezes', () => {
   it('refuses deploy naming the freeze, lets OverrideFreeze through with a logged reason', async () => {
     const envId = await environment('Frozen');
