@@ -276,6 +276,42 @@ describe('approvals', () => {
   });
 });
 
+describe('pending approvals list', () => {
+  it('lists only what the caller may approve: its environments, not its own, not already decided', async () => {
+    const aId = await environment('Narrow-A', { requiredApprovals: 2 });
+    const bId = await environment('Narrow-B', { requiredApprovals: 1 });
+    const requester = await t.account([{ role: 'Deploy' }, { role: 'ApproveDeployments' }]);
+    const approverA = await t.account([{ role: 'ApproveDeployments', environmentIds: [aId] }]);
+    const approverB = await t.account([{ role: 'ApproveDeployments', environmentIds: [bId] }, { role: 'View' }]);
+    const other = await t.account([{ role: 'ApproveDeployments' }]);
+    const viewer = await t.account([{ role: 'View' }]);
+    const releaseId = await release(await project(), '1.0.0');
+    const a = await deploy(requester, releaseId, 'Narrow-A');
+    const b = await deploy(requester, releaseId, 'Narrow-B');
+    await waitingReason(a, /awaiting approval/);
+    await waitingReason(b, /awaiting approval/);
+    const pending = async (client: Client) => {
+      const page = await ok(client.get('/api/deployment/approvals', { workspaceId }));
+      const ids = (page.approvals as Array<{ deploymentId: string }>).map((x) => x.deploymentId);
+      return { ids: ids.filter((id) => id === a || id === b), totalCount: page.totalCount as number };
+    };
+    expect(await pending(approverA)).toEqual({ ids: [a], totalCount: 1 });
+    expect((await pending(approverB)).ids).toEqual([b]);
+    expect((await pending(other)).ids).toEqual([a, b]);
+    expect((await pending(t.admin)).ids).toEqual([a, b]);
+    // Its own requests are not the requester's to approve; a View-only account approves nothing.
+    expect((await pending(requester)).ids).toEqual([]);
+    expect(await pending(viewer)).toEqual({ ids: [], totalCount: 0 });
+
+    await ok(other.post('/api/deployment/approve', { deploymentId: a }));
+    expect((await pending(other)).ids).toEqual([b]);
+    expect((await pending(approverA)).ids).toEqual([a]);
+    for (const id of [a, b]) await ok(t.admin.post('/api/deployment/cancel', { deploymentId: id }));
+    expect(await finalStatus(a)).toBe('Cancelled');
+    expect(await pending(approverA)).toEqual({ ids: [], totalCount: 0 });
+  });
+});
+
 describe('approvals per lifecycle phase environment', () => {
   it('applies the higher of the environment and its phase environment, and reads it back only where set', async () => {
     const devId = await environment('PhaseAppr-Dev');
