@@ -7624,6 +7624,20 @@ export interface paths {
                                 allowed: boolean;
                                 reason: string | null;
                             };
+                            /** @description Issue #15: why a Queued or AwaitingSlot deployment waits (as GET /api/deployment) */
+                            waitingReason: string | null;
+                            /** @description Issue #15: its place among deployments awaiting a slot */
+                            queuePosition: number | null;
+                            /** @description Issue #15: the approvals the deployment needs; null when it needs none */
+                            approval: {
+                                requiredApprovals: number;
+                                approvedBy: string[];
+                                awaiting: boolean;
+                                decide: {
+                                    allowed: boolean;
+                                    reason: string | null;
+                                };
+                            } | null;
                         };
                     };
                 };

@@ -312,6 +312,48 @@ describe('pending approvals list', () => {
   });
 });
 
+describe('dashboard deployment page', () => {
+  it('adds waitingReason, queuePosition and the approval with why this account may or may not decide', async () => {
+    await environment('Dash-Appr', { requiredApprovals: 1 });
+    const requester = await t.account([{ role: 'Deploy' }, { role: 'View' }, { role: 'ApproveDeployments' }]);
+    const approver = await t.account([{ role: 'View' }, { role: 'ApproveDeployments' }]);
+    const viewer = await t.account([{ role: 'View' }]);
+    const releaseId = await release(await project(), '1.0.0');
+    const id = await deploy(requester, releaseId, 'Dash-Appr');
+    await waitingReason(id, /awaiting approval/);
+    const pageOf = (client: Client) => ok(client.get('/api/dashboard/deployment', { deploymentId: id }));
+
+    expect(await pageOf(approver)).toMatchObject({
+      waitingReason: 'awaiting approval (0 of 1)',
+      queuePosition: null,
+      approval: { requiredApprovals: 1, approvedBy: [], awaiting: true, decide: { allowed: true, reason: null } },
+    });
+    expect((await pageOf(requester)).approval.decide).toEqual({
+      allowed: false,
+      reason: 'You requested this deployment: another account must approve it',
+    });
+    expect((await pageOf(viewer)).approval.decide).toEqual({
+      allowed: false,
+      reason: 'Your account lacks the ApproveDeployments role here',
+    });
+
+    await ok(approver.post('/api/deployment/approve', { deploymentId: id }));
+    expect(await finalStatus(id)).toBe('Completed');
+    const after = await pageOf(approver);
+    expect(after).toMatchObject({ waitingReason: null, queuePosition: null });
+    expect(after.approval).toMatchObject({
+      approvedBy: [expect.stringMatching(/^account-\d+$/)],
+      awaiting: false,
+      decide: { allowed: false, reason: 'The deployment no longer awaits approval' },
+    });
+    // A deployment that needs no approval has none.
+    await environment('Dash-Free');
+    const free = await deploy(t.admin, releaseId, 'Dash-Free');
+    expect(await finalStatus(free)).toBe('Completed');
+    expect((await ok(t.admin.get('/api/dashboard/deployment', { deploymentId: free }))).approval).toBeNull();
+  });
+});
+
 describe('approvals per lifecycle phase environment', () => {
   it('applies the higher of the environment and its phase environment, and reads it back only where set', async () => {
     const devId = await environment('PhaseAppr-Dev');
