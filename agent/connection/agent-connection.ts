@@ -28,6 +28,8 @@ export interface AgentConnectionOptions {
   readonly connectTimeoutMs?: number;
   /** Give up on a session that is not welcomed within this (default 10 s). */
   readonly welcomeTimeoutMs?: number;
+  /** gRPC channel options on top of the agent's own. */
+  readonly channelOptions?: grpc.ChannelOptions;
 }
 
 interface SessionEnd {
@@ -262,7 +264,7 @@ export class AgentConnection implements AgentLink {
   #client(server: string): AgentServiceClient {
     let client = this.#clients.get(server);
     if (!client) {
-      client = createAgentClient(server, this.#options.credentials);
+      client = createAgentClient(server, this.#options.credentials, this.#options.channelOptions);
       this.#clients.set(server, client);
     }
     return client;

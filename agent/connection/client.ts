@@ -19,9 +19,14 @@ const CHANNEL_OPTIONS: grpc.ChannelOptions = {
   'grpc.max_reconnect_backoff_ms': 5_000,
 };
 
-export function createAgentClient(address: string, credentials: grpc.ChannelCredentials): AgentServiceClient {
+/** `extra`: options on top of the agent's own (bench/fleet gives each simulated agent a connection of its own). */
+export function createAgentClient(
+  address: string,
+  credentials: grpc.ChannelCredentials,
+  extra: grpc.ChannelOptions = {},
+): AgentServiceClient {
   const { AgentService } = loadAgentProto().gantry.agent.v1;
-  return new AgentService(address, credentials, CHANNEL_OPTIONS);
+  return new AgentService(address, credentials, { ...CHANNEL_OPTIONS, ...extra });
 }
 
 /**

@@ -98,9 +98,16 @@ export interface AgentPort {
   /** The agent is alive (any message): refreshes its last-seen time, and what a Heartbeat reported. */
   heartbeat(machineId: string, report?: AgentHeartbeat): Promise<void>;
   /**
+   * The machine's running tasks and whether each one's deployment is being cancelled: cheap
+   * (batched with other agents' heartbeats), so a Heartbeat asks this, and reads assignments
+   * only when the session has not sent something here or still remembers a finished task.
+   */
+  runningTasksOf(machineId: string): Promise<Array<{ taskId: string; cancelling: boolean }>>;
+  /**
    * The machine's dispatched tasks that are not finished: those to run, and those whose
-   * deployment asked to cancel them (one read; on Hello and at every heartbeat, so a lost
-   * wake-up or cancel event costs at most one heartbeat interval).
+   * deployment asked to cancel them (one read; on Hello, and at a heartbeat when runningTasksOf
+   * shows something the session has not sent, so a lost wake-up or cancel event costs at most
+   * one heartbeat interval).
    */
   assignmentsFor(machineId: string): Promise<{ run: RunTaskPayload[]; cancel: string[] }>;
   /**

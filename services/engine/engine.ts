@@ -27,6 +27,7 @@ import { DEFAULT_TIMING, Orchestrator, type AdvanceResult, type OrchestratorTimi
 import { ProgressWriter } from './progress-writer.ts';
 import { createDeploymentChangeHub, type DeploymentChangeHub } from './deployment-changes.ts';
 import { buildRunTask, packagesOfStep } from './task-payload.ts';
+import { TimedBatch } from './timed-batch.ts';
 
 export interface EngineOptions {
   store: Store;
@@ -55,6 +56,13 @@ export interface Engine {
   /** Live changes of deployments on every replica, for followers of their events (SSE). */
   changes: DeploymentChangeHub;
 }
+
+/**
+ * Heartbeats are written, and checked against the machines' running tasks, once per this window
+ * for every agent that beat in it: a last-seen time a second late changes nothing (an agent is
+ * lost after minutes), and a wake-up the check catches was already lost once.
+ */
+const HEARTBEAT_BATCH_MS = 1_000;
 
 /** A deployment whose advance fails this many times in a row (not for the database being down) ends Failed. */
 const ADVANCE_ATTEMPTS = 5;
@@ -231,6 +239,20 @@ export function createEngine(options: EngineOptions): Engine {
     }
     await Promise.all([...byDeployment].map(([deploymentId, lines]) => progress.write(deploymentId, lines)));
   };
+  const heartbeats = new TimedBatch<string, { at: Date; homeFreeBytes?: number }, never>(HEARTBEAT_BATCH_MS, (beats) =>
+    store.machines.recordHeartbeats([...beats].map(([id, beat]) => ({ id, ...beat }))),
+  );
+  const runningChecks = new TimedBatch<string, null, Array<{ taskId: string; cancelling: boolean }>>(
+    HEARTBEAT_BATCH_MS,
+    async (machines) => {
+      const byMachine = new Map<string, Array<{ taskId: string; cancelling: boolean }>>(
+        [...machines.keys()].map((id) => [id, []]),
+      );
+      for (const { machineId, ...task } of await store.deploymentTasks.listRunningOf([...machines.keys()]))
+        byMachine.get(machineId)?.push(task);
+      return byMachine;
+    },
+  );
   const lostAfterSeconds = Math.round((options.timing?.agentLostMs ?? DEFAULT_TIMING.agentLostMs) / 1000);
 
   /**
@@ -238,17 +260,25 @@ export function createEngine(options: EngineOptions): Engine {
    * that version. (A session of the old version settles nothing: a draining agent reconnects as
    * itself when a replica goes away; a failure is what the agent reports.)
    */
-  const settleUpgrade = async (machineId: string, agentVersion: string | undefined): Promise<void> => {
+  const settleUpgrade = async (
+    machines: Store['machines'],
+    machineId: string,
+    agentVersion: string | undefined,
+  ): Promise<void> => {
     if (!agentVersion) return;
-    const upgrade = (await store.machines.get(machineId))?.upgrade;
+    const upgrade = (await machines.get(machineId))?.upgrade;
     if (upgrade && upgrade.version === agentVersion && (upgrade.state === 'Requested' || upgrade.state === 'Started'))
-      await store.machines.recordUpgrade(machineId, upgrade.version, 'Succeeded', null, clock.now());
+      await machines.recordUpgrade(machineId, upgrade.version, 'Succeeded', null, clock.now());
   };
 
   const agentPort: AgentPort = {
     async connected(machineId, sessionId, info) {
-      const offlineSince = await store.machines.recordConnected(machineId, sessionId, clock.now(), info);
-      await settleUpgrade(machineId, info.agentVersion);
+      // One transaction: a reader never sees the new version with the upgrade still Started.
+      const offlineSince = await store.transaction(async (tx) => {
+        const since = await tx.machines.recordConnected(machineId, sessionId, clock.now(), info);
+        await settleUpgrade(tx.machines, machineId, info.agentVersion);
+        return since;
+      });
       if (!offlineSince) return;
       const seconds = Math.round((clock.now().getTime() - offlineSince.getTime()) / 1000);
       await tellRunningTasks(
@@ -278,7 +308,11 @@ export function createEngine(options: EngineOptions): Engine {
     },
 
     async heartbeat(machineId, report = {}) {
-      await store.machines.recordHeartbeat(machineId, clock.now(), { homeFreeBytes: report.homeFreeBytes });
+      await heartbeats.add(machineId, { at: clock.now(), homeFreeBytes: report.homeFreeBytes });
+    },
+
+    async runningTasksOf(machineId) {
+      return (await runningChecks.add(machineId, null)) ?? [];
     },
 
     async assignmentsFor(machineId: string) {
@@ -440,6 +474,7 @@ export function createEngine(options: EngineOptions): Engine {
       await subscription?.close();
       subscription = null;
       await changes.stop();
+      await Promise.all([heartbeats.flush(), runningChecks.flush()]);
     },
     wake,
     triggerAutomaticDeployments,

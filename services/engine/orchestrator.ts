@@ -311,42 +311,56 @@ export class Orchestrator {
       },
     ];
     for (const stage of plan.stages) lines.push(...skipLines(deployment.id, stage));
+    // What starts first is decided before anything is stored: only those tasks are inserted before
+    // the first dispatch, the others right after it (10,000 rows take a few hundred ms to insert,
+    // which the first window should not wait for). A replica that dies in between leaves tasks
+    // missing; whoever reads the deployment's tasks next inserts them (#currentRun).
+    const pending = tasks.map((t): DeploymentTask => ({ ...t, ...NEW_TASK }));
+    const early = decide(plan, pending);
+    const firstIds = new Set([...early.start, ...early.skip.map((s) => s.task)].map((t) => t.id));
+    const first = tasks.filter((t) => firstIds.has(t.id));
+    const rest = tasks.filter((t) => !firstIds.has(t.id));
     // Started at once when a slot is free: the first targets are claimed in the same transaction.
     const outcome = await store.transaction(async (tx) => {
-      const inserted = await tx.deploymentTasks.insertMany(tasks);
+      // All new unless an earlier attempt of this validation stored tasks: then all are read.
+      const fresh = (await tx.deploymentTasks.insertMany(first)).length === first.length;
       if (
         !(await tx.deployments.tryStart(deployment, now, {
           organizationId: organization.organizationId,
           fromValidating: { plan },
         }))
       ) {
+        await tx.deploymentTasks.insertMany(rest);
         await tx.deployments.update(deployment.id, { plan, status: 'AwaitingSlot' }, now);
         await tx.deploymentLogs.append(deployment.id, lines, now);
-        return { running: false as const, written: NOTHING_WRITTEN };
+        return { running: false as const, written: NOTHING_WRITTEN, later: [] };
       }
       lines.push(deployingLine(deployment));
-      // All new (validation is one transaction) unless an earlier attempt's tasks exist: read those.
-      const current =
-        inserted.length === tasks.length ? inserted : await tx.deploymentTasks.listForDeployment(deployment.id);
-      const decisions = decide(plan, current);
+      let current = pending;
+      let decisions = early;
+      if (!fresh) {
+        await tx.deploymentTasks.insertMany(rest);
+        current = await tx.deploymentTasks.listForDeployment(deployment.id);
+        decisions = decide(plan, current);
+      }
       const written = await this.#writeDecisions(tx, deployment.id, decisions, lines, now);
-      return { running: true as const, written, current, decisions };
+      return { running: true as const, written, current, decisions, later: fresh ? rest : [] };
     });
     this.#plans.remember(deployment.id, plan);
     const { running, written } = outcome;
-    if (outcome.running) {
-      const run = this.#newRun(deployment.id, plan, outcome.current);
-      if (run) this.#applyWritten(deployment.id, run, outcome.decisions, outcome.written);
-    }
     if (running) this.#started(deployment, now);
     await this.#publishChanged(deployment.id, running ? 'Running' : 'AwaitingSlot');
-    if (!running) return { ...deployment, status: 'AwaitingSlot' };
+    if (!outcome.running) return { ...deployment, status: 'AwaitingSlot' };
     const again = await this.#afterDecisions(
       deployment.id,
       written,
       new Map(machines.map((m) => [m.machineId, m])),
       now,
     );
+    // After the first dispatch: what follows is O(N) and only the next refill needs it.
+    const run = this.#newRun(deployment.id, plan, outcome.current);
+    if (run) this.#applyWritten(deployment.id, run, outcome.decisions, outcome.written);
+    await store.deploymentTasks.insertMany(outcome.later);
     // Nothing started (no targets at all) or the statuses already moved on: evaluate again now.
     return again || written.started.length === 0 ? { ...deployment, status: 'Running', startedUtc: now } : null;
   }
@@ -409,7 +423,24 @@ export class Orchestrator {
       await this.#readEnded(deploymentId, known);
       return known;
     }
-    const tasks = await this.#deps.store.deploymentTasks.listForDeployment(deploymentId);
+    const { deploymentTasks } = this.#deps.store;
+    let tasks = await deploymentTasks.listForDeployment(deploymentId);
+    const targets = planTargets(plan);
+    if (tasks.length < targets.length) {
+      // Validation inserts most tasks after the first dispatch: a replica that died in between left them out.
+      await deploymentTasks.insertMany(
+        targets.map((t) => ({
+          id: newId(),
+          deploymentId,
+          stageIndex: t.stageIndex,
+          stepId: t.stepId,
+          stepName: stepName(plan.stages[t.stageIndex], t.stepId),
+          machineId: t.machineId,
+          machineName: t.machineName,
+        })),
+      );
+      tasks = await deploymentTasks.listForDeployment(deploymentId);
+    }
     return (
       this.#newRun(deploymentId, plan, tasks) ?? {
         seq: -1,
@@ -691,6 +722,18 @@ interface Written {
 }
 
 const NOTHING_WRITTEN: Written = { started: [], skipped: 0 };
+
+/** What a task has before it is stored (the columns' defaults). */
+const NEW_TASK = {
+  status: 'Pending',
+  exitCode: null,
+  message: null,
+  parentLogId: null,
+  dispatchedUtc: null,
+  startedUtc: null,
+  finishedUtc: null,
+  lastLogSeq: 0,
+} as const satisfies Partial<DeploymentTask>;
 
 const byTarget = (tasks: DeploymentTask[]) => new Map(tasks.map((t) => [targetKey(t.stepId, t.machineId ?? ''), t]));
 const statusesOf = (tasks: DeploymentTask[]) =>

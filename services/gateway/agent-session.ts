@@ -353,7 +353,7 @@ export class AgentSession {
       case 'heartbeat':
         // Wake-ups are best-effort (core NATS), and a replica can die between starting a task and
         // publishing its wake-up: re-checking here bounds a lost one to one heartbeat interval.
-        this.requestTaskSync();
+        this.#checkTasks();
         for (const taskId of [...this.#pendingResults.keys()]) await this.#offerPendingResult(taskId);
         return;
       case 'taskAccepted':
@@ -443,6 +443,32 @@ export class AgentSession {
       .catch((error: unknown) =>
         this.#logger.warn({ err: toError(error) }, 'recording that the agent was heard from failed'),
       );
+  }
+
+  /**
+   * A heartbeat's check: the machine's running tasks (one batched read for many agents) against
+   * what this call sent; a full sync only when they differ. Off the message queue: the answer
+   * comes within about a second.
+   */
+  #checkTasks(): void {
+    if (this.#closed || !this.#welcomedHello) return;
+    this.#port.runningTasksOf(this.machineId).then(
+      (running) => {
+        if (this.#closed) return;
+        const known = new Set(running.map((task) => task.taskId));
+        const differs =
+          running.some((task) =>
+            task.cancelling ? !this.#sentCancelIds.has(task.taskId) : !this.#sentTaskIds.has(task.taskId),
+          ) ||
+          [...this.#sentTaskIds].some((taskId) => !known.has(taskId)) ||
+          [...this.#sentCancelIds].some((taskId) => !known.has(taskId));
+        if (differs) this.requestTaskSync();
+      },
+      (error: unknown) => {
+        this.#logger.warn({ err: toError(error) }, 'checking the running tasks failed; reading them in full');
+        this.requestTaskSync();
+      },
+    );
   }
 
   async #syncTasks(): Promise<void> {

@@ -137,6 +137,23 @@ export function deploymentTasksStore(db: Db) {
       });
     },
     /**
+     * The running tasks of these machines, with whether their deployment is being cancelled: what
+     * a heartbeat checks its session against, for every agent that beat in the last second at once.
+     */
+    async listRunningOf(
+      machineIds: readonly string[],
+    ): Promise<Array<{ taskId: string; machineId: string; cancelling: boolean }>> {
+      if (machineIds.length === 0) return [];
+      const rows: Array<{ id: string; machine_id: string; cancelling: boolean }> = await whereIdIn(
+        db('deployment_tasks as t')
+          .join('deployments as d', 'd.id', 't.deployment_id')
+          .where({ 't.status': 'Running' }),
+        't.machine_id',
+        machineIds,
+      ).select('t.id', 't.machine_id', db.raw('d.cancellation_requested_at is not null as cancelling'));
+      return rows.map((r) => ({ taskId: r.id, machineId: r.machine_id, cancelling: r.cancelling }));
+    },
+    /**
      * These tasks, where still running, read the same way: one query for every machine of a
      * deployment that started together (fifty agents woken at once).
      */

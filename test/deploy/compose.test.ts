@@ -1,6 +1,7 @@
 /**
- * There is no Docker engine on the build machines, so this checks docker-compose.yml and the
- * Dockerfile by structure: the clustered topology the e2e suite also runs as local processes.
+ * docker-compose.yml and the Dockerfile by structure: the clustered topology the e2e suite also
+ * runs as local processes. The file is also started for real on images made without a registry
+ * (test/system/compose-stack.system.ts, scripts/compose-images.sh).
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -79,6 +80,15 @@ describe('docker-compose.yml', () => {
     expect(service('postgres').image).toBe('postgres:15');
     expect(service('nats').image).toMatch(/^nats:2\.10(-|$)/);
     expect(service('nats').command).toContain('-js');
+  });
+
+  it("runs on Debian's docker-compose 1.29 with the images scripts/compose-images.sh makes", () => {
+    // 1.29 refuses a top-level `name` (a Compose v2 addition).
+    expect(isMap(compose) && Object.keys(compose).sort()).toEqual(['services', 'volumes']);
+    for (const name of [...replicas, ...agents]) {
+      expect(service(name).image, name).toBe('gantry:latest');
+      expect(service(name).build, name).toBe('.');
+    }
   });
 
   it('points both replicas at the same PostgreSQL and NATS', () => {

@@ -3,7 +3,9 @@
  * systemd-nspawn --boot runs the exact command POST /api/machine answers, against a control plane
  * on this host. The unit is active, runs as gantry-agent with the hardening it declares, registers
  * and deploys; survives `systemctl restart`; upgrades in place when the script is run again (same
- * machine, new version); and uninstalls without leaving anything behind.
+ * machine, new version); upgrades itself when the control plane asks (POST /api/machine/upgrade:
+ * the agent swaps its release and exits, systemd starts the new one); and uninstalls without
+ * leaving anything behind.
  */
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -28,6 +30,7 @@ import {
 } from '../e2e/harness.ts';
 
 const UPGRADE_VERSION = '0.1.1-upgrade.1';
+const REMOTE_UPGRADE_VERSION = '0.1.2-upgrade.2';
 
 describe('curl … /api/agent/install.sh | sudo sh under a real systemd', () => {
   let host: BootedHost;
@@ -203,6 +206,49 @@ describe('curl … /api/agent/install.sh | sudo sh under a real systemd', () => 
     const machines = (await client.get('/api/machine', { workspaceId, take: '100' })).body.machines as unknown[];
     expect(machines).toHaveLength(1);
     expect(await deployAndRead('1.0.2')).toContain('ran as gantry-agent');
+  });
+
+  it('upgrades itself when the control plane asks: systemd restarts it as the new version', async () => {
+    const newBuild = tempDir('gantry-agent-remote-upgrade-');
+    buildAgent(newBuild, { version: REMOTE_UPGRADE_VERSION });
+    plane.child.kill('SIGTERM');
+    await new Promise((resolve) => plane.child.once('exit', resolve));
+    plane = await startPlane(newBuild);
+    client = api(plane.url);
+    await waitFor(async () => (await machine())?.status === 'Online', {
+      timeoutMs: 30_000,
+      intervalMs: 250,
+      description: 'the agent back on the replaced control plane',
+    });
+    const pidBefore = await mainPid();
+    const asked = await client.post('/api/machine/upgrade', { workspaceId, machineIds: [machineId] });
+    expect(asked.status, asked.text).toBe(200);
+    expect(asked.body).toMatchObject({
+      version: REMOTE_UPGRADE_VERSION,
+      machines: [{ machineId, agentVersion: UPGRADE_VERSION, outcome: 'Requested' }],
+    });
+    const upgraded = await waitFor(
+      async () => {
+        const m = (await client.get('/api/machine/details', { machineId })).body;
+        if (m.upgrade?.state === 'Failed') throw new Error(`upgrade failed: ${m.upgrade.message}`);
+        return m.agentVersion === REMOTE_UPGRADE_VERSION && m.status === 'Online' ? m : null;
+      },
+      { timeoutMs: 60_000, intervalMs: 250, description: 'the agent back with the version the control plane ships' },
+    ).catch(async (error: unknown) => {
+      throw new Error(`${String(error)}\n${(await host.run('journalctl -u gantry-agent -n 40 --no-pager')).stdout}`);
+    });
+    expect(upgraded).toMatchObject({
+      health: 'Online',
+      upgrade: { version: REMOTE_UPGRADE_VERSION, state: 'Succeeded' },
+    });
+    // systemd (Restart=always) started the swapped-in release: a new process of the same unit.
+    expect(await unitState()).toBe('active');
+    expect(await mainPid()).not.toBe(pidBefore);
+    expect((await host.ok('readlink /opt/gantry-agent/current')).trim()).toMatch(
+      new RegExp(`^/opt/gantry-agent/releases/${REMOTE_UPGRADE_VERSION.replaceAll('.', '\\.')}-[0-9a-f]{12}$`),
+    );
+    expect((await host.ok('stat -c %U /opt/gantry-agent/current/gantry-agent.mjs')).trim()).toBe('gantry-agent');
+    expect(await deployAndRead('1.0.3')).toContain('ran as gantry-agent');
   });
 
   it('uninstalls cleanly: no unit, no user, no files; the machine reads Offline', async () => {

@@ -100,6 +100,12 @@ export function requestScopedDeps(deps: ApiDeps): ApiDeps {
       get: () => afterCommit(() => deps.onReleaseCreated),
       set: (fn: ApiDeps['onReleaseCreated']) => void (deps.onReleaseCreated = fn),
     },
+    // The replica holding the agent reads the request: only once it is committed.
+    upgradeAgents: {
+      enumerable: true,
+      get: () => afterCommit(() => deps.upgradeAgents),
+      set: (fn: ApiDeps['upgradeAgents']) => void (deps.upgradeAgents = fn),
+    },
   });
   return scoped;
 }

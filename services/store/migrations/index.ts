@@ -19,7 +19,8 @@ import * as enrollmentKeys from './202611241010_enrollment_keys.ts';
 import * as deploymentAdvanceSeq from './202611241100_deployment_advance_seq.ts';
 import * as agentUpgrades from './202611241110_agent_upgrades.ts';
 import * as governance from './202611241120_governance.ts';
-import * as phaseApprovals from './202611241130_phase_approvals.ts';
+import * as runningTasksByMachine from './202611241130_running_tasks_by_machine.ts';
+import * as phaseApprovals from './202611241140_phase_approvals.ts';
 
 export interface Migration {
   up(knex: Knex): Promise<void>;
@@ -43,5 +44,6 @@ export const migrations: ReadonlyArray<readonly [string, Migration]> = [
   ['202611241100_deployment_advance_seq', deploymentAdvanceSeq],
   ['202611241110_agent_upgrades', agentUpgrades],
   ['202611241120_governance', governance],
-  ['202611241130_phase_approvals', phaseApprovals],
+  ['202611241130_running_tasks_by_machine', runningTasksByMachine],
+  ['202611241140_phase_approvals', phaseApprovals],
 ];

@@ -89,4 +89,34 @@ describe('task statuses kept between advances', () => {
     await a.orchestrator.advance(id);
     expect((await t.db('deployments').where({ id }).first('status')).status).toBe('Completed');
   });
+
+  it('inserts the tasks a replica that died after the first dispatch left out, and runs them', async () => {
+    const staging = await environmentId(t, 'Staging');
+    await t.db('machine_environments').where({ environment_id: staging }).delete(); // the test before's machines
+    for (const name of ['gap-a', 'gap-b', 'gap-c']) await onlineMachine(t, name, staging);
+    const target = await release(t, {
+      steps: [step('Only', { rollingGroupId: 'g' })],
+      rollingGroups: [rollingGroup('g', ['step-Only'])],
+    });
+    const id = await deployment(t, target, staging);
+    await a.orchestrator.advance(id);
+    // As if A died before inserting the tasks that were not started at once.
+    await t.db('deployment_tasks').where({ deployment_id: id, status: 'Pending' }).delete();
+    let now = await tasks(id);
+    expect(now.map((task) => `${task.machine_name}:${task.status}`)).toEqual(['gap-a:Running']);
+    await succeed(a, now[0]!.id);
+
+    await b.orchestrator.advance(id);
+    now = await tasks(id);
+    expect(now.map((task) => `${task.machine_name}:${task.status}`)).toEqual([
+      'gap-a:Succeeded',
+      'gap-b:Running',
+      'gap-c:Pending',
+    ]);
+    await succeed(b, now[1]!.id);
+    await b.orchestrator.advance(id);
+    await succeed(b, (await tasks(id))[2]!.id);
+    await b.orchestrator.advance(id);
+    expect((await t.db('deployments').where({ id }).first('status')).status).toBe('Completed');
+  });
 });

@@ -258,12 +258,15 @@ describe('Connect', () => {
     port.tasks.set(machineId, [task('t1'), task('t2'), task('t3')]);
     stream.send({ heartbeat: { sentUnixMs: Date.now() } });
     await waitFor(() => stream.of('runTask').length === 3, { description: 'two more tasks' });
-    // Two more syncs read the same three tasks; then one more brings a marker task. Sends keep the
-    // order of the syncs, so a task sent twice would show before the marker.
+    // Two more heartbeats check the same three tasks (and, nothing new, read no assignments); then
+    // one more brings a marker task. Sends keep the order of the syncs, so a task sent twice would
+    // show before the marker.
     const syncs = port.callsOf('assignmentsFor', machineId).length;
+    const checks = port.callsOf('runningTasksOf', machineId).length;
     stream.send({ heartbeat: { sentUnixMs: Date.now() } });
     stream.send({ heartbeat: { sentUnixMs: Date.now() } });
-    await waitFor(() => port.callsOf('assignmentsFor', machineId).length === syncs + 2, { description: 'two syncs' });
+    await waitFor(() => port.callsOf('runningTasksOf', machineId).length === checks + 2, { description: 'two checks' });
+    expect(port.callsOf('assignmentsFor', machineId)).toHaveLength(syncs);
     port.tasks.set(machineId, [task('t1'), task('t2'), task('t3'), task('marker')]);
     stream.send({ heartbeat: { sentUnixMs: Date.now() } });
     await waitFor(() => stream.of('runTask').some((r) => r.taskId === 'marker'), { description: 'the marker' });
@@ -357,11 +360,16 @@ describe('Connect', () => {
     const syncs = port.callsOf('assignmentsFor', machineId).length;
     // Nothing but that heartbeat read the machine's tasks (no wake-up came).
     expect(syncs).toBe(syncsAtHello + 1);
+    // The next heartbeats check the machine's running tasks again (one batched read each), find
+    // nothing the call has not sent, read no assignments and send nothing twice.
+    const checks = port.callsOf('runningTasksOf', machineId).length;
     stream.send({ heartbeat: { sentUnixMs: Date.now() } });
-    // The next heartbeat's sync has read the same task again, and sent nothing twice.
-    await waitFor(() => port.callsOf('assignmentsFor', machineId).length > syncs, { description: 'the next sync' });
+    await waitFor(() => port.callsOf('runningTasksOf', machineId).length > checks, { description: 'the next check' });
     stream.send({ heartbeat: { sentUnixMs: Date.now() } });
-    await waitFor(() => port.callsOf('assignmentsFor', machineId).length > syncs + 1, { description: 'one more sync' });
+    await waitFor(() => port.callsOf('runningTasksOf', machineId).length > checks + 1, {
+      description: 'one more check',
+    });
+    expect(port.callsOf('assignmentsFor', machineId)).toHaveLength(syncs);
     expect(stream.of('runTask').map((r) => r.taskId)).toEqual(['lost-1']);
   });
 

@@ -24,6 +24,7 @@ export type PortCall =
   | { method: 'disconnected'; machineId: string; sessionId: string }
   | { method: 'heartbeat'; machineId: string }
   | { method: 'assignmentsFor'; machineId: string }
+  | { method: 'runningTasksOf'; machineId: string }
   | { method: 'dispatchedTasks'; machineId: ''; taskIds: string[] }
   | { method: 'recordLogs'; machineId: string; taskId: string; chunks: readonly AgentLogChunk[] }
   | {
@@ -77,6 +78,15 @@ export class FakeAgentPort implements AgentPort {
   async heartbeat(machineId: string): Promise<void> {
     this.calls.push({ method: 'heartbeat', machineId });
     this.#maybeFail('heartbeat', machineId);
+  }
+
+  async runningTasksOf(machineId: string): Promise<Array<{ taskId: string; cancelling: boolean }>> {
+    this.calls.push({ method: 'runningTasksOf', machineId });
+    this.#maybeFail('runningTasksOf', machineId);
+    return [
+      ...(this.tasks.get(machineId) ?? []).map((task) => ({ taskId: task.taskId, cancelling: false })),
+      ...(this.cancellations.get(machineId) ?? []).map((taskId) => ({ taskId, cancelling: true })),
+    ];
   }
 
   async assignmentsFor(machineId: string): Promise<{ run: RunTaskPayload[]; cancel: string[] }> {

@@ -86,4 +86,22 @@ describe('machines store: heartbeats', () => {
     await store.recordHeartbeat(id, at, { agentVersion: '1.1.0' });
     expect(await store.get(id)).toMatchObject({ lastSeenUtc: at, agentVersion: '1.1.0', os: 'linux', hostname: 'box' });
   });
+
+  it("records many agents' heartbeats in one statement, never moving a last-seen time back", async () => {
+    const store = t.deps.store.machines;
+    const [a, b] = [
+      await pendingMachine('token-e', new Date(Date.now() + HOUR_MS)),
+      await pendingMachine('token-f', new Date(Date.now() + HOUR_MS)),
+    ];
+    const earlier = new Date('2030-01-02T03:04:05.000Z');
+    const later = new Date('2030-01-02T03:04:06.000Z');
+    await store.recordHeartbeat(b, later);
+    await store.recordHeartbeats([
+      { id: a, at: earlier, homeFreeBytes: 5_000 },
+      { id: b, at: earlier },
+    ]);
+    expect(await store.get(a)).toMatchObject({ lastSeenUtc: earlier, homeFreeBytes: 5_000 });
+    // b's Hello (later) was recorded before the batch of an earlier beat was written.
+    expect((await store.get(b))?.lastSeenUtc).toEqual(later);
+  });
 });

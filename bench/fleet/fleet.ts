@@ -1,0 +1,315 @@
+/**
+ * bench/fleet: one control-plane replica with N simulated agents (bench/fleet/sim-agents.ts: the
+ * agent's own session code, each on a connection of its own, running nothing) and two real agents.
+ * Per N: connect storm, server RSS, idle CPU of the server and of PostgreSQL (its backends for this
+ * database), then one deployment of a bash step to all N + 2 machines in a rolling group of window
+ * W: first RunTask after the deploy request, slot free → next RunTask, tasks/s, and every machine
+ * exactly once. See bench/README.md.
+ *
+ *   npx tsx bench/fleet/fleet.ts                       (N = 500, 2000, 10000; window 500; idle 30 s)
+ *   npx tsx bench/fleet/fleet.ts --n 500 --idle-s 10   (a short run)
+ *   npx tsx bench/fleet/fleet.ts --n 2000 --window 100 --sims 2
+ *   npx tsx bench/fleet/fleet.ts --n 2000 --profile /tmp/prof   (a CPU profile of the control plane per N)
+ */
+import { readFileSync } from 'node:fs';
+import { performance } from 'node:perf_hooks';
+import pg from 'pg';
+import { waitFor } from '../../test/helpers/wait-for.ts';
+import {
+  api,
+  bashProject,
+  cleanup,
+  startControlPlane,
+  startMachines,
+  stopProcess,
+  workspaceOf,
+} from '../../test/e2e/harness.ts';
+import { processCpu } from '../deploy/cpu.ts';
+import { percentile, table } from '../deploy/stats.ts';
+import { freshDatabase } from '../shared/database.ts';
+import { reportSims, seedSimulatedMachines, startSims, stopSim, type Sim } from './sim-control.ts';
+
+const GOAL = {
+  rssMiB: 1024,
+  idleCpuPercent: 10,
+  firstRunTaskMs: 250,
+  refillP95Ms: 100,
+  refillMaxMs: 250,
+  tasksPerSecond: 2_000,
+  flatRatio: 1.5,
+};
+
+const args = process.argv.slice(2);
+const option = (name: string) => {
+  const at = args.indexOf(name);
+  return at >= 0 ? args[at + 1] : undefined;
+};
+const SIZES = (option('--n') ?? '500,2000,10000').split(',').map(Number);
+const WINDOW = Number(option('--window') ?? 500);
+const IDLE_S = Number(option('--idle-s') ?? 30);
+/** Simulator processes (agents split evenly): one Node event loop per ~5,000 connections. */
+const SIMS = Number(option('--sims') ?? 2);
+const PROFILE_DIR = option('--profile');
+const SCRIPT = 'echo fleet';
+const REAL_AGENTS = 2;
+
+const now = () => performance.timeOrigin + performance.now();
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const mark = (ok: boolean) => (ok ? '✓' : '✗');
+const mib = (kib: number) => `${(kib / 1024).toFixed(0)} MiB`;
+
+function status(pid: number): { rssKiB: number; hwmKiB: number } {
+  const text = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const field = (name: string) => Number(new RegExp(`${name}:\\s+(\\d+)`).exec(text)?.[1] ?? 0);
+  return { rssKiB: field('VmRSS'), hwmKiB: field('VmHWM') };
+}
+
+/** CPU (ms) of this database's PostgreSQL backends, by pid (a pool's backends live as long as the pool). */
+async function backendCpu(db: pg.Client): Promise<Map<number, number>> {
+  const { rows } = await db.query<{ pid: number }>(
+    'select pid from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()',
+  );
+  return new Map(rows.map((r) => [r.pid, processCpu(r.pid).self]));
+}
+
+function cpuDelta(before: Map<number, number>, after: Map<number, number>): number {
+  let sum = 0;
+  // A backend that started in between counts from 0; one that ended is lost (rare in a pool).
+  for (const [pid, cpu] of after) sum += cpu - (before.get(pid) ?? 0);
+  return sum;
+}
+
+interface Row {
+  n: number;
+  connectS: number;
+  sessionsEnded: number;
+  rssIdleKiB: number;
+  hwmKiB: number;
+  idleServerPercent: number;
+  idlePgPercent: number;
+  firstRunTaskMs: number;
+  refillP95Ms: number;
+  refillMaxMs: number;
+  wallS: number;
+  tasksPerSecond: number;
+  exactlyOnce: boolean;
+  problems: string[];
+  where: string;
+}
+
+async function runSize(n: number): Promise<Row> {
+  const database = await freshDatabase('gantry_bench_fleet');
+  const sims: Sim[] = [];
+  const db = new pg.Client({ connectionString: database.url });
+  let stopPlane = async () => {};
+  try {
+    const plane = await startControlPlane({
+      databaseUrl: database.url,
+      env: { GANTRY_METRICS_PORT: 'off' },
+      nodeArgs: PROFILE_DIR ? ['--cpu-prof', '--cpu-prof-dir', `${PROFILE_DIR}/n${n}`] : [],
+    });
+    // SIGTERM: a profile is written when the process exits on its own.
+    stopPlane = () => stopProcess(plane.child);
+    await db.connect();
+    const client = api(plane.url);
+    const workspace = await workspaceOf(client);
+    const staging = workspace.environments.Staging!;
+    const window = Math.min(WINDOW, n + REAL_AGENTS);
+    const settings = await client.put('/api/organization/settings', { maxParallelMachines: window });
+    if (settings.status !== 200) throw new Error(`PUT /api/organization/settings: ${settings.status} ${settings.text}`);
+
+    // The real agents first (startMachines looks for them on the first page of machines).
+    await startMachines(
+      plane,
+      client,
+      workspace.workspaceId,
+      Array.from({ length: REAL_AGENTS }, (_, i) => ({ name: `real-${i + 1}`, environmentIds: [staging] })),
+    );
+    // The simulated machines, registered as an agent's Register would leave them (credential hash
+    // only); then the connect storm: every simulated agent at once, as after a replica restart.
+    const agents = await seedSimulatedMachines(db, workspace.workspaceId, staging, n);
+    const started = await startSims(plane, agents, SIMS);
+    sims.push(...started.sims);
+    const connectS = started.connectMs / 1000;
+    const pid = plane.child.pid!;
+
+    // Idle: heartbeats only (the agents beat at a random phase of the interval).
+    await sleep(5_000);
+    const serverBefore = processCpu(pid).self;
+    const pgBefore = await backendCpu(db);
+    const idleStart = now();
+    await sleep(IDLE_S * 1000);
+    const idleMs = now() - idleStart;
+    const idleServerPercent = ((processCpu(pid).self - serverBefore) / idleMs) * 100;
+    const idlePgPercent = (cpuDelta(pgBefore, await backendCpu(db)) / idleMs) * 100;
+    const rssIdleKiB = status(pid).rssKiB;
+
+    // One deployment to all, in a rolling group of `window`.
+    const project = await bashProject(client, workspace.workspaceId, workspace.defaultLifecycleId, [
+      { name: 'Everywhere', script: SCRIPT },
+    ]);
+    const group = await client.post('/api/project/rolling-group', {
+      projectId: project.projectId,
+      name: 'Fleet',
+      memberStepIds: [project.stepIds.Everywhere],
+      windowSize: window,
+    });
+    if (group.status !== 200) throw new Error(`POST /api/project/rolling-group: ${group.status} ${group.text}`);
+    const release = await client.post('/api/release', { projectId: project.projectId, version: '1.0.0' });
+    if (release.status !== 200) throw new Error(`POST /api/release: ${release.status} ${release.text}`);
+    const requestedAt = now();
+    const deployed = await client.post('/api/release/deploy', {
+      releaseId: release.body.releaseId,
+      environments: ['Staging'],
+    });
+    if (deployed.status !== 200) throw new Error(`POST /api/release/deploy: ${deployed.status} ${deployed.text}`);
+    const deploymentId = deployed.body.deploymentIds[0] as string;
+    const final = await waitFor(
+      async () => {
+        const { rows } = await db.query<{ status: string; completed_at: Date | null }>(
+          'select status, completed_at from deployments where id = $1',
+          [deploymentId],
+        );
+        const row = rows[0];
+        return row && ['Completed', 'Failed', 'Cancelled'].includes(row.status) ? row : null;
+      },
+      { timeoutMs: 600_000, intervalMs: 100, description: `the deployment to ${n + REAL_AGENTS} machines` },
+    );
+    const hwmKiB = status(pid).hwmKiB;
+    const report = await reportSims(sims);
+
+    // Correctness: one task per machine, each Succeeded; each simulated agent got exactly one RunTask.
+    const problems: string[] = [];
+    if (final.status !== 'Completed') problems.push(`deployment ${final.status}`);
+    const { rows: tasks } = await db.query<{ machine_id: string; status: string; count: string }>(
+      `select machine_id, min(status) as status, count(*) as count from deployment_tasks
+       where deployment_id = $1 group by machine_id`,
+      [deploymentId],
+    );
+    if (tasks.length !== n + REAL_AGENTS) problems.push(`${tasks.length} machines had a task, not ${n + REAL_AGENTS}`);
+    const notOnce = tasks.filter((t) => t.count !== '1' || t.status !== 'Succeeded');
+    if (notOnce.length > 0) problems.push(`${notOnce.length} machines without exactly one Succeeded task`);
+    const { runs } = report;
+    const perAgent = new Map<number, number>();
+    for (const [i] of runs) perAgent.set(i, (perAgent.get(i) ?? 0) + 1);
+    if (perAgent.size !== n || [...perAgent.values()].some((c) => c !== 1))
+      problems.push(`RunTasks: ${runs.length} to ${perAgent.size} of ${n} simulated agents`);
+    const repeated = report.repeatedRunTasks;
+    if (repeated > 0) problems.push(`${repeated} RunTasks sent again`);
+
+    // Slot free → next RunTask: the k-th result written frees the slot the (window + k)-th RunTask fills.
+    const arrivals = runs.map(([, at]) => at).sort((a, b) => a - b);
+    const results = runs.map(([, , done]) => done).sort((a, b) => a - b);
+    const simWindow = Math.min(window, n);
+    const refills: number[] = [];
+    for (let k = 0; simWindow + k < arrivals.length; k++) refills.push(arrivals[simWindow + k]! - results[k]!);
+    // Where a refill's time goes, from the tasks' own times (same host, same clock): the result
+    // written by the agent → stored (finished_at); the k-th stored end → the (window + k)-th start
+    // (dispatched_at); a task's start → its RunTask at the agent.
+    const { rows: times } = await db.query<{ machine_id: string; dispatched_at: Date; finished_at: Date }>(
+      'select machine_id, dispatched_at, finished_at from deployment_tasks where deployment_id = $1',
+      [deploymentId],
+    );
+    const byMachine = new Map(times.map((t) => [t.machine_id, t]));
+    const stored: number[] = [];
+    const delivered: number[] = [];
+    for (const [i, at, done] of runs) {
+      const task = byMachine.get(agents[i]!.machineId);
+      if (!task) continue;
+      stored.push(task.finished_at.getTime() - done);
+      delivered.push(at - task.dispatched_at.getTime());
+    }
+    const simTasks = runs.map(([i]) => byMachine.get(agents[i]!.machineId)).filter((t) => t !== undefined);
+    const ends = simTasks.map((t) => t.finished_at.getTime()).sort((a, b) => a - b);
+    const starts = simTasks.map((t) => t.dispatched_at.getTime()).sort((a, b) => a - b);
+    const decided: number[] = [];
+    for (let k = 0; simWindow + k < starts.length; k++) decided.push(starts[simWindow + k]! - ends[k]!);
+    const p = (values: number[]) => `${percentile(values, 50).toFixed(0)} / ${percentile(values, 95).toFixed(0)}`;
+    const where = `result → stored ${p(stored)} ms; stored end → next start ${p(decided)} ms; start → RunTask at the agent ${p(delivered)} ms (p50 / p95)`;
+    const completedAt = final.completed_at!.getTime();
+    const wallS = (completedAt - requestedAt) / 1000;
+    return {
+      n,
+      connectS,
+      sessionsEnded: report.sessionsEnded,
+      rssIdleKiB,
+      hwmKiB,
+      idleServerPercent,
+      idlePgPercent,
+      firstRunTaskMs: (arrivals[0] ?? Number.NaN) - requestedAt,
+      refillP95Ms: percentile(refills, 95),
+      refillMaxMs: refills.length > 0 ? Math.max(...refills) : Number.NaN,
+      wallS,
+      tasksPerSecond: (n + REAL_AGENTS) / wallS,
+      exactlyOnce: problems.length === 0,
+      problems,
+      where,
+    };
+  } finally {
+    await Promise.all(sims.map(stopSim));
+    await stopPlane();
+    await db.end().catch(() => {});
+    await cleanup();
+    await database.drop();
+  }
+}
+
+async function main(): Promise<void> {
+  const rows: Row[] = [];
+  for (const n of SIZES) {
+    console.error(`N = ${n} …`);
+    const row = await runSize(n);
+    console.error(JSON.stringify(row));
+    rows.push(row);
+  }
+  const rates = rows.map((r) => r.tasksPerSecond);
+  const flat = Math.max(...rates) / Math.min(...rates);
+  const f = (v: number, digits = 0) => (Number.isFinite(v) ? v.toFixed(digits) : '–');
+  console.log(
+    `\nbench/fleet: one replica, N simulated agents + ${REAL_AGENTS} real ones, window ${WINDOW}, idle ${IDLE_S} s, step \`${SCRIPT}\`\n`,
+  );
+  console.log(
+    table(
+      [
+        'N',
+        'connect storm',
+        'server RSS idle (≤ 1 GiB)',
+        'peak',
+        'idle CPU server + PostgreSQL (≤ 10 %)',
+        'first RunTask (≤ 250 ms)',
+        'slot free → next RunTask p95 (≤ 100) / max (≤ 250)',
+        'wall',
+        'tasks/s (≥ 2,000)',
+        'every machine once',
+      ],
+      rows.map((r) => [
+        String(r.n),
+        `${f(r.connectS, 1)} s${r.sessionsEnded > 0 ? ` (${r.sessionsEnded} sessions ended)` : ''}`,
+        `${mib(r.rssIdleKiB)} ${mark(r.rssIdleKiB / 1024 <= GOAL.rssMiB)}`,
+        mib(r.hwmKiB),
+        `${f(r.idleServerPercent, 1)} + ${f(r.idlePgPercent, 1)} = ${f(r.idleServerPercent + r.idlePgPercent, 1)} % ${mark(r.idleServerPercent + r.idlePgPercent <= GOAL.idleCpuPercent)}`,
+        `${f(r.firstRunTaskMs)} ms ${mark(r.firstRunTaskMs <= GOAL.firstRunTaskMs)}`,
+        Number.isFinite(r.refillP95Ms)
+          ? `${f(r.refillP95Ms)} / ${f(r.refillMaxMs)} ms ${mark(r.refillP95Ms <= GOAL.refillP95Ms && r.refillMaxMs <= GOAL.refillMaxMs)}`
+          : 'none (window ≥ N)',
+        `${f(r.wallS, 2)} s`,
+        `${f(r.tasksPerSecond)} ${mark(r.tasksPerSecond >= GOAL.tasksPerSecond)}`,
+        r.exactlyOnce ? '✓' : `✗ ${r.problems.join('; ')}`,
+      ]),
+    ),
+  );
+  console.log('\nWhere a refill goes (at ms resolution):');
+  for (const r of rows) console.log(`- N = ${r.n}: ${r.where}`);
+  if (rows.length > 1)
+    console.log(
+      `\ntasks/s across N: max/min = ${flat.toFixed(2)} ${mark(flat <= GOAL.flatRatio)} (goal ≤ ${GOAL.flatRatio}: cost per task flat in N)`,
+    );
+  // A wrong result makes every figure meaningless: that is a failed run, not a missed goal.
+  if (rows.some((r) => !r.exactlyOnce)) process.exitCode = 1;
+}
+
+main().catch(async (error: unknown) => {
+  console.error(error);
+  await cleanup();
+  process.exit(1);
+});

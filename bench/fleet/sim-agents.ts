@@ -1,0 +1,121 @@
+/**
+ * Simulated agents for bench/fleet: each speaks agent.proto through the agent's own session code
+ * (agent/connection's AgentConnection: Hello, heartbeats with a random phase, reconnects with
+ * backoff), each on a gRPC connection of its own (`grpc.use_local_subchannel_pool`: grpc-js
+ * otherwise shares one connection per address), and runs nothing: a RunTask is answered at once
+ * with TaskAccepted and a SUCCEEDED TaskResult, which is kept and re-sent in Hello until acknowledged,
+ * as the agent keeps it.
+ *
+ * Forked by bench/fleet/fleet.ts with an IPC channel. Argument: a JSON file
+ * { server, caFile, agents: [{ machineId, credential, name }] }. Sends { type: 'welcomed', count }
+ * as sessions open; answers { type: 'report' } with every RunTask's arrival and result times.
+ */
+import { readFileSync } from 'node:fs';
+import { performance } from 'node:perf_hooks';
+import * as grpc from '@grpc/grpc-js';
+import pino from 'pino';
+import {
+  AgentConnection,
+  type AgentLink,
+  type HelloState,
+  type ServerMessage,
+  type SessionHandler,
+  type TaskResult,
+} from '../../agent/connection/index.ts';
+
+interface SimConfig {
+  server: string;
+  caFile: string;
+  agents: Array<{ machineId: string; credential: string; name: string }>;
+}
+
+const config = JSON.parse(readFileSync(process.argv[2]!, 'utf8')) as SimConfig;
+const now = () => performance.timeOrigin + performance.now();
+const logger = pino({ level: 'silent' });
+const credentials = grpc.credentials.createSsl(readFileSync(config.caFile));
+
+/** [agent index, RunTask arrival (ms, epoch), result written (ms, epoch)] per RunTask received. */
+const runs: Array<[number, number, number]> = [];
+let welcomed = 0;
+let sessionsEnded = 0;
+let repeatedRunTasks = 0;
+
+class NoopAgent implements SessionHandler {
+  link: AgentLink | null = null;
+  readonly #unacknowledged = new Map<string, TaskResult>();
+  readonly #seen = new Set<string>();
+  #everWelcomed = false;
+  readonly index: number;
+  constructor(index: number) {
+    this.index = index;
+  }
+
+  hello(): HelloState {
+    return { runningTaskIds: [], unacknowledgedResults: [...this.#unacknowledged.values()] };
+  }
+  onWelcome(): void {
+    if (!this.#everWelcomed) welcomed++;
+    this.#everWelcomed = true;
+  }
+  onWritable(): void {}
+  onDisconnected(): void {
+    sessionsEnded++;
+  }
+  onMessage(message: ServerMessage): void {
+    const link = this.link!;
+    if (message.runTask) {
+      const at = now();
+      const { taskId } = message.runTask;
+      if (this.#seen.has(taskId)) {
+        // As the agent does: a task it already finished is answered with its result again.
+        repeatedRunTasks++;
+        const known = this.#unacknowledged.get(taskId);
+        link.trySend(known ? { taskResult: known } : { taskAccepted: { taskId } });
+        return;
+      }
+      this.#seen.add(taskId);
+      link.trySend({ taskAccepted: { taskId } });
+      const result: TaskResult = { taskId, outcome: 'SUCCEEDED', exitCode: 0, message: '', lastLogSeq: '0' };
+      this.#unacknowledged.set(taskId, result);
+      link.trySend({ taskResult: result });
+      runs.push([this.index, at, now()]);
+    } else if (message.ackResult) {
+      this.#unacknowledged.delete(message.ackResult.taskId);
+    }
+  }
+}
+
+const connections: AgentConnection[] = [];
+config.agents.forEach((agent, index) => {
+  const handler = new NoopAgent(index);
+  const connection = new AgentConnection({
+    servers: [config.server],
+    credentials,
+    identity: { machineId: agent.machineId, credential: agent.credential },
+    info: { agentVersion: 'bench-sim', os: 'linux x64', hostname: agent.name },
+    health: () => ({ interpreters: ['bash'], homeFreeBytes: '10000000000' }),
+    handler,
+    logger,
+    channelOptions: { 'grpc.use_local_subchannel_pool': 1 },
+  });
+  handler.link = connection;
+  connections.push(connection);
+  connection.start();
+});
+
+let reported = -1;
+const tick = setInterval(() => {
+  if (welcomed !== reported) {
+    reported = welcomed;
+    process.send?.({ type: 'welcomed', count: welcomed, at: now() });
+  }
+}, 100);
+
+process.on('message', (message: { type: string }) => {
+  if (message.type === 'report') {
+    process.send?.({ type: 'report', runs, sessionsEnded, repeatedRunTasks, welcomed });
+  } else if (message.type === 'stop') {
+    clearInterval(tick);
+    void Promise.all(connections.map((c) => c.stop())).then(() => process.exit(0));
+  }
+});
