@@ -29,6 +29,7 @@ export interface TargetOptions {
   excludeStep?: string[];
   at?: string;
   redownloadPackages?: boolean;
+  freezeOverrideReason?: string;
 }
 
 export interface WaitFlags {
@@ -64,7 +65,11 @@ export function addTargetOptions(command: Command): Command {
     .addOption(new Option('--phase <name|id>', 'every environment of this lifecycle phase').conflicts('env'))
     .option('--exclude-step <name>', 'skip this step (repeatable)', repeatable)
     .option('--at <iso-8601>', 'schedule the deployments for this time (e.g. 2026-12-01T22:00:00Z)')
-    .option('--redownload-packages', 'have agents download packages again even when cached');
+    .option('--redownload-packages', 'have agents download packages again even when cached')
+    .option(
+      '--freeze-override-reason <text>',
+      'deploy during a deployment freeze (needs the OverrideFreeze role); the reason is logged',
+    );
 }
 
 function scheduleOf(at: string | undefined): number | undefined {
@@ -94,6 +99,7 @@ export async function startDeployments(ctx: CommandContext, options: TargetOptio
         ...(excludeStep.length > 0 ? { excludeStepNames: excludeStep } : {}),
         ...(deploymentDateUnixMillis === undefined ? {} : { deploymentDateUnixMillis }),
         ...(options.redownloadPackages ? { redownloadPackages: true } : {}),
+        ...(options.freezeOverrideReason === undefined ? {} : { freezeOverrideReason: options.freezeOverrideReason }),
       },
     });
   const workspaceId = async () => project.workspaceId ?? (await resolver.workspace()).workspaceId;

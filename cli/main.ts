@@ -5,15 +5,18 @@
 import { Command, CommanderError, Option } from 'commander';
 import { GantryApiError } from '../client/index.ts';
 import packageJson from '../package.json' with { type: 'json' };
+import { registerDeploymentApprovals } from './commands/deployment-approvals.ts';
 import { registerDeploymentCancel } from './commands/deployment-cancel.ts';
 import { registerDeploymentLogs } from './commands/deployment-logs.ts';
 import { registerDeploymentWait } from './commands/deployment-wait.ts';
 import { registerMachineAdd } from './commands/machine-add.ts';
 import { registerMachineList } from './commands/machine-list.ts';
+import { registerMachineUpgrade } from './commands/machine-upgrade.ts';
 import { registerPackagePush } from './commands/package-push.ts';
 import { registerReleaseCreate } from './commands/release-create.ts';
 import { registerReleaseDeploy } from './commands/release-deploy.ts';
 import { registerReleasePromote } from './commands/release-promote.ts';
+import { registerReleaseRollback } from './commands/release-rollback.ts';
 import { registerStatus } from './commands/status.ts';
 import { outputFor, type Io } from './context.ts';
 import { ExitCode, exitCodeOf, ExitWith } from './exit-codes.ts';
@@ -46,18 +49,21 @@ export function buildProgram(io: Io): Command {
 
   const pkg = program.command('package').description('Package store');
   registerPackagePush(pkg, io);
-  const release = program.command('release').description('Releases: create, deploy, promote');
+  const release = program.command('release').description('Releases: create, deploy, promote, rollback');
   registerReleaseCreate(release, io);
   registerReleaseDeploy(release, io);
   registerReleasePromote(release, io);
-  const deployment = program.command('deployment').description('Deployments: wait, logs, cancel');
+  registerReleaseRollback(release, io);
+  const deployment = program.command('deployment').description('Deployments: wait, logs, cancel, approve, reject');
   registerDeploymentWait(deployment, io);
   registerDeploymentLogs(deployment, io);
   registerDeploymentCancel(deployment, io);
+  registerDeploymentApprovals(deployment, io);
   registerStatus(program, io);
   const machine = program.command('machine').description('Target machines');
   registerMachineList(machine, io);
   registerMachineAdd(machine, io);
+  registerMachineUpgrade(machine, io);
   for (const group of [pkg, release, deployment, machine]) group.exitOverride();
   return program;
 }

@@ -41,6 +41,12 @@ export interface WaitResult {
 
 /** How long --cancel-on-timeout waits for the cancelled deployments to end. */
 const CANCEL_GRACE_MS = 60_000;
+/**
+ * How often a Queued or AwaitingSlot deployment's waitingReason is read (GET /api/deployment
+ * without logs): the event stream carries the spec's status object only, and the reasons of a
+ * queue or slot wait are not in the log.
+ */
+const REASON_POLL_MS = 1_000;
 
 interface Watched {
   id: string;
@@ -81,9 +87,37 @@ export async function waitForDeployments(
       },
     });
 
+  // Why a deployment waits, on stderr whenever it changes (issue #15): "Waiting: awaiting approval (1 of 2)".
+  const reasons = new Map<string, string | null>();
+  const watchReasons = async (list: Watched[], signal: AbortSignal): Promise<void> => {
+    while (!signal.aborted) {
+      for (const w of list) {
+        // Read only once the stream said it waits (its first status comes at once).
+        if (w.status === null || (w.status.Status !== 'Queued' && w.status.Status !== 'AwaitingSlot')) continue;
+        const read = await api.client.GET('/api/deployment', {
+          params: { query: { deploymentId: w.id, skipLogs: true } },
+          signal,
+        });
+        // A failed read is left to the log stream, which reports it; the reason is only a hint.
+        const reason = read.data?.waitingReason ?? null;
+        if (reason !== null && reasons.get(w.id) !== reason)
+          out.note(`${several ? `${label(w)}: ` : ''}Waiting: ${reason}`);
+        reasons.set(w.id, reason);
+      }
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, REASON_POLL_MS);
+        signal.addEventListener('abort', () => (clearTimeout(timer), resolve()), { once: true });
+      });
+    }
+  };
+
   const followAll = async (list: Watched[], limitMs: number | null): Promise<boolean> => {
     const controller = new AbortController();
     const timer = limitMs === null ? null : setTimeout(() => controller.abort(new Error('timeout')), limitMs);
+    const stopReasons = new AbortController();
+    const reasonsWatched = watchReasons(list, AbortSignal.any([controller.signal, stopReasons.signal])).catch(
+      () => undefined,
+    );
     try {
       await Promise.all(list.map((w) => follow(w, controller.signal)));
       return true;
@@ -93,6 +127,8 @@ export async function waitForDeployments(
       throw error;
     } finally {
       if (timer) clearTimeout(timer);
+      stopReasons.abort();
+      await reasonsWatched;
     }
   };
 

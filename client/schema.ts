@@ -2404,6 +2404,7 @@ export interface paths {
                                         environmentId: string;
                                         environmentName: string;
                                         howToTrigger: "Automatic" | "Manual";
+                                        requiredApprovals?: number;
                                     }[];
                                 }[];
                             }[];
@@ -2455,6 +2456,7 @@ export interface paths {
                             environments?: {
                                 environmentId: string;
                                 howToTrigger?: "Automatic" | "Manual";
+                                requiredApprovals?: number;
                             }[];
                         }[];
                     };
@@ -2504,6 +2506,7 @@ export interface paths {
                             environments?: {
                                 environmentId: string;
                                 howToTrigger?: "Automatic" | "Manual";
+                                requiredApprovals?: number;
                             }[];
                         }[];
                     };
@@ -2624,6 +2627,7 @@ export interface paths {
                                     environmentId: string;
                                     environmentName: string;
                                     howToTrigger: "Automatic" | "Manual";
+                                    requiredApprovals?: number;
                                 }[];
                             }[];
                         };
@@ -2685,6 +2689,7 @@ export interface paths {
                         environments?: {
                             environmentId: string;
                             howToTrigger?: "Automatic" | "Manual";
+                            requiredApprovals?: number;
                         }[];
                         sortOrder?: number;
                     };
@@ -2731,6 +2736,7 @@ export interface paths {
                         environments?: {
                             environmentId: string;
                             howToTrigger?: "Automatic" | "Manual";
+                            requiredApprovals?: number;
                         }[];
                     };
                 };
@@ -2830,6 +2836,7 @@ export interface paths {
                         phaseId: string;
                         environmentId: string;
                         howToTrigger?: "Automatic" | "Manual";
+                        requiredApprovals?: number;
                     };
                 };
             };
@@ -7617,6 +7624,20 @@ export interface paths {
                                 allowed: boolean;
                                 reason: string | null;
                             };
+                            /** @description Issue #15: why a Queued or AwaitingSlot deployment waits (as GET /api/deployment) */
+                            waitingReason: string | null;
+                            /** @description Issue #15: its place among deployments awaiting a slot */
+                            queuePosition: number | null;
+                            /** @description Issue #15: the approvals the deployment needs; null when it needs none */
+                            approval: {
+                                requiredApprovals: number;
+                                approvedBy: string[];
+                                awaiting: boolean;
+                                decide: {
+                                    allowed: boolean;
+                                    reason: string | null;
+                                };
+                            } | null;
                         };
                     };
                 };

@@ -12,7 +12,7 @@ import {
   type PageRequest,
   type Principal,
 } from '../core/index.ts';
-import type { ApprovalDecision, Deployment, DeploymentApproval } from '../store/index.ts';
+import type { ApprovalDecision, ApproverScope, Deployment, DeploymentApproval } from '../store/index.ts';
 import type { DomainDeps } from './deps.ts';
 import { visibleResource, visibleWorkspace } from './scope.ts';
 
@@ -136,7 +136,21 @@ export interface PendingApproval {
   approvals: DeploymentApproval[];
 }
 
-/** Deployments of a workspace waiting for approvals, oldest first, with the approvals they have. */
+/**
+ * Where the principal may approve: null when some role covers every project and environment
+ * (Admin, or ApproveDeployments without limits), else the limits of its ApproveDeployments roles.
+ */
+function approverScopes(principal: Principal): ApproverScope[] | null {
+  const roles = principal.roles.filter((r) => r.role === Capability.Admin || r.role === Capability.ApproveDeployments);
+  if (roles.some((r) => r.role === Capability.Admin || (!r.projectIds && !r.environmentIds))) return null;
+  return roles.map((r) => ({ projectIds: r.projectIds, environmentIds: r.environmentIds }));
+}
+
+/**
+ * Deployments of a workspace waiting for approvals that the principal may approve (its
+ * ApproveDeployments limits; not its own requests; not those it already decided on), oldest
+ * first, with the approvals they have. An account that may approve nothing sees an empty list.
+ */
 export async function listPendingApprovals(
   deps: DomainDeps,
   principal: Principal,
@@ -144,7 +158,10 @@ export async function listPendingApprovals(
 ): Promise<{ items: PendingApproval[]; totalCount: number }> {
   const workspace = await visibleWorkspace(deps, principal, query.workspaceId);
   authorize(principal, [Capability.View, Capability.ApproveDeployments]);
-  const page = await deps.store.deploymentApprovals.listPending(workspace.id, toPage(query));
+  const page = await deps.store.deploymentApprovals.listPending(workspace.id, toPage(query), {
+    accountId: principal.serviceAccountId,
+    scopes: approverScopes(principal),
+  });
   const ids = page.items.map((d) => d.id);
   const [deployments, approvals] = await Promise.all([
     Promise.all(ids.map((id) => deps.store.deployments.get(id))),

@@ -11,12 +11,21 @@ import {
   type Paged,
   type Principal,
 } from '../core/index.ts';
-import type { Deployment, DeploymentTask, Environment, Project, Tag, Workspace } from '../store/index.ts';
+import type {
+  Deployment,
+  DeploymentApproval,
+  DeploymentTask,
+  Environment,
+  Project,
+  Tag,
+  Workspace,
+} from '../store/index.ts';
 import type { LifecycleReadModel } from './lifecycles.ts';
 import { listLifecycles } from './lifecycles.ts';
 import { permission, type Permission } from './dashboard.ts';
 import { waitReason } from './dashboard-cells.ts';
 import type { DomainDeps } from './deps.ts';
+import { waitsOf, type Waiting } from './deployments.ts';
 import { HEARTBEAT_WINDOW_MS, withStatus, type MachineView } from './machines.ts';
 import { viewableProjectIds, visibleProject } from './projects.ts';
 import { visibleWorkspace } from './scope.ts';
@@ -40,6 +49,10 @@ export interface DeploymentPageView {
     targets: DeploymentTarget[];
   }>;
   cancel: Permission;
+  /** Issue #15: why a Queued or AwaitingSlot deployment waits, and its place in the slot queue. */
+  waiting: Waiting;
+  /** Issue #15: the approvals it needs (null when none), and whether this account may give one now. */
+  approval: { requiredApprovals: number; approvedBy: string[]; awaiting: boolean; decide: Permission } | null;
 }
 
 /** Machines of a rolling group ordered by when they first started (unstarted last, by name), cut into windows. */
@@ -62,7 +75,7 @@ export async function getDeploymentPage(
 ): Promise<DeploymentPageView> {
   const deployment = await readableDeployment(deps, principal, deploymentId, Capability.View);
   const target = { projectId: deployment.projectId, environmentIds: [deployment.environmentId] };
-  const [release, project, tasks, running, organization] = await Promise.all([
+  const [release, project, tasks, running, organization, waits, decisions] = await Promise.all([
     deps.store.releases.get(deployment.releaseId),
     deps.store.projects.get(deployment.projectId),
     deps.store.deploymentTasks.listForDeployment(deployment.id),
@@ -74,6 +87,8 @@ export async function getDeploymentPage(
     deployment.status === 'AwaitingSlot'
       ? deps.store.dashboardReads.organizationLoad(deployment.workspaceId)
       : { running: 0, maxConcurrent: 0 },
+    waitsOf(deps, [deployment]),
+    deployment.requiredApprovals > 0 ? deps.store.deploymentApprovals.listFor([deployment.id]) : [],
   ]);
   if (!release || !project) throw unknownId('deploymentId');
   const groups = new Map(release.snapshot.rollingGroups.map((g) => [g.rollingGroupId, g]));
@@ -114,6 +129,39 @@ export async function getDeploymentPage(
     }),
     steps,
     cancel: permission(principal, Capability.Deploy, target),
+    waiting: waits.get(deployment.id) ?? { waitingReason: null, queuePosition: null },
+    approval: approvalOf(principal, deployment, decisions, target),
+  };
+}
+
+/** The same rules as POST /api/deployment/approve, as the reason a button is disabled. */
+function approvalOf(
+  principal: Principal,
+  deployment: Deployment,
+  decisions: readonly DeploymentApproval[],
+  target: { projectId: string; environmentIds: string[] },
+): DeploymentPageView['approval'] {
+  if (deployment.requiredApprovals === 0) return null;
+  const approvedBy = decisions.filter((a) => a.decision === 'Approved').map((a) => a.accountName);
+  const awaiting =
+    deployment.status === 'Queued' &&
+    !deployment.cancellationRequestedUtc &&
+    approvedBy.length < deployment.requiredApprovals;
+  const allowed = permission(principal, Capability.ApproveDeployments, target);
+  const refusal = !awaiting
+    ? 'The deployment no longer awaits approval'
+    : !allowed.allowed
+      ? allowed.reason
+      : deployment.requestedBy?.id === principal.serviceAccountId
+        ? 'You requested this deployment: another account must approve it'
+        : decisions.some((a) => a.accountId === principal.serviceAccountId)
+          ? 'You have already approved or rejected it'
+          : null;
+  return {
+    requiredApprovals: deployment.requiredApprovals,
+    approvedBy,
+    awaiting,
+    decide: refusal === null ? { allowed: true, reason: null } : { allowed: false, reason: refusal },
   };
 }
 

@@ -45,15 +45,31 @@ export function describeFreezes(frozen: ReadonlyArray<{ freeze: DeploymentFreeze
   return frozen.map((f) => `frozen by '${f.freeze.name}' until ${f.endsAt.toISOString()}`).join('; ');
 }
 
-/** The gate columns of new deployments to `environment`: gated when it needs approvals or the workspace has a live freeze. */
+/**
+ * The gate columns of new deployments to `environment`: gated when it needs approvals or the
+ * workspace has a live freeze. The approvals needed are the higher of the environment's own and
+ * those of its phase environment in the release's lifecycle (`phaseApprovals`, see approvalsByPhase).
+ */
 export function gateOfNew(
-  environment: Pick<Environment, 'requiredApprovals'>,
+  environment: Pick<Environment, 'id' | 'requiredApprovals'>,
   liveFreezes: readonly DeploymentFreeze[],
+  phaseApprovals: ReadonlyMap<string, number> = new Map(),
 ): { gated: boolean; requiredApprovals: number } {
-  return {
-    gated: environment.requiredApprovals > 0 || liveFreezes.length > 0,
-    requiredApprovals: environment.requiredApprovals,
-  };
+  const requiredApprovals = Math.max(environment.requiredApprovals, phaseApprovals.get(environment.id) ?? 0);
+  return { gated: requiredApprovals > 0 || liveFreezes.length > 0, requiredApprovals };
+}
+
+/**
+ * Approvals required per environment by the phases of the release's lifecycle, read live (like
+ * the environment's own setting, a policy set after the release was created still applies); none
+ * when the release has no lifecycle or it was deleted since.
+ */
+export async function approvalsByPhase(
+  store: Store,
+  release: { snapshot: { lifecycle: { lifecycleId: string } | null } },
+): Promise<Map<string, number>> {
+  const lifecycle = release.snapshot.lifecycle;
+  return lifecycle ? store.lifecycles.phaseApprovals(lifecycle.lifecycleId) : new Map();
 }
 
 /**

@@ -16,7 +16,7 @@ import { maxSemVer } from '../core/index.ts';
 import type { Deployment, Environment, NewLogEntry, Release, Store } from '../store/index.ts';
 import type { DomainDeps } from './deps.ts';
 import { idempotent, type RememberAnswer } from './idempotency.ts';
-import { gateOfNew, refuseFrozen } from './deployment-gates.ts';
+import { approvalsByPhase, gateOfNew, refuseFrozen } from './deployment-gates.ts';
 import { computeProgression } from './lifecycle-progression.ts';
 import { visibleProject } from './projects.ts';
 import { visibleResource } from './scope.ts';
@@ -161,12 +161,13 @@ export async function createDeployments(
   const scheduledFor = scheduleOf(request.deploymentDateUnixMillis);
   const now = deps.clock.now();
   // Read together (a promote is on the path to the first script line); checked in order below.
-  const [environments, deployments, limits, active, liveFreezes] = await Promise.all([
+  const [environments, deployments, limits, active, liveFreezes, phaseApprovals] = await Promise.all([
     deps.store.environments.listAll(release.workspaceId),
     deps.store.deployments.listForRelease(release.id),
     deps.store.deployments.organizationLimits(release.workspaceId),
     deps.store.deployments.countActiveInOrganizationOf(release.workspaceId),
     deps.store.deploymentFreezes.listLive(release.workspaceId, now),
+    approvalsByPhase(deps.store, release),
   ]);
   const targets = resolveTargets(release, environments, request);
   authorize(principal, Capability.Deploy, {
@@ -210,7 +211,7 @@ export async function createDeployments(
     redownloadPackages: request.redownloadPackages ?? false,
     scheduledFor,
     requestedBy: { id: principal.serviceAccountId, name: principal.name },
-    ...gateOfNew(t.environment, liveFreezes),
+    ...gateOfNew(t.environment, liveFreezes, phaseApprovals),
     freezeOverrideReason: overrideReason,
     rolledBackFromReleaseId: rollback?.fromReleaseId ?? null,
   }));

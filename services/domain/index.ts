@@ -224,7 +224,7 @@ export type { CloudConfig, CloudAccountView } from './cloud-accounts.ts';
 export { createRelease, listReleases, getReleaseDetails } from './releases.ts';
 export type { CreateReleaseInput, ReleaseDetails } from './releases.ts';
 export { deployRelease, promoteRelease } from './deployment-requests.ts';
-export { checkGate, gateOfNew } from './deployment-gates.ts';
+export { approvalsByPhase, checkGate, gateOfNew } from './deployment-gates.ts';
 export type { GateDecision } from './deployment-gates.ts';
 export { approveDeployment, rejectDeployment, listPendingApprovals } from './approvals.ts';
 export type { DecisionInput, DecisionResult, PendingApproval } from './approvals.ts';

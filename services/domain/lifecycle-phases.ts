@@ -9,6 +9,7 @@ import type { Store } from '../store/index.ts';
 import { HowToTrigger, type Lifecycle, type Phase } from '../store/index.ts';
 import type { DomainDeps } from './deps.ts';
 import {
+  approvalsOf,
   countFor,
   fromStored,
   invalid,
@@ -122,7 +123,11 @@ export async function updatePhase(deps: DomainDeps, principal: Principal, input:
           input.progressRequirementCount ?? phase.progressRequirementCount,
         ),
         environments: given
-          ? given.map((e) => ({ environmentId: e.environmentId, howToTrigger: e.howToTrigger ?? HowToTrigger.Manual }))
+          ? given.map((e) => ({
+              environmentId: e.environmentId,
+              howToTrigger: e.howToTrigger ?? HowToTrigger.Manual,
+              ...approvalsOf(e.requiredApprovals),
+            }))
           : phase.environments,
       };
       const ordered = phases.filter((p) => p.id !== phase.id);
@@ -157,7 +162,13 @@ export async function deletePhase(deps: DomainDeps, principal: Principal, phaseI
 export async function setPhaseEnvironment(
   deps: DomainDeps,
   principal: Principal,
-  input: { phaseId: string; environmentId: string; howToTrigger?: HowToTrigger | undefined },
+  input: {
+    phaseId: string;
+    environmentId: string;
+    howToTrigger?: HowToTrigger | undefined;
+    /** Absent: kept as it is (none for a new one); 0 clears it. */
+    requiredApprovals?: number | undefined;
+  },
 ): Promise<void> {
   const { lifecycle } = await visiblePhase(deps, principal, input.phaseId);
   await requireEnvironments(deps, lifecycle.workspaceId, [
@@ -170,11 +181,21 @@ export async function setPhaseEnvironment(
     const existing = phase.environments.find((e) => e.environmentId === input.environmentId);
     const environments = existing
       ? phase.environments.map((e) =>
-          e === existing ? { ...e, howToTrigger: input.howToTrigger ?? e.howToTrigger } : e,
+          e === existing
+            ? {
+                environmentId: e.environmentId,
+                howToTrigger: input.howToTrigger ?? e.howToTrigger,
+                ...approvalsOf(input.requiredApprovals ?? e.requiredApprovals),
+              }
+            : e,
         )
       : [
           ...phase.environments,
-          { environmentId: input.environmentId, howToTrigger: input.howToTrigger ?? HowToTrigger.Manual },
+          {
+            environmentId: input.environmentId,
+            howToTrigger: input.howToTrigger ?? HowToTrigger.Manual,
+            ...approvalsOf(input.requiredApprovals),
+          },
         ];
     const next = { ...phase, environments };
     validatePhases(

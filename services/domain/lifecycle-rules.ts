@@ -15,6 +15,8 @@ import {
 export interface PhaseEnvironmentInput {
   environmentId: string;
   howToTrigger?: HowToTrigger | undefined;
+  /** Approvals deployments to it need through this phase (issue #15); 0 or absent: none of its own. */
+  requiredApprovals?: number | undefined;
 }
 
 export interface PhaseInput {
@@ -28,7 +30,7 @@ export interface PhaseInput {
 
 /** A phase as it will be stored; `environments` carry IDs only. */
 export interface PhaseDraft extends PhaseFields {
-  environments: Array<{ environmentId: string; howToTrigger: HowToTrigger }>;
+  environments: Array<{ environmentId: string; howToTrigger: HowToTrigger; requiredApprovals?: number }>;
 }
 
 /** Names the offending property: `phases[2].name` for whole-lifecycle writes, `name` for phase writes. */
@@ -41,6 +43,11 @@ export function invalid(property: string, message: string): InvalidParameterErro
 /** 0 unless the requirement counts environments; then it must be given (or kept) and validated later. */
 export function countFor(requirement: ProgressRequirement, count: number | undefined): number {
   return requirement === ProgressRequirement.MinimumNumberToComplete ? (count ?? 0) : 0;
+}
+
+/** A phase environment's requiredApprovals as stored and read: present only when it requires some. */
+export function approvalsOf(requiredApprovals: number | undefined): { requiredApprovals?: number } {
+  return requiredApprovals ? { requiredApprovals } : {};
 }
 
 export function toDraft(lifecycleId: string, id: string, sortOrder: number, input: PhaseInput): PhaseDraft {
@@ -58,6 +65,7 @@ export function toDraft(lifecycleId: string, id: string, sortOrder: number, inpu
     environments: (input.environments ?? []).map((e) => ({
       environmentId: e.environmentId,
       howToTrigger: e.howToTrigger ?? HowToTrigger.Manual,
+      ...approvalsOf(e.requiredApprovals),
     })),
   };
 }
@@ -65,7 +73,11 @@ export function toDraft(lifecycleId: string, id: string, sortOrder: number, inpu
 export function fromStored(phase: Phase): PhaseDraft {
   return {
     ...phase,
-    environments: phase.environments.map((e) => ({ environmentId: e.environmentId, howToTrigger: e.howToTrigger })),
+    environments: phase.environments.map((e) => ({
+      environmentId: e.environmentId,
+      howToTrigger: e.howToTrigger,
+      ...approvalsOf(e.requiredApprovals),
+    })),
   };
 }
 

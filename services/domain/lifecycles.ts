@@ -25,7 +25,7 @@ import {
   type Phase,
 } from '../store/index.ts';
 import type { DomainDeps } from './deps.ts';
-import { draftPhaseList, savePhase, type PhaseInput } from './lifecycle-rules.ts';
+import { approvalsOf, draftPhaseList, savePhase, type PhaseInput } from './lifecycle-rules.ts';
 import { visibleResource, visibleWorkspace, withUniqueName } from './scope.ts';
 
 export { HowToTrigger, ProgressRequirement, ProgressRequirementErrorMode };
@@ -48,7 +48,13 @@ export interface PhaseReadModel {
   progressRequirement: ProgressRequirement;
   progressRequirementErrorMode: ProgressRequirementErrorMode;
   progressRequirementCount: number;
-  environments: Array<{ environmentId: string; environmentName: string; howToTrigger: HowToTrigger }>;
+  /** requiredApprovals (issue #15) only where a phase environment requires approvals. */
+  environments: Array<{
+    environmentId: string;
+    environmentName: string;
+    howToTrigger: HowToTrigger;
+    requiredApprovals?: number;
+  }>;
 }
 
 function toReadModel(lifecycle: Lifecycle, phases: readonly Phase[]): LifecycleReadModel {
@@ -69,6 +75,7 @@ function toReadModel(lifecycle: Lifecycle, phases: readonly Phase[]): LifecycleR
         environmentId: e.environmentId,
         environmentName: e.environmentName,
         howToTrigger: e.howToTrigger,
+        ...approvalsOf(e.requiredApprovals),
       })),
     })),
   };

@@ -6,7 +6,13 @@
 import type { Clock, Logger, Metrics, SecretBox } from '../core/index.ts';
 import { BoundedCache, createMetrics, dateToTicks, encodeVarints, newId, toError } from '../core/index.ts';
 import { WorkQueue, type Bus, type Subscription } from '../bus/index.ts';
-import { automaticEnvironmentsDue, computeProgression, gateOfNew, isDatabaseUnavailable } from '../domain/index.ts';
+import {
+  approvalsByPhase,
+  automaticEnvironmentsDue,
+  computeProgression,
+  gateOfNew,
+  isDatabaseUnavailable,
+} from '../domain/index.ts';
 import type {
   Deployment,
   DeploymentTask,
@@ -91,10 +97,11 @@ export function createEngine(options: EngineOptions): Engine {
     const release = await store.releases.get(releaseId);
     if (!release?.snapshot.lifecycle) return [];
     const now = clock.now();
-    const [environments, deployments, liveFreezes] = await Promise.all([
+    const [environments, deployments, liveFreezes, phaseApprovals] = await Promise.all([
       store.environments.listAll(release.workspaceId),
       store.deployments.listForRelease(releaseId),
       store.deploymentFreezes.listLive(release.workspaceId, now),
+      approvalsByPhase(store, release),
     ]);
     // A release someone rolled back to is not carried on to later phases by itself: that would
     // undo newer releases there (issue #15). A person may still promote it.
@@ -125,7 +132,7 @@ export function createEngine(options: EngineOptions): Engine {
           machineIds: [],
           redownloadPackages: false,
           scheduledFor: null,
-          ...gateOfNew(environment, liveFreezes),
+          ...gateOfNew(environment, liveFreezes, phaseApprovals),
         },
         now,
       );

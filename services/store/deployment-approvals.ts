@@ -43,6 +43,12 @@ function toApproval(row: ApprovalRow): DeploymentApproval {
   };
 }
 
+/** Where a role lets an account approve: its project and environment limits (absent: any). */
+export interface ApproverScope {
+  projectIds?: readonly string[] | undefined;
+  environmentIds?: readonly string[] | undefined;
+}
+
 export function deploymentApprovalsStore(db: Db) {
   return {
     /** Records the decision; false when this account already decided on this deployment. */
@@ -80,9 +86,15 @@ export function deploymentApprovalsStore(db: Db) {
     },
     /**
      * Deployments of a workspace still waiting for approvals (Queued, not cancelled, fewer
-     * approvals than required), oldest first.
+     * approvals than required), oldest first. With `approver`: only those that account may
+     * approve — within one of its scopes (null: every project and environment), not requested
+     * by it, not already decided by it.
      */
-    async listPending(workspaceId: string, page: Page): Promise<Paged<Pick<Deployment, 'id'>>> {
+    async listPending(
+      workspaceId: string,
+      page: Page,
+      approver?: { accountId: string; scopes: ApproverScope[] | null },
+    ): Promise<Paged<Pick<Deployment, 'id'>>> {
       const approved = db('deployment_approvals as a')
         .whereRaw('a.deployment_id = d.id')
         .where('a.decision', 'Approved')
@@ -92,6 +104,27 @@ export function deploymentApprovalsStore(db: Db) {
         .whereNull('d.cancellation_requested_at')
         .where('d.required_approvals', '>', 0)
         .where('d.required_approvals', '>', approved);
+      if (approver) {
+        const { accountId, scopes } = approver;
+        query
+          .where((q) => {
+            q.whereNull('d.requested_by_id').orWhereNot('d.requested_by_id', accountId);
+          })
+          .whereNotExists(
+            db('deployment_approvals as own').whereRaw('own.deployment_id = d.id').where('own.account_id', accountId),
+          );
+        if (scopes !== null)
+          query.where((any) => {
+            // No scope at all: nothing to list (the false condition keeps the query one shape).
+            if (scopes.length === 0) any.whereRaw('false');
+            for (const scope of scopes)
+              any.orWhere((one) => {
+                one.whereRaw('true');
+                if (scope.projectIds) one.whereIn('d.project_id', scope.projectIds);
+                if (scope.environmentIds) one.whereIn('d.environment_id', scope.environmentIds);
+              });
+          });
+      }
       const [count, rows] = await Promise.all([
         query.clone().count({ n: '*' }),
         query

@@ -98,7 +98,7 @@ export type { Project } from './projects.ts';
 export type { Release } from './releases.ts';
 export type { Deployment, NewDeployment, DeploymentFilter } from './deployments.ts';
 export type { DeploymentTask, DispatchedTask } from './deployment-tasks.ts';
-export type { DeploymentApproval, ApprovalDecision } from './deployment-approvals.ts';
+export type { DeploymentApproval, ApprovalDecision, ApproverScope } from './deployment-approvals.ts';
 export type { DeploymentFreeze, FreezeRecurrence } from './deployment-freezes.ts';
 export type {
   LogEntry,

@@ -34,6 +34,8 @@ export interface PhaseEnvironment {
   environmentId: string;
   environmentName: string;
   howToTrigger: HowToTrigger;
+  /** Approvals this phase environment requires (issue #15); absent when it adds none. */
+  requiredApprovals?: number;
 }
 
 export interface Phase {
@@ -74,6 +76,7 @@ interface PhaseEnvironmentRow {
   environment_id: string;
   environment_name: string;
   how_to_trigger: string;
+  required_approvals: number | null;
 }
 
 function toLifecycle(row: LifecycleRow): Lifecycle {
@@ -117,13 +120,20 @@ export function lifecyclesStore(db: Db) {
       .whereNull('e.deleted_at')
       .whereIn('pe.phase_id', phaseIds)
       .orderBy([{ column: 'e.sort_order' }, { column: 'e.name' }])
-      .select('pe.phase_id', 'pe.environment_id', 'e.name as environment_name', 'pe.how_to_trigger');
+      .select(
+        'pe.phase_id',
+        'pe.environment_id',
+        'e.name as environment_name',
+        'pe.how_to_trigger',
+        'pe.required_approvals',
+      );
     for (const row of rows) {
       const list = byPhase.get(row.phase_id) ?? [];
       list.push({
         environmentId: row.environment_id,
         environmentName: row.environment_name,
         howToTrigger: row.how_to_trigger as HowToTrigger,
+        ...(row.required_approvals ? { requiredApprovals: row.required_approvals } : {}),
       });
       byPhase.set(row.phase_id, list);
     }
@@ -209,7 +219,7 @@ export function lifecyclesStore(db: Db) {
     /** Replaces the environments of a phase. */
     async setPhaseEnvironments(
       phaseId: string,
-      environments: ReadonlyArray<Pick<PhaseEnvironment, 'environmentId' | 'howToTrigger'>>,
+      environments: ReadonlyArray<Pick<PhaseEnvironment, 'environmentId' | 'howToTrigger' | 'requiredApprovals'>>,
     ): Promise<void> {
       await db('phase_environments').where({ phase_id: phaseId }).delete();
       if (environments.length === 0) return;
@@ -218,8 +228,22 @@ export function lifecyclesStore(db: Db) {
           phase_id: phaseId,
           environment_id: e.environmentId,
           how_to_trigger: e.howToTrigger,
+          required_approvals: e.requiredApprovals ? e.requiredApprovals : null,
         })),
       );
+    },
+    /**
+     * The approvals each environment requires through the phases of a lifecycle (issue #15):
+     * environment ID → the highest requiredApprovals of its phase environments; absent when none.
+     */
+    async phaseApprovals(lifecycleId: string): Promise<Map<string, number>> {
+      const rows: Array<{ environment_id: string; required: number }> = await db('phase_environments as pe')
+        .join('lifecycle_phases as p', 'p.id', 'pe.phase_id')
+        .where('p.lifecycle_id', lifecycleId)
+        .whereNotNull('pe.required_approvals')
+        .groupBy('pe.environment_id')
+        .select('pe.environment_id', db.raw('max(pe.required_approvals)::int as required'));
+      return new Map(rows.map((r) => [r.environment_id, r.required]));
     },
     /** Names of the live projects and the channels of live projects that use the lifecycle. */
     async usedBy(id: string): Promise<{ projects: string[]; channels: string[] }> {

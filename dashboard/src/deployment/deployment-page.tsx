@@ -9,6 +9,7 @@ import { useDeploymentEvents } from '../api/use-deployment-events.ts';
 import { Failure, Loading, Refusal } from '../components/states.tsx';
 import { StatusBadge } from '../components/status-badge.tsx';
 import { Link, paths } from '../router.tsx';
+import { ApprovalPanel } from './approval-panel.tsx';
 import { LogView } from './log-view.tsx';
 import { StepTree } from './step-tree.tsx';
 
@@ -31,6 +32,12 @@ export function DeploymentPage({
     mutationFn: async () => unwrap(await api.POST('/api/deployment/cancel', { body: { deploymentId } })),
     onSuccess: () => queryClient.invalidateQueries({ queryKey: ['deployment-page', deploymentId] }),
   });
+  // A gate line (issue #15: "Waiting: …", another account's approval) means the page's reason and
+  // approvals moved: read the page again (the status stays Queued, so the stream says nothing else).
+  const gateLines = events.lines.filter((l) => /^(Waiting: |Approved by )/.test(l.Data)).length;
+  useEffect(() => {
+    if (gateLines > 0) void queryClient.invalidateQueries({ queryKey: ['deployment-page', deploymentId] });
+  }, [gateLines, deploymentId, queryClient]);
   const workspaceId = page.data?.deployment.workspaceId;
   useEffect(() => {
     if (workspaceId) onWorkspace(workspaceId);
@@ -82,7 +89,18 @@ export function DeploymentPage({
         Requested by {d.requestedBy ?? 'the lifecycle (automatic)'} · {events.status?.ErrorCount ?? d.errorCount}{' '}
         error(s), {events.status?.WarningCount ?? d.warningCount} warning(s)
       </p>
-      {d.waitReason && !final && <p className="wait">{d.waitReason}</p>}
+      {(status === 'Queued' || status === 'AwaitingSlot') && page.data.waitingReason ? (
+        // Issue #15: the reason the server gives (approval, freeze, schedule, queue) and the place in the slot queue.
+        <p className="wait" aria-label="Waiting reason">
+          Waiting: {page.data.waitingReason}
+          {page.data.queuePosition !== null && ` · position ${page.data.queuePosition} in the queue`}
+        </p>
+      ) : (
+        d.waitReason && !final && <p className="wait">{d.waitReason}</p>
+      )}
+      {page.data.approval && (status === 'Queued' || page.data.approval.approvedBy.length > 0) && (
+        <ApprovalPanel deploymentId={deploymentId} approval={page.data.approval} />
+      )}
       {d.failureMessage && <p className="error">{d.failureMessage}</p>}
       <ol className="timeline" aria-label="Timeline">
         {timeline.map((e) => (

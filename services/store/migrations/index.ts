@@ -20,6 +20,7 @@ import * as deploymentAdvanceSeq from './202611241100_deployment_advance_seq.ts'
 import * as agentUpgrades from './202611241110_agent_upgrades.ts';
 import * as governance from './202611241120_governance.ts';
 import * as runningTasksByMachine from './202611241130_running_tasks_by_machine.ts';
+import * as phaseApprovals from './202611241140_phase_approvals.ts';
 
 export interface Migration {
   up(knex: Knex): Promise<void>;
@@ -44,4 +45,5 @@ export const migrations: ReadonlyArray<readonly [string, Migration]> = [
   ['202611241110_agent_upgrades', agentUpgrades],
   ['202611241120_governance', governance],
   ['202611241130_running_tasks_by_machine', runningTasksByMachine],
+  ['202611241140_phase_approvals', phaseApprovals],
 ];

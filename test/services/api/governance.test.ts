@@ -276,6 +276,157 @@ describe('approvals', () => {
   });
 });
 
+describe('pending approvals list', () => {
+  it('lists only what the caller may approve: its environments, not its own, not already decided', async () => {
+    const aId = await environment('Narrow-A', { requiredApprovals: 2 });
+    const bId = await environment('Narrow-B', { requiredApprovals: 1 });
+    const requester = await t.account([{ role: 'Deploy' }, { role: 'ApproveDeployments' }]);
+    const approverA = await t.account([{ role: 'ApproveDeployments', environmentIds: [aId] }]);
+    const approverB = await t.account([{ role: 'ApproveDeployments', environmentIds: [bId] }, { role: 'View' }]);
+    const other = await t.account([{ role: 'ApproveDeployments' }]);
+    const viewer = await t.account([{ role: 'View' }]);
+    const releaseId = await release(await project(), '1.0.0');
+    const a = await deploy(requester, releaseId, 'Narrow-A');
+    const b = await deploy(requester, releaseId, 'Narrow-B');
+    await waitingReason(a, /awaiting approval/);
+    await waitingReason(b, /awaiting approval/);
+    const pending = async (client: Client) => {
+      const page = await ok(client.get('/api/deployment/approvals', { workspaceId }));
+      const ids = (page.approvals as Array<{ deploymentId: string }>).map((x) => x.deploymentId);
+      return { ids: ids.filter((id) => id === a || id === b), totalCount: page.totalCount as number };
+    };
+    expect(await pending(approverA)).toEqual({ ids: [a], totalCount: 1 });
+    expect((await pending(approverB)).ids).toEqual([b]);
+    expect((await pending(other)).ids).toEqual([a, b]);
+    expect((await pending(t.admin)).ids).toEqual([a, b]);
+    // Its own requests are not the requester's to approve; a View-only account approves nothing.
+    expect((await pending(requester)).ids).toEqual([]);
+    expect(await pending(viewer)).toEqual({ ids: [], totalCount: 0 });
+
+    await ok(other.post('/api/deployment/approve', { deploymentId: a }));
+    expect((await pending(other)).ids).toEqual([b]);
+    expect((await pending(approverA)).ids).toEqual([a]);
+    for (const id of [a, b]) await ok(t.admin.post('/api/deployment/cancel', { deploymentId: id }));
+    expect(await finalStatus(a)).toBe('Cancelled');
+    expect(await pending(approverA)).toEqual({ ids: [], totalCount: 0 });
+  });
+});
+
+describe('dashboard deployment page', () => {
+  it('adds waitingReason, queuePosition and the approval with why this account may or may not decide', async () => {
+    await environment('Dash-Appr', { requiredApprovals: 1 });
+    const requester = await t.account([{ role: 'Deploy' }, { role: 'View' }, { role: 'ApproveDeployments' }]);
+    const approver = await t.account([{ role: 'View' }, { role: 'ApproveDeployments' }]);
+    const viewer = await t.account([{ role: 'View' }]);
+    const releaseId = await release(await project(), '1.0.0');
+    const id = await deploy(requester, releaseId, 'Dash-Appr');
+    await waitingReason(id, /awaiting approval/);
+    const pageOf = (client: Client) => ok(client.get('/api/dashboard/deployment', { deploymentId: id }));
+
+    expect(await pageOf(approver)).toMatchObject({
+      waitingReason: 'awaiting approval (0 of 1)',
+      queuePosition: null,
+      approval: { requiredApprovals: 1, approvedBy: [], awaiting: true, decide: { allowed: true, reason: null } },
+    });
+    expect((await pageOf(requester)).approval.decide).toEqual({
+      allowed: false,
+      reason: 'You requested this deployment: another account must approve it',
+    });
+    expect((await pageOf(viewer)).approval.decide).toEqual({
+      allowed: false,
+      reason: 'Your account lacks the ApproveDeployments role here',
+    });
+
+    await ok(approver.post('/api/deployment/approve', { deploymentId: id }));
+    expect(await finalStatus(id)).toBe('Completed');
+    const after = await pageOf(approver);
+    expect(after).toMatchObject({ waitingReason: null, queuePosition: null });
+    expect(after.approval).toMatchObject({
+      approvedBy: [expect.stringMatching(/^account-\d+$/)],
+      awaiting: false,
+      decide: { allowed: false, reason: 'The deployment no longer awaits approval' },
+    });
+    // A deployment that needs no approval has none.
+    await environment('Dash-Free');
+    const free = await deploy(t.admin, releaseId, 'Dash-Free');
+    expect(await finalStatus(free)).toBe('Completed');
+    expect((await ok(t.admin.get('/api/dashboard/deployment', { deploymentId: free }))).approval).toBeNull();
+  });
+});
+
+describe('approvals per lifecycle phase environment', () => {
+  it('applies the higher of the environment and its phase environment, and reads it back only where set', async () => {
+    const devId = await environment('PhaseAppr-Dev');
+    const prodId = await environment('PhaseAppr-Prod', { requiredApprovals: 2 });
+    const { lifecycleId } = await ok(
+      t.admin.post('/api/lifecycle', {
+        workspaceId,
+        name: 'Phase approvals',
+        phases: [
+          { name: 'Dev', environments: [{ environmentId: devId, requiredApprovals: 2 }] },
+          { name: 'Prod', environments: [{ environmentId: prodId, requiredApprovals: 1 }] },
+        ],
+      }),
+    );
+    const phaseEnvironments = async () =>
+      (
+        (await ok(t.admin.get('/api/lifecycle/details', { lifecycleId }))).phases as Array<{
+          phaseId: string;
+          environments: Array<Record<string, unknown>>;
+        }>
+      ).flatMap((p) => p.environments.map((e): Record<string, unknown> => ({ ...e, phaseId: p.phaseId })));
+    expect((await phaseEnvironments()).map((e) => e.requiredApprovals)).toEqual([2, 1]);
+    const projectId = await project(lifecycleId);
+    const releaseId = await release(projectId, '1.0.0');
+    // The release's frozen lifecycle keeps the spec's shape: the setting is read live instead.
+    expect(JSON.stringify((await t.deps.store.releases.get(releaseId))!.snapshot)).not.toContain('requiredApprovals');
+    const approvers = [
+      await t.account([{ role: 'ApproveDeployments' }]),
+      await t.account([{ role: 'ApproveDeployments' }]),
+    ];
+    const listed = async (deploymentId: string) =>
+      (
+        (await ok(t.admin.get('/api/deployment/list', { projectId }))).deployments as Array<{
+          deploymentId: string;
+          requiredApprovals: number;
+        }>
+      ).find((d) => d.deploymentId === deploymentId);
+
+    // Dev needs none of its own: its phase environment's 2 apply.
+    const dev = await deploy(t.admin, releaseId, 'PhaseAppr-Dev');
+    expect(await waitingReason(dev, /awaiting approval/)).toBe('awaiting approval (0 of 2)');
+    expect(await listed(dev)).toMatchObject({ requiredApprovals: 2 });
+    for (const approver of approvers) await ok(approver.post('/api/deployment/approve', { deploymentId: dev }));
+    expect(await finalStatus(dev)).toBe('Completed');
+
+    // Prod needs 2 itself and 1 through its phase: the higher applies.
+    const prod = await deploy(t.admin, releaseId, 'PhaseAppr-Prod');
+    expect(await waitingReason(prod, /awaiting approval/)).toBe('awaiting approval (0 of 2)');
+    await ok(t.admin.post('/api/deployment/cancel', { deploymentId: prod }));
+    expect(await finalStatus(prod)).toBe('Cancelled');
+
+    // 0 clears the phase environment's requirement: the field leaves the read shape again, and a
+    // new deployment of the same release starts without approval.
+    const devPhase = (await phaseEnvironments()).find((e) => e.environmentId === devId)!;
+    await ok(
+      t.admin.put('/api/lifecycle/phase/environment', {
+        phaseId: devPhase.phaseId,
+        environmentId: devId,
+        requiredApprovals: 0,
+      }),
+    );
+    const after = await phaseEnvironments();
+    expect(after.find((e) => e.environmentId === devId)).not.toHaveProperty('requiredApprovals');
+    expect(after.find((e) => e.environmentId === prodId)).toMatchObject({
+      requiredApprovals: 1,
+      howToTrigger: 'Manual',
+    });
+    const again = await deploy(t.admin, releaseId, 'PhaseAppr-Dev');
+    expect(await finalStatus(again)).toBe('Completed');
+    expect(await listed(again)).toMatchObject({ requiredApprovals: 0 });
+  });
+});
+
 describe('deployment freezes', () => {
   it('refuses deploy naming the freeze, lets OverrideFreeze through with a logged reason', async () => {
     const envId = await environment('Frozen');

@@ -218,6 +218,9 @@ export const dashboardRoutes: Routes = async (app) => {
           })),
         })),
         cancel: view.cancel,
+        waitingReason: view.waiting.waitingReason,
+        queuePosition: view.waiting.queuePosition,
+        approval: view.approval,
       };
     },
   );

@@ -123,6 +123,21 @@ export const DeploymentPageResponse = Type.Object({
     }),
   ),
   cancel: PermissionSchema,
+  waitingReason: Nullable(
+    Type.String({ description: 'Issue #15: why a Queued or AwaitingSlot deployment waits (as GET /api/deployment)' }),
+  ),
+  queuePosition: Nullable(Type.Integer({ description: 'Issue #15: its place among deployments awaiting a slot' })),
+  approval: Nullable(
+    Type.Object(
+      {
+        requiredApprovals: Type.Integer(),
+        approvedBy: Type.Array(Type.String()),
+        awaiting: Type.Boolean(),
+        decide: PermissionSchema,
+      },
+      { description: 'Issue #15: the approvals the deployment needs; null when it needs none' },
+    ),
+  ),
 });
 
 const MachineStatus = Type.Union([Type.Literal('Pending'), Type.Literal('Online'), Type.Literal('Offline')]);

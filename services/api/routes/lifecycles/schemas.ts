@@ -17,6 +17,8 @@ export const PhaseEnvironmentSchema = Type.Object({
   environmentId: Id,
   environmentName: Type.String(),
   howToTrigger: HowToTriggerSchema,
+  /** Gantry extension (issue #15): present only when the phase environment requires approvals. */
+  requiredApprovals: Type.Optional(Type.Integer()),
 });
 
 export const PhaseSchema = Type.Object({
@@ -44,7 +46,13 @@ export const LifecycleIdQuery = Type.Object({ lifecycleId: Id });
 export const LifecycleIdBody = Type.Object({ lifecycleId: Id });
 export const CreatedLifecycle = Type.Object({ lifecycleId: Id });
 
-const PhaseEnvironmentInput = Type.Object({ environmentId: Id, howToTrigger: Type.Optional(HowToTriggerSchema) });
+/** Approvals a phase environment requires (issue #15); 0 clears it. Same bound as an environment's. */
+const RequiredApprovals = Type.Integer({ minimum: 0, maximum: 10 });
+const PhaseEnvironmentInput = Type.Object({
+  environmentId: Id,
+  howToTrigger: Type.Optional(HowToTriggerSchema),
+  requiredApprovals: Type.Optional(RequiredApprovals),
+});
 const PhaseEnvironmentsInput = Type.Array(PhaseEnvironmentInput, { maxItems: MAX_PHASE_ENVIRONMENTS });
 const Count = Type.Integer({ minimum: 0, maximum: 10_000 });
 
@@ -89,5 +97,6 @@ export const SetPhaseEnvironmentBody = Type.Object({
   phaseId: Id,
   environmentId: Id,
   howToTrigger: Type.Optional(HowToTriggerSchema),
+  requiredApprovals: Type.Optional(RequiredApprovals),
 });
 export const PhaseEnvironmentBody = Type.Object({ phaseId: Id, environmentId: Id });
