@@ -104,33 +104,13 @@ export class AgentConnection implements AgentLink {
       { packageId, version },
       authMetadata(this.#options.identity),
     );
-    const onAbort = (): void => call.cancel();
-    signal.addEventListener('abort', onAbort, { once: true });
-    return Readable.from(
-      (async function* chunks() {
-        try {
-          for await (const chunk of call as AsyncIterable<{ data: Buffer }>) yield chunk.data;
-        } finally {
-          signal.removeEventListener('abort', onAbort);
-        }
-      })(),
-    );
+    return bytesOf(call, signal);
   }
 
   /** Streams the agent bundle an UpgradeAgent named, from the server of the current (or last) session. */
   downloadAgentBundle(version: string, signal: AbortSignal): Readable {
     const call = this.#client(this.#server).DownloadAgentBundle({ version }, authMetadata(this.#options.identity));
-    const onAbort = (): void => call.cancel();
-    signal.addEventListener('abort', onAbort, { once: true });
-    return Readable.from(
-      (async function* chunks() {
-        try {
-          for await (const chunk of call as AsyncIterable<{ data: Buffer }>) yield chunk.data;
-        } finally {
-          signal.removeEventListener('abort', onAbort);
-        }
-      })(),
-    );
+    return bytesOf(call, signal);
   }
 
   /**
@@ -269,4 +249,19 @@ export class AgentConnection implements AgentLink {
     }
     return client;
   }
+}
+
+/** The bytes of a server-streaming download call, cancelled when `signal` aborts. */
+function bytesOf(call: grpc.ClientReadableStream<{ data: Buffer }>, signal: AbortSignal): Readable {
+  const onAbort = (): void => call.cancel();
+  signal.addEventListener('abort', onAbort, { once: true });
+  return Readable.from(
+    (async function* chunks() {
+      try {
+        for await (const chunk of call as AsyncIterable<{ data: Buffer }>) yield chunk.data;
+      } finally {
+        signal.removeEventListener('abort', onAbort);
+      }
+    })(),
+  );
 }

@@ -4,11 +4,9 @@
  * waiting, rollback, a freeze override, and machine upgrade — checked by exit code, output and
  * the server's state.
  */
-import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { agentBundle } from '../helpers/agent-bundle.ts';
-import { cliBundle } from '../helpers/cli-bundle.ts';
 import { waitFor } from '../helpers/wait-for.ts';
 import {
   api,
@@ -21,7 +19,7 @@ import {
   type Api,
   type ControlPlane,
 } from '../e2e/harness.ts';
-import { printed, runCli, type CliRun } from './run-cli.ts';
+import { printed, runCli, startCli } from './run-cli.ts';
 
 let plane: ControlPlane;
 let admin: Api;
@@ -86,26 +84,16 @@ async function projectWithReleases(...versions: string[]): Promise<{ projectId: 
 }
 
 /** The CLI as a process whose stderr the test reads while it runs. */
-function startCli(args: string[], env: Record<string, string>) {
-  const child = spawn(process.execPath, [cliBundle(), ...args], {
-    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/tmp', NO_COLOR: '1', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  const ended = new Promise<CliRun>((resolve) =>
-    child.on('close', (code) => resolve({ code, stdout, stderr, ms: 0, json: () => JSON.parse(stdout) })),
-  );
+function watchedCli(args: string[], env: Record<string, string>) {
+  const cli = startCli(args, env);
   return {
-    stderr: () => stderr,
-    ended,
+    stderr: () => cli.stderr(),
+    ended: cli.ended,
     /** Waits until stderr shows `text`. */
     shows: (text: string) =>
-      waitFor(async () => stderr.includes(text) || null, {
+      waitFor(async () => cli.stderr().includes(text) || null, {
         timeoutMs: 30_000,
-        description: `the CLI to print '${text}' (stderr so far: ${stderr})`,
+        description: `the CLI to print '${text}' (stderr so far: ${cli.stderr()})`,
       }),
   };
 }
@@ -126,7 +114,7 @@ describe('approvals from the command line', () => {
       'Completed',
     );
 
-    const deploy = startCli(
+    const deploy = watchedCli(
       ['release', 'deploy', '--project', project.name, '--version', '1.0.0', '--env', 'Production', '--wait'],
       ci.env,
     );
