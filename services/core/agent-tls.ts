@@ -10,6 +10,7 @@ import { generateKeyPairSync, randomBytes, X509Certificate } from 'node:crypto';
 import fs from 'node:fs/promises';
 import { isIP } from 'node:net';
 import path from 'node:path';
+import { createSecureContext } from 'node:tls';
 import forge from 'node-forge';
 
 export interface AgentTlsMaterial {
@@ -55,7 +56,38 @@ function newCertificate(publicKey: forge.pki.rsa.PublicKey, years: number): forg
   return cert;
 }
 
+/**
+ * Runs `make` until OpenSSL accepts what it made as a certificate and key (at most 5 times).
+ * A control plane once failed to start with OpenSSL refusing its freshly made certificate
+ * ("asn1 encoding routines::illegal padding", seen once in a CI run, not reproduced in 600
+ * tries): generated material is checked before it is served or stored, so a rare encoding slip
+ * costs another key pair instead of a failed start — or, for the CA, a data folder that can
+ * never start.
+ */
+export function acceptedByOpenSsl<T>(make: () => T, pemOf: (made: T) => { cert: string; key: string }): T {
+  let lastError: unknown;
+  for (let attempt = 0; attempt < 5; attempt++) {
+    const made = make();
+    try {
+      createSecureContext(pemOf(made));
+      return made;
+    } catch (error) {
+      lastError = error;
+    }
+  }
+  throw lastError;
+}
+
+const pemParts = (pem: string) => ({
+  cert: pemCertificates(pem)[0] ?? '',
+  key: /-----BEGIN RSA PRIVATE KEY-----[\s\S]+?-----END RSA PRIVATE KEY-----/.exec(pem)?.[0] ?? '',
+});
+
 function createCa(): string {
+  return acceptedByOpenSsl(makeCa, pemParts);
+}
+
+function makeCa(): string {
   const keys = forgeKeyPair();
   const cert = newCertificate(keys.publicKey, CA_YEARS);
   const subject = [
@@ -74,6 +106,13 @@ function createCa(): string {
 }
 
 function createServerCertificate(caPem: string, names: readonly string[]): { cert: string; key: string } {
+  return acceptedByOpenSsl(
+    () => makeServerCertificate(caPem, names),
+    (made) => made,
+  );
+}
+
+function makeServerCertificate(caPem: string, names: readonly string[]): { cert: string; key: string } {
   const caCert = forge.pki.certificateFromPem(caPem);
   const caKey = forge.pki.privateKeyFromPem(
     /-----BEGIN RSA PRIVATE KEY-----[\s\S]+?-----END RSA PRIVATE KEY-----/.exec(caPem)?.[0] ?? '',
