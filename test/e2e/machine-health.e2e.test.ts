@@ -30,6 +30,9 @@ describe('machine health reported by a real agent', () => {
     );
 
   it('shows Online with the agent version, OS/arch, interpreters found and free disk in its home', async () => {
+    // Online comes with the agent's Register; its health facts with the session's Hello just after
+    // (a CI run under load read the machine between the two).
+    await waitFor(async () => (await read()).interpreters !== null, { timeoutMs: 20_000, intervalMs: 100 });
     const machine = await read();
     expect(machine).toMatchObject({
       status: 'Online',
