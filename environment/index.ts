@@ -140,6 +140,11 @@ export const ENVIRONMENT = Type.Object({
     maximum: 86_400,
     accepted: 'a whole number of seconds from 1 to 86400',
   }),
+  GANTRY_DB_POOL_MAX: Type.Integer({
+    minimum: 1,
+    maximum: 1_000,
+    accepted: 'a whole number of connections from 1 to 1000',
+  }),
   GANTRY_HEAP_MB: Type.Integer({ minimum: 256, maximum: 1_048_576, accepted: 'a whole number of MiB from 256' }),
   GANTRY_PUBLIC_URL: Type.String({
     format: 'gantry-http-url',
@@ -206,6 +211,7 @@ export const SERVER_VARIABLES = [
   'GANTRY_AZURE_STORAGE_CONNECTION_STRING',
   'GANTRY_AZURE_STORAGE_CONTAINER',
   'GANTRY_AGENT_LOST_TIMEOUT_SECONDS',
+  'GANTRY_DB_POOL_MAX',
   'GANTRY_HEAP_MB',
   'GANTRY_PUBLIC_URL',
   'GANTRY_LOG_LEVEL',

@@ -26,7 +26,13 @@ import {
   type Logger,
   type ReadinessCheck,
 } from './core/index.ts';
-import { bootstrap, ensureBootstrapEnrollmentKey, redeemEnrollmentKey, type DomainDeps } from './domain/index.ts';
+import {
+  bootstrap,
+  createReadCaches,
+  ensureBootstrapEnrollmentKey,
+  redeemEnrollmentKey,
+  type DomainDeps,
+} from './domain/index.ts';
 import {
   createDb,
   createStore,
@@ -160,6 +166,7 @@ export async function startServer(
     databaseUrl = embedded.url;
   }
   const db = createDb(databaseUrl, {
+    poolMax: config.dbPoolMax,
     log: {
       warn: (message) => logger.warn({ source: 'knex' }, message),
       error: (message) => logger.error({ source: 'knex' }, message),
@@ -212,6 +219,11 @@ export async function startServer(
     });
     deps.wakeDeployments = (ids) => engine.wake(ids);
     deps.deploymentChanges = engine.changes;
+    // Principals and finished deployments' answers, a few seconds at most (domain/read-caches.ts).
+    const readCaches = createReadCaches();
+    deps.readCaches = readCaches;
+    deps.forgetCachedReads = async () => readCaches.clear();
+    engine.changes.subscribeAll((deploymentId) => readCaches.forgetDeployment(deploymentId));
     deps.onReleaseCreated = async (releaseId) => {
       await engine.triggerAutomaticDeployments(releaseId).catch((error: unknown) => {
         logger.error({ err: toError(error), releaseId }, 'automatic deployments of a new release not created');

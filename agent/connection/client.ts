@@ -17,6 +17,9 @@ const CHANNEL_OPTIONS: grpc.ChannelOptions = {
   // Keep the channel's own transport retries short; the session loop does the real backoff.
   'grpc.initial_reconnect_backoff_ms': 500,
   'grpc.max_reconnect_backoff_ms': 5_000,
+  // grpc-js's introspection (channelz) is on by default: per-channel trackers and trace lines, and
+  // counters on every message, for a service the agent never serves.
+  'grpc.enable_channelz': 0,
 };
 
 /** `extra`: options on top of the agent's own (bench/fleet gives each simulated agent a connection of its own). */

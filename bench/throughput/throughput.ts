@@ -6,6 +6,7 @@
  *
  *   npx tsx bench/throughput/throughput.ts                  (60 s of deployments, 2 × 10 s read rounds each)
  *   npx tsx bench/throughput/throughput.ts --duration-s 15 --read-s 5   (a short run)
+ *   npx tsx bench/throughput/throughput.ts --profile /tmp/prof         (a CPU profile of the control plane)
  */
 import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
@@ -19,6 +20,7 @@ import {
   bashProject,
   cleanup,
   startControlPlane,
+  stopProcess,
   tempDir,
   workspaceOf,
   type Api,
@@ -40,6 +42,8 @@ const option = (name: string) => {
 const DURATION_S = Number(option('--duration-s') ?? 60);
 const READ_S = Number(option('--read-s') ?? 10);
 const READ_ROUNDS = Number(option('--read-rounds') ?? 2);
+/** A CPU profile of the control plane, written into this folder when it stops. */
+const PROFILE_DIR = option('--profile');
 /** How often a deploying client asks whether its deployment finished. */
 const WAIT_POLL_MS = 50;
 
@@ -108,8 +112,19 @@ async function main(): Promise<void> {
   const db = new pg.Client({ connectionString: database.url });
   let sims: Sim[] = [];
   let bare: ReturnType<typeof spawn> | null = null;
+  let stopPlane = async () => {};
   try {
-    const plane = await startControlPlane({ databaseUrl: database.url, env: { GANTRY_METRICS_PORT: 'off' } });
+    const plane = await startControlPlane({
+      databaseUrl: database.url,
+      env: {
+        GANTRY_METRICS_PORT: 'off',
+        // e.g. '--import ./my-query-tracer.mjs', as bench/deploy takes it.
+        ...(process.env.GANTRY_BENCH_NODE_OPTIONS ? { NODE_OPTIONS: process.env.GANTRY_BENCH_NODE_OPTIONS } : {}),
+      },
+      nodeArgs: PROFILE_DIR ? ['--cpu-prof', '--cpu-prof-dir', PROFILE_DIR] : [],
+    });
+    // SIGTERM: a profile is written when the process exits on its own.
+    stopPlane = () => stopProcess(plane.child);
     await db.connect();
     const client = api(plane.url);
     const workspace = await workspaceOf(client);
@@ -255,6 +270,7 @@ async function main(): Promise<void> {
   } finally {
     bare?.kill('SIGTERM');
     await Promise.all(sims.map(stopSim));
+    await stopPlane();
     await db.end().catch(() => {});
     await cleanup();
     await database.drop();

@@ -38,14 +38,19 @@ const GOAL_OVERHEAD_RATIO = 40;
 const GOAL_N = 50;
 
 const { values } = parseArgs({
-  options: { n: { type: 'string', default: '10,50' }, rounds: { type: 'string', default: '3' } },
+  options: {
+    n: { type: 'string', default: '10,50' },
+    rounds: { type: 'string', default: '3' },
+    // While working on one side only (e.g. `--runners gantry`); comparisons need the default.
+    runners: { type: 'string', default: 'gantry,ansible-ssh,ansible-ssh-pipelining,ansible-local' },
+  },
 });
 const SIZES = values.n.split(',').map(Number);
 const ROUNDS = Number(values.rounds);
 const MAX_N = Math.max(...SIZES);
 
 type Runner = 'gantry' | 'ansible-ssh' | 'ansible-ssh-pipelining' | 'ansible-local';
-const RUNNERS: Runner[] = ['gantry', 'ansible-ssh', 'ansible-ssh-pipelining', 'ansible-local'];
+const RUNNERS = values.runners.split(',') as Runner[];
 
 interface Run {
   wallMs: number;
@@ -56,9 +61,19 @@ function run(
   command: string,
   args: string[],
   env: NodeJS.ProcessEnv,
-): Promise<{ code: number | null; ms: number; stdout: string; output: string; cpuMs: number }> {
+): Promise<{
+  code: number | null;
+  ms: number;
+  stdout: string;
+  output: string;
+  cpuMs: number;
+  /** Wall clock (ms) at spawn and at exit: to set against the server's times (same host). */
+  spawnedAt: number;
+  exitedAt: number;
+}> {
   const busy = machineBusy();
   const started = performance.now();
+  const spawnedAt = Date.now();
   return new Promise((resolve, reject) => {
     const child = spawn(command, args, { env });
     let output = '';
@@ -70,7 +85,15 @@ function run(
     child.stderr.on('data', (c: Buffer) => (output += c.toString()));
     child.on('error', reject);
     child.on('close', (code) =>
-      resolve({ code, ms: performance.now() - started, stdout, output, cpuMs: machineBusy() - busy }),
+      resolve({
+        code,
+        ms: performance.now() - started,
+        stdout,
+        output,
+        cpuMs: machineBusy() - busy,
+        spawnedAt,
+        exitedAt: Date.now(),
+      }),
     );
   });
 }
@@ -330,7 +353,11 @@ async function gantryRun(g: Gantry, n: number): Promise<Run> {
   const deploymentId = (JSON.parse(result.stdout) as { deployments: Array<{ deploymentId: string }> }).deployments[0]!
     .deploymentId;
   const read = await g.client.get('/api/deployment', { deploymentId, skipLogs: 'False' });
-  const said = (read.body.logs as Array<{ Data: string }>)
+  const logs = read.body.logs as Array<{ Data: string; CreatedUtc: string }>;
+  windowChanges.push(
+    whereTimeGoes(logs, Date.parse(read.body.status.CompleteDate as string), result.spawnedAt, result.exitedAt),
+  );
+  const said = logs
     .map((l) => /^deploying (t\d+)$/.exec(l.Data)?.[1])
     .filter((x): x is string => x !== undefined)
     .sort();
@@ -339,6 +366,47 @@ async function gantryRun(g: Gantry, n: number): Promise<Run> {
     throw new Error(`Gantry deployed ${said.length} targets (${said.join(',')}), not ${n} each once`);
   return { wallMs: result.ms, cpuMs: result.cpuMs };
 }
+
+/**
+ * Where a Gantry run's time goes beyond the step, from the deployment's own log times (engine
+ * lines: when written; script lines: when the agent read them) and the CLI's spawn and exit
+ * (same host, same clock): spawn → the engine validating (CLI start, its requests, the engine's
+ * pick-up) → the first script line read; per window change (the k-th start after the first
+ * window follows the k-th end), medians: a task's end stored → the next task's `Running` line
+ * (the refill) → its first line read (RunTask, the agent, a new bash); the last end stored → the
+ * deployment completed → the CLI's exit.
+ */
+function whereTimeGoes(
+  logs: Array<{ Data: string; CreatedUtc: string }>,
+  completedAt: number,
+  spawnedAt: number,
+  exitedAt: number,
+): Record<string, number> {
+  const times = (re: RegExp) =>
+    logs
+      .filter((l) => re.test(l.Data))
+      .map((l) => Date.parse(l.CreatedUtc))
+      .sort((a, b) => a - b);
+  const ends = times(/^Deploy on t\d+: /);
+  const starts = times(/^Running 'Deploy' on t\d+$/);
+  const reads = times(/^deploying t\d+$/);
+  const [validating] = times(/^Validating the deployment$/);
+  const refill: number[] = [];
+  const toRead: number[] = [];
+  for (let k = WINDOW; k < starts.length; k++) {
+    refill.push(starts[k]! - ends[k - WINDOW]!);
+    toRead.push(reads[k]! - starts[k]!);
+  }
+  return {
+    'spawn → validating': validating! - spawnedAt,
+    '→ first line read': reads[0]! - validating!,
+    'end → next Running': median(refill),
+    '→ its first line read': median(toRead),
+    'last end → completed': completedAt - ends.at(-1)!,
+    '→ CLI exit': exitedAt - completedAt,
+  };
+}
+const windowChanges: Array<Record<string, number>> = [];
 
 async function ansibleRun(dir: string, n: number, mode: 'ssh' | 'local', pipelining = false): Promise<Run> {
   const result = await run(
@@ -362,10 +430,11 @@ const work = mkdtempSync(path.join(os.tmpdir(), 'gantry-bench-ansible-'));
 let failed = false;
 let stopSshd = () => {};
 try {
-  ensureTools();
-  const sshd = await startSshd(work);
+  const withAnsible = RUNNERS.some((r) => r !== 'gantry');
+  if (withAnsible) ensureTools();
+  const sshd = withAnsible ? await startSshd(work) : { port: 0, key: '', stop: () => {} };
   stopSshd = sshd.stop;
-  writeAnsible(work, sshd);
+  if (withAnsible) writeAnsible(work, sshd);
   const gantry = await startGantry(work);
   const results = new Map<string, Run[]>();
   const once = async (runner: Runner, n: number) =>
@@ -382,7 +451,13 @@ try {
         const result = await once(runner, n);
         const key = `${runner}/${n}`;
         results.set(key, [...(results.get(key) ?? []), result]);
-        console.log(`round ${round + 1}: ${runner} N = ${n}: ${seconds(result.wallMs)}`);
+        const change = runner === 'gantry' ? windowChanges.at(-1)! : null;
+        const said = change
+          ? ` (${Object.entries(change)
+              .map(([what, ms]) => `${what} ${Math.round(ms)} ms`)
+              .join(', ')})`
+          : '';
+        console.log(`round ${round + 1}: ${runner} N = ${n}: ${seconds(result.wallMs)}${said}`);
       }
     }
   }
@@ -407,6 +482,8 @@ try {
         `${runs.length}/${runs.length}`,
       ]);
     }
+    if (!RUNNERS.includes('gantry') || !RUNNERS.includes('ansible-ssh') || !RUNNERS.includes('ansible-ssh-pipelining'))
+      continue;
     const gantryWall = wallOf('gantry');
     const ratio = (wallOf('ansible-ssh') - floor) / Math.max(1, gantryWall - floor);
     const tunedRatio = (wallOf('ansible-ssh-pipelining') - floor) / Math.max(1, gantryWall - floor);

@@ -16,7 +16,7 @@ import { maxSemVer } from '../core/index.ts';
 import type { Deployment, Environment, NewLogEntry, Release, Store } from '../store/index.ts';
 import type { DomainDeps } from './deps.ts';
 import { idempotent, type RememberAnswer } from './idempotency.ts';
-import { approvalsByPhase, gateOfNew, refuseFrozen } from './deployment-gates.ts';
+import { gateOfNew, refuseFrozen } from './deployment-gates.ts';
 import { computeProgression } from './lifecycle-progression.ts';
 import { visibleProject } from './projects.ts';
 import { visibleResource } from './scope.ts';
@@ -161,14 +161,12 @@ export async function createDeployments(
   const scheduledFor = scheduleOf(request.deploymentDateUnixMillis);
   const now = deps.clock.now();
   // Read together (a promote is on the path to the first script line); checked in order below.
-  const [environments, deployments, limits, active, liveFreezes, phaseApprovals] = await Promise.all([
+  const [environments, deployments, facts] = await Promise.all([
     deps.store.environments.listAll(release.workspaceId),
     deps.store.deployments.listForRelease(release.id),
-    deps.store.deployments.organizationLimits(release.workspaceId),
-    deps.store.deployments.countActiveInOrganizationOf(release.workspaceId),
-    deps.store.deploymentFreezes.listLive(release.workspaceId, now),
-    approvalsByPhase(deps.store, release),
+    deps.store.deployments.requestFacts(release.workspaceId, release.snapshot.lifecycle?.lifecycleId ?? null, now),
   ]);
+  const { active, liveFreezes, phaseApprovals } = facts;
   const targets = resolveTargets(release, environments, request);
   authorize(principal, Capability.Deploy, {
     projectId: release.projectId,
@@ -191,11 +189,10 @@ export async function createDeployments(
         );
   const overrideReason = overridden.length > 0 ? request.freezeOverrideReason!.trim() : null;
 
-  if (active + targets.length > limits.maxQueuedDeployments) {
-    throw new LimitExceededError(
-      `Too many queued deployments: ${active} of ${limits.maxQueuedDeployments} are in use`,
-      [{ resource: 'queuedDeployments', limit: limits.maxQueuedDeployments, current: active }],
-    );
+  if (active + targets.length > facts.maxQueuedDeployments) {
+    throw new LimitExceededError(`Too many queued deployments: ${active} of ${facts.maxQueuedDeployments} are in use`, [
+      { resource: 'queuedDeployments', limit: facts.maxQueuedDeployments, current: active },
+    ]);
   }
   const rows = targets.map((t) => ({
     id: newId(),

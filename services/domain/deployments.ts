@@ -6,6 +6,7 @@ import {
   authorize,
   Capability,
   InvalidParameterError,
+  isFinalStatus,
   parseTicks,
   toPage,
   unknownId,
@@ -18,6 +19,7 @@ import { semverEquivalent } from '../core/index.ts';
 import type { Deployment, DeploymentTask, LogEntry } from '../store/index.ts';
 import type { DomainDeps } from './deps.ts';
 import { visibleProject } from './projects.ts';
+import { CACHED_DEPLOYMENT_MAX_LINES, deploymentReadKey, type CachedDeploymentRead } from './read-caches.ts';
 import { canSeeWorkspace, visibleResource, visibleWorkspace } from './scope.ts';
 
 /** Reading a deployment is part of deploying it: CI accounts with Deploy may poll without View. */
@@ -84,27 +86,52 @@ export async function getDeployment(
   query: { deploymentId: string; skipLogs?: boolean | undefined; getLogsAfter?: string | undefined },
 ): Promise<DeploymentView> {
   const after = parseTicks(query.getLogsAfter, 'getLogsAfter');
+  const skipLogs = query.skipLogs === true;
+  const cache = deps.readCaches?.deployments;
+  // A finished deployment no longer changes (read-caches.ts): its answer is kept a few seconds.
+  // Whether the caller may see it is checked below on every request, cached or not.
+  const found = cache
+    ? await cache.getOrLoad(
+        deploymentReadKey(query.deploymentId, after, skipLogs),
+        deps.clock.now().getTime(),
+        () => readDeployment(deps, query.deploymentId, after, skipLogs),
+        ({ view }) => isFinalStatus(view.deployment.status) && (view.logs?.length ?? 0) <= CACHED_DEPLOYMENT_MAX_LINES,
+      )
+    : await readDeployment(deps, query.deploymentId, after, skipLogs);
+  if (
+    !found ||
+    !canSeeWorkspace(principal, { id: found.view.deployment.workspaceId, organizationId: found.organizationId })
+  )
+    throw unknownId('deploymentId');
+  const { deployment } = found.view;
+  authorize(principal, READ, { projectId: deployment.projectId, environmentIds: [deployment.environmentId] });
+  if (deployment.status !== 'Queued' && deployment.status !== 'AwaitingSlot') return found.view;
+  const waiting = (await waitsOf(deps, [deployment])).get(deployment.id) ?? NOT_WAITING;
+  return { ...found.view, waiting };
+}
+
+/** The deployment, its workspace's organization and the lines asked for, as stored now; null when gone. */
+async function readDeployment(
+  deps: DomainDeps,
+  deploymentId: string,
+  after: bigint | null,
+  skipLogs: boolean,
+): Promise<CachedDeploymentRead | null> {
   // What pipelines poll: one round trip after authentication. The lines are read beside the
   // deployment (nothing is returned unless it is visible and readable), so either read may see
   // the later state; a line committed in between is read again below, so that a client shown a
   // status has every line up to it (the last one commits with the final status).
-  const read = () => deps.store.deploymentLogs.readPage(query.deploymentId, after, MAX_LOGS_PER_READ);
+  const read = () => deps.store.deploymentLogs.readPage(deploymentId, after, MAX_LOGS_PER_READ);
   const [found, page] = await Promise.all([
-    deps.store.deployments.getWithOrganization(query.deploymentId),
-    query.skipLogs ? null : read(),
+    deps.store.deployments.getWithOrganization(deploymentId),
+    skipLogs ? null : read(),
   ]);
-  if (!found || !canSeeWorkspace(principal, { id: found.deployment.workspaceId, organizationId: found.organizationId }))
-    throw unknownId('deploymentId');
+  if (!found) return null;
   const { deployment } = found;
-  authorize(principal, READ, { projectId: deployment.projectId, environmentIds: [deployment.environmentId] });
   const missedLines =
     page !== null && !page.more && deployment.lastLogTick > (page.entries.at(-1)?.tick ?? after ?? 0n);
   const logs = missedLines ? (await read()).entries : (page?.entries ?? null);
-  const waiting =
-    deployment.status === 'Queued' || deployment.status === 'AwaitingSlot'
-      ? ((await waitsOf(deps, [deployment])).get(deployment.id) ?? NOT_WAITING)
-      : NOT_WAITING;
-  return { deployment, logs, waiting };
+  return { view: { deployment, logs, waiting: NOT_WAITING }, organizationId: found.organizationId };
 }
 
 export async function cancelDeployment(deps: DomainDeps, principal: Principal, deploymentId: string): Promise<void> {

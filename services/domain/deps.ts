@@ -1,6 +1,7 @@
 import type { Clock, SecretBox } from '../core/index.ts';
 import type { Store } from '../store/index.ts';
 import type { MachineHealthLimits } from './machine-health.ts';
+import type { ReadCaches } from './read-caches.ts';
 
 /**
  * Tells a follower of a deployment (the SSE stream) that it changed somewhere: log lines or
@@ -31,6 +32,13 @@ export interface DomainDeps {
    * request itself is in the store; an agent not reached now gets it at its next Hello). Best effort.
    */
   upgradeAgents?: (machineIds: readonly string[]) => Promise<void>;
+  /** This replica's caches of hot reads (principals, finished deployments); none: every read goes to the store. */
+  readCaches?: ReadCaches;
+  /**
+   * Forgets this replica's cached reads: called after deleting an account, an API key or a
+   * workspace. Under the API it runs once the request's transaction committed.
+   */
+  forgetCachedReads?: () => Promise<void>;
   /** When an online machine reads Unhealthy (default DEFAULT_MACHINE_HEALTH_LIMITS). */
   machineHealth?: MachineHealthLimits;
 }

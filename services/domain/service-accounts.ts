@@ -138,6 +138,7 @@ export async function deleteServiceAccount(
     ]);
   }
   await deps.store.serviceAccounts.softDelete(account.id, deps.clock.now());
+  await deps.forgetCachedReads?.();
 }
 
 export async function createApiKey(
@@ -171,4 +172,5 @@ export async function deleteApiKey(deps: DomainDeps, principal: Principal, apiKe
     throw unknownId('apiKeyId');
   });
   await deps.store.serviceAccounts.deleteApiKey(key.id, deps.clock.now());
+  await deps.forgetCachedReads?.();
 }

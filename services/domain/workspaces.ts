@@ -48,6 +48,8 @@ export async function deleteWorkspace(deps: DomainDeps, principal: Principal, wo
   const workspace = await visibleWorkspace(deps, principal, workspaceId);
   requireOrganizationAdmin(principal, 'delete workspaces');
   await deps.store.workspaces.softDelete(workspace.id, deps.clock.now());
+  // Its accounts' keys and its deployments must stop answering here at once.
+  await deps.forgetCachedReads?.();
 }
 
 export async function getOrganizationSettings(deps: DomainDeps, principal: Principal): Promise<Organization> {

@@ -18,7 +18,16 @@ import {
 } from '../core/index.ts';
 import type { Bus } from '../bus/index.ts';
 import { EventSubject } from '../bus/index.ts';
-import type { Deployment, DeploymentTask, LogLevel, NewLogEntry, Store, TargetMachine } from '../store/index.ts';
+import type {
+  Deployment,
+  DeploymentTask,
+  DispatchedTask,
+  LogLevel,
+  NewLogEntry,
+  Store,
+  TargetMachine,
+  TaskStarts,
+} from '../store/index.ts';
 import { checkGate, isAgentOnline } from '../domain/index.ts';
 import { toPlanInput } from './plan-input.ts';
 import { planDeployment, planTargets } from './planner.ts';
@@ -50,7 +59,14 @@ export interface OrchestratorDeps {
   progress: ProgressWriter;
   /** Called once a deployment reaches Completed or Failed: frees slots, triggers automatic phases. */
   onFinished(deployment: Deployment): Promise<void>;
+  /**
+   * Tasks just started on online machines, as the gateway needs them for RunTask, before their
+   * tasks.dispatched event goes out: a gateway on this replica need not read them back.
+   */
+  onDispatched?(tasks: readonly DispatchedTask[]): void;
   metrics: Metrics;
+  /** Tasks stored ahead of what has started (default STORE_AHEAD; tests use a few). */
+  storeAhead?: number;
 }
 
 export type AdvanceResult = 'done' | 'busy';
@@ -73,6 +89,15 @@ const PLAN_CACHE_SIZE = 1_000;
 const RUN_CACHE_SIZE = 200;
 
 /**
+ * Tasks of a wide deployment stored ahead of what has started: validation inserts the first window
+ * and this many more, and each later advance, after its wake-ups went out, inserts as many as it
+ * started or skipped, so the stored lead stays about this long and each advance's insert is the
+ * size of its refill (~35 µs a row here). Storing the other 9,500 of 10,000 at once held the
+ * replica's next advance — the first window's refills — for ~350 ms.
+ */
+const STORE_AHEAD = 1_000;
+
+/**
  * What this replica knows of a running deployment's tasks, so a refill reads only what ended
  * since (the window), not all N tasks, and asks a scheduler that walks only the window. The
  * database stays the record: this is trusted only while every claim since it was read was this
@@ -87,7 +112,20 @@ interface RunState {
   /** The tasks it knows as Running, by ID. */
   running: Map<string, DeploymentTask>;
   scheduler: IncrementalScheduler;
+  /**
+   * Tasks validation planned that are not inserted yet, in plan order (the order they start in):
+   * each advance inserts those its decisions touch and keeps STORE_AHEAD more stored. Held only by the replica
+   * that validated; whoever reads the tasks in full instead inserts what is missing (#allTasks).
+   */
+  unstored: Map<string, NewTask>;
+  /** The claim that started this advance already read what ended (claim's `running`): no read needed. */
+  endedRead: boolean;
 }
+
+type NewTask = Pick<
+  DeploymentTask,
+  'id' | 'deploymentId' | 'stageIndex' | 'stepId' | 'stepName' | 'machineId' | 'machineName'
+>;
 
 export class Orchestrator {
   readonly #deps: OrchestratorDeps;
@@ -95,20 +133,29 @@ export class Orchestrator {
   readonly #runs = new BoundedCache<RunState>(RUN_CACHE_SIZE);
   /** advance_seq of the claim this replica holds now, per deployment. */
   readonly #claims = new Map<string, number>();
+  /** Deployments that reached a final status in the advance now running (their lease is released). */
+  readonly #finished = new Set<string>();
 
   constructor(deps: OrchestratorDeps) {
     this.#deps = deps;
   }
 
-  /** Drives the deployment as far as it can go now. 'busy': another replica holds it; try later. */
-  async advance(deploymentId: string): Promise<AdvanceResult> {
+  /**
+   * Drives the deployment as far as it can go now. 'busy': another replica holds it; try later.
+   * `goOn`: asked at the end; true when the caller advances it again at once (a wake-up came
+   * meanwhile), so the lease is kept for that advance's claim instead of released and re-taken.
+   */
+  async advance(deploymentId: string, goOn: () => boolean = () => false): Promise<AdvanceResult> {
     const { store, clock, replicaId, timing } = this.#deps;
     const now = clock.now();
+    // Only this advance touches the deployment's run state here (the engine never overlaps two).
+    const run = this.#runs.get(deploymentId);
     const claimed = await store.deployments.claim(
       deploymentId,
       replicaId,
       now,
       new Date(now.getTime() + timing.leaseMs),
+      run ? [...run.running.keys()] : [],
     );
     if (!claimed) {
       const current = await store.deployments.get(deploymentId);
@@ -117,23 +164,30 @@ export class Orchestrator {
     if (claimed.previousLeaseOwner !== null && claimed.previousLeaseOwner !== replicaId) {
       this.#deps.metrics.leaseTakenOver();
     }
-    const run = this.#runs.get(deploymentId);
     // Another replica advanced it since: what it knows may be stale.
     if (run && run.seq !== claimed.advanceSeq - 1) this.#runs.forget(deploymentId);
-    if (run) run.seq = claimed.advanceSeq;
+    else if (run) {
+      run.seq = claimed.advanceSeq;
+      // The claim read the ended ones among the tasks it knew as running (nothing else can end).
+      for (const task of claimed.ended) this.#learn(run, task);
+      run.endedRead = true;
+    }
     this.#claims.set(deploymentId, claimed.advanceSeq);
+    let keep = false;
     try {
       // Each state hands on the deployment as it left it, so Validating → Running → dispatch
       // happens in one advance without reading the deployment back between states.
       let deployment: Deployment | null = claimed;
       for (let pass = 0; deployment && pass < 6; pass++) deployment = await this.#step(deployment);
+      keep = goOn() && !this.#finished.has(deploymentId);
       return 'done';
     } catch (error) {
       this.#runs.forget(deploymentId);
       throw error;
     } finally {
       this.#claims.delete(deploymentId);
-      await store.deployments.releaseLease(deploymentId, replicaId);
+      this.#finished.delete(deploymentId);
+      if (!keep) await store.deployments.releaseLease(deploymentId, replicaId);
     }
   }
 
@@ -247,6 +301,7 @@ export class Orchestrator {
     });
     this.#plans.forget(deployment.id);
     this.#runs.forget(deployment.id);
+    if (this.#claims.has(deployment.id)) this.#finished.add(deployment.id);
     this.#deps.metrics.deploymentFinished(
       status,
       deployment.startedUtc ? (now.getTime() - deployment.startedUtc.getTime()) / 1000 : null,
@@ -316,7 +371,10 @@ export class Orchestrator {
     // which the first window should not wait for). A replica that dies in between leaves tasks
     // missing; whoever reads the deployment's tasks next inserts them (#currentRun).
     const pending = tasks.map((t): DeploymentTask => ({ ...t, ...NEW_TASK }));
-    const early = decide(plan, pending);
+    // Asked of the scheduler the run then keeps (nextActions walks every target several times:
+    // ~70 ms of 10,000 before the first dispatch, and the run's own scheduler built again after it).
+    const built = { tasks: byTarget(pending), scheduler: new IncrementalScheduler(plan, statusesOf(pending)) };
+    const early = toDecisions(built.tasks, built.scheduler.next());
     const firstIds = new Set([...early.start, ...early.skip.map((s) => s.task)].map((t) => t.id));
     const first = tasks.filter((t) => firstIds.has(t.id));
     const rest = tasks.filter((t) => !firstIds.has(t.id));
@@ -330,7 +388,7 @@ export class Orchestrator {
           fromValidating: { plan },
         }))
       ) {
-        await tx.deploymentTasks.insertMany(rest);
+        await tx.deploymentTasks.insertManyCounted(rest);
         await tx.deployments.update(deployment.id, { plan, status: 'AwaitingSlot' }, now);
         await tx.deploymentLogs.append(deployment.id, lines, now);
         return { running: false as const, written: NOTHING_WRITTEN, later: [] };
@@ -339,7 +397,7 @@ export class Orchestrator {
       let current = pending;
       let decisions = early;
       if (!fresh) {
-        await tx.deploymentTasks.insertMany(rest);
+        await tx.deploymentTasks.insertManyCounted(rest);
         current = await tx.deploymentTasks.listForDeployment(deployment.id);
         decisions = decide(plan, current);
       }
@@ -351,16 +409,15 @@ export class Orchestrator {
     if (running) this.#started(deployment, now);
     await this.#publishChanged(deployment.id, running ? 'Running' : 'AwaitingSlot');
     if (!outcome.running) return { ...deployment, status: 'AwaitingSlot' };
-    const again = await this.#afterDecisions(
-      deployment.id,
-      written,
-      new Map(machines.map((m) => [m.machineId, m])),
-      now,
-    );
+    const again = await this.#afterDecisions(deployment, written, now);
     // After the first dispatch: what follows is O(N) and only the next refill needs it.
-    const run = this.#newRun(deployment.id, plan, outcome.current);
+    const run = this.#newRun(deployment.id, plan, outcome.current, outcome.current === pending ? built : undefined);
     if (run) this.#applyWritten(deployment.id, run, outcome.decisions, outcome.written);
-    await store.deploymentTasks.insertMany(outcome.later);
+    if (run && this.#runs.get(deployment.id) === run) {
+      // STORE_AHEAD of the rest now; later advances keep that lead (#storeAhead).
+      for (const task of outcome.later) run.unstored.set(task.id, task);
+      await this.#storeAhead(deployment.id, run, this.#deps.storeAhead ?? STORE_AHEAD);
+    } else await store.deploymentTasks.insertManyCounted(outcome.later);
     // Nothing started (no targets at all) or the statuses already moved on: evaluate again now.
     return again || written.started.length === 0 ? { ...deployment, status: 'Running', startedUtc: now } : null;
   }
@@ -392,6 +449,8 @@ export class Orchestrator {
     const decisions = decideFor(run);
     const { outcome } = decisions;
     if (outcome && decisions.start.length === 0) {
+      // A deployment ends with every target of its plan stored, as if all had been inserted at once.
+      await this.#storeTasks(deployment.id, run, [...run.unstored.keys()]);
       const failed = outcome.status === 'Failed';
       return this.#finish(
         deployment,
@@ -408,58 +467,110 @@ export class Orchestrator {
       );
     }
     if (decisions.start.length === 0 && decisions.skip.length === 0) return;
-    const machines = await store.deploymentMachines.getMany([
-      ...new Set(decisions.start.map((task) => task.machineId!)),
-    ]);
-    const written = await store.transaction((tx) => this.#writeDecisions(tx, deployment.id, decisions, [], now));
+    // A decision is written only for stored tasks (validation stores a wide plan's rest stepwise).
+    await this.#storeTasks(
+      deployment.id,
+      run,
+      [...decisions.start, ...decisions.skip.map((s) => s.task)].map((t) => t.id),
+    );
+    // Starts alone are one statement; skips (a transition each) commit with them.
+    const written =
+      decisions.skip.length === 0
+        ? await this.#writeDecisions(store, deployment.id, decisions, [], now)
+        : await store.transaction((tx) => this.#writeDecisions(tx, deployment.id, decisions, [], now));
     this.#applyWritten(deployment.id, run, decisions, written);
-    if (await this.#afterDecisions(deployment.id, written, machines, now)) return this.#run(deployment);
+    const again = await this.#afterDecisions(deployment, written, now);
+    // The agents are woken: inserting more of the plan now costs the next refill nothing.
+    if (this.#runs.get(deployment.id) === run)
+      await this.#storeAhead(deployment.id, run, decisions.start.length + decisions.skip.length);
+    if (again) return this.#run(deployment);
+  }
+
+  /** Inserts these of the run's unstored tasks (a decision is written only for stored tasks). */
+  async #storeTasks(deploymentId: string, run: RunState, ids: readonly string[]): Promise<void> {
+    const tasks = ids.flatMap((id) => run.unstored.get(id) ?? []);
+    if (tasks.length === 0) return;
+    for (const task of tasks) run.unstored.delete(task.id);
+    // Fewer inserted: another replica filled the plan in meanwhile, under IDs of its own.
+    if ((await this.#deps.store.deploymentTasks.insertManyCounted(tasks)) !== tasks.length)
+      this.#runs.forget(deploymentId);
+  }
+
+  /** Inserts the next `count` of the run's unstored tasks. */
+  async #storeAhead(deploymentId: string, run: RunState, count: number): Promise<void> {
+    if (run.unstored.size === 0) return;
+    const ids: string[] = [];
+    for (const id of run.unstored.keys()) {
+      if (ids.length >= count) break;
+      ids.push(id);
+    }
+    await this.#storeTasks(deploymentId, run, ids);
   }
 
   /** The deployment's tasks as this replica knows them, brought up to date: only what ended since is read. */
   async #currentRun(deploymentId: string, plan: Plan): Promise<RunState> {
     const known = this.#runs.get(deploymentId);
     if (known) {
-      await this.#readEnded(deploymentId, known);
+      if (known.endedRead) known.endedRead = false;
+      else await this.#readEnded(deploymentId, known);
       return known;
     }
-    const { deploymentTasks } = this.#deps.store;
-    let tasks = await deploymentTasks.listForDeployment(deploymentId);
-    const targets = planTargets(plan);
-    if (tasks.length < targets.length) {
-      // Validation inserts most tasks after the first dispatch: a replica that died in between left them out.
-      await deploymentTasks.insertMany(
-        targets.map((t) => ({
-          id: newId(),
-          deploymentId,
-          stageIndex: t.stageIndex,
-          stepId: t.stepId,
-          stepName: stepName(plan.stages[t.stageIndex], t.stepId),
-          machineId: t.machineId,
-          machineName: t.machineName,
-        })),
-      );
-      tasks = await deploymentTasks.listForDeployment(deploymentId);
-    }
+    const tasks = await this.#allTasks(deploymentId, plan);
     return (
       this.#newRun(deploymentId, plan, tasks) ?? {
         seq: -1,
         tasks: byTarget(tasks),
         running: new Map(),
         scheduler: new IncrementalScheduler(plan, statusesOf(tasks)),
+        unstored: new Map(),
+        endedRead: false,
       }
     );
   }
 
+  /**
+   * Every task of the deployment, read in full. Validation inserts most tasks after the first
+   * dispatch, a chunk per advance on the replica that validated: one that died meanwhile, or a
+   * replica reading them without that replica's run state, finds some missing and inserts them.
+   */
+  async #allTasks(deploymentId: string, plan: Plan | null): Promise<DeploymentTask[]> {
+    const { deploymentTasks } = this.#deps.store;
+    const known = this.#runs.get(deploymentId);
+    if (known) await this.#storeTasks(deploymentId, known, [...known.unstored.keys()]);
+    const tasks = await deploymentTasks.listForDeployment(deploymentId);
+    const targets = plan ? planTargets(plan) : [];
+    if (!plan || tasks.length >= targets.length) return tasks;
+    await deploymentTasks.insertManyCounted(
+      targets.map((t) => ({
+        id: newId(),
+        deploymentId,
+        stageIndex: t.stageIndex,
+        stepId: t.stepId,
+        stepName: stepName(plan.stages[t.stageIndex], t.stepId),
+        machineId: t.machineId,
+        machineName: t.machineName,
+      })),
+    );
+    return deploymentTasks.listForDeployment(deploymentId);
+  }
+
   /** A run state for these tasks, remembered while this replica holds the claim (null: no claim held). */
-  #newRun(deploymentId: string, plan: Plan, tasks: DeploymentTask[]): RunState | null {
+  #newRun(
+    deploymentId: string,
+    plan: Plan,
+    tasks: DeploymentTask[],
+    /** What validation built for these very tasks (its scheduler answered the first decision). */
+    built?: Pick<RunState, 'tasks' | 'scheduler'>,
+  ): RunState | null {
     const seq = this.#claims.get(deploymentId);
     if (seq === undefined) return null;
     const run: RunState = {
       seq,
-      tasks: byTarget(tasks),
+      tasks: built?.tasks ?? byTarget(tasks),
       running: new Map(tasks.filter((t) => t.status === 'Running').map((t) => [t.id, t])),
-      scheduler: new IncrementalScheduler(plan, statusesOf(tasks)),
+      scheduler: built?.scheduler ?? new IncrementalScheduler(plan, statusesOf(tasks)),
+      unstored: new Map(),
+      endedRead: false,
     };
     this.#runs.remember(deploymentId, run);
     return run;
@@ -489,8 +600,9 @@ export class Orchestrator {
   }
 
   /**
-   * Writes what the scheduler decided — skips and Pending → Running starts — with their log
-   * lines after `lines`, in one append. Runs inside the caller's transaction.
+   * Writes what the scheduler decided — skips, then Pending → Running starts with their log lines
+   * after `lines` and their machines' state read back, in one record statement. Runs inside the
+   * caller's transaction when there is more than that statement to commit with it.
    */
   async #writeDecisions(
     tx: Store,
@@ -513,36 +625,21 @@ export class Orchestrator {
         parentLogId: stepParentLogId(deploymentId, task.stepId),
       });
     }
-    const startedIds = new Set(
-      await tx.deploymentTasks.startMany(
-        decisions.start.map((task) => task.id),
+    const starts: TaskStarts = {
+      taskIds: decisions.start.map((task) => task.id),
+      lines: startLines(deploymentId, decisions.start),
+    };
+    const result = await tx.deploymentLogs.record(deploymentId, [{ entries: lines, starts }], now);
+    const machines = new Map<string, TargetMachine>();
+    for (const machine of result.started.values()) if (machine) machines.set(machine.machineId, machine);
+    return {
+      started: asStarted(
+        decisions.start.filter((task) => result.started.has(task.id)),
         now,
       ),
-    );
-    const started = decisions.start
-      .filter((task) => startedIds.has(task.id))
-      .map((task): DeploymentTask => ({
-        ...task,
-        status: 'Running',
-        parentLogId: task.id,
-        dispatchedUtc: now,
-        startedUtc: now,
-      }));
-    // "Step 'X'" is stored once per deployment (fixed id), whichever batch brings it first.
-    for (const task of new Map(started.map((t) => [t.stepId, t])).values())
-      lines.push(stepParentEntry(deploymentId, task));
-    for (const task of started) {
-      lines.push({
-        id: task.id,
-        level: 'Information',
-        data: `Running '${task.stepName}' on ${task.machineName}`,
-        stepId: task.stepId,
-        parentLogId: stepParentLogId(deploymentId, task.stepId),
-        taskId: task.id,
-      });
-    }
-    await tx.deploymentLogs.append(deploymentId, lines, now);
-    return { started, skipped };
+      skipped,
+      machines,
+    };
   }
 
   /**
@@ -550,18 +647,16 @@ export class Orchestrator {
    * its part at once, saying so (no hang). True when statuses changed without anything left
    * running to wake us (skips only, offline failures): the scheduler should look again now.
    */
-  async #afterDecisions(
-    deploymentId: string,
-    written: Written,
-    machines: ReadonlyMap<string, TargetMachine>,
-    now: Date,
-  ): Promise<boolean> {
+  async #afterDecisions(deployment: Deployment, written: Written, now: Date): Promise<boolean> {
+    const { machines } = written;
     let offline = 0;
     const dispatched: Array<{ taskId: string; machineId: string }> = [];
+    const handed: DispatchedTask[] = [];
     for (const task of written.started) {
       const machine = machines.get(task.machineId!);
       if (machine && machine.enabled && isAgentOnline(machine, now)) {
         dispatched.push({ taskId: task.id, machineId: machine.machineId });
+        handed.push({ task, deployment, machine });
         continue;
       }
       offline++;
@@ -575,7 +670,8 @@ export class Orchestrator {
         task,
       );
     }
-    await this.#announceDispatched(deploymentId, dispatched);
+    if (handed.length > 0) this.#deps.onDispatched?.(handed);
+    await this.#announceDispatched(deployment.id, dispatched);
     return offline > 0 || (written.skipped > 0 && written.started.length === 0);
   }
 
@@ -622,7 +718,11 @@ export class Orchestrator {
   async #cancel(deployment: Deployment): Promise<void> {
     const { store, clock, bus, timing } = this.#deps;
     const now = clock.now();
-    const tasks = await store.deploymentTasks.listForDeployment(deployment.id);
+    // Every target stored first, so each not started is recorded Cancelled.
+    const tasks = await this.#allTasks(
+      deployment.id,
+      deployment.status === 'Running' ? await this.#plan(deployment.id) : null,
+    );
     for (const task of tasks.filter((t) => t.status === 'Pending')) {
       await store.deploymentTasks.transition(task.id, ['Pending'], {
         status: 'Cancelled',
@@ -719,9 +819,11 @@ interface Decisions {
 interface Written {
   started: DeploymentTask[];
   skipped: number;
+  /** The started tasks' machines as the starting statement read them. */
+  machines: ReadonlyMap<string, TargetMachine>;
 }
 
-const NOTHING_WRITTEN: Written = { started: [], skipped: 0 };
+const NOTHING_WRITTEN: Written = { started: [], skipped: 0, machines: new Map() };
 
 /** What a task has before it is stored (the columns' defaults). */
 const NEW_TASK = {
@@ -758,6 +860,41 @@ function toDecisions(byKey: ReadonlyMap<string, DeploymentTask>, actions: NextAc
     }),
     outcome: actions.deploymentOutcome,
   };
+}
+
+/** The tasks as they are once started at `now` (what a record statement's starts wrote). */
+const asStarted = (tasks: DeploymentTask[], now: Date): DeploymentTask[] =>
+  tasks.map((task) => ({ ...task, status: 'Running', parentLogId: task.id, dispatchedUtc: now, startedUtc: now }));
+
+/**
+ * What the log says of these starts: "Step 'X'" once per deployment (fixed id, whichever batch
+ * brings it first), then "Running 'X' on M" under it for each task; each line with the tasks
+ * whose start it needs (`when`).
+ */
+function startLines(deploymentId: string, tasks: readonly DeploymentTask[]): TaskStarts['lines'] {
+  const lines: Array<{ entry: NewLogEntry; when: string[] }> = [];
+  const byStep = new Map<string, DeploymentTask[]>();
+  for (const task of tasks) {
+    const stepTasks = byStep.get(task.stepId);
+    if (stepTasks) stepTasks.push(task);
+    else byStep.set(task.stepId, [task]);
+  }
+  for (const stepTasks of byStep.values())
+    lines.push({ entry: stepParentEntry(deploymentId, stepTasks[0]!), when: stepTasks.map((t) => t.id) });
+  for (const task of tasks) {
+    lines.push({
+      entry: {
+        id: task.id,
+        level: 'Information',
+        data: `Running '${task.stepName}' on ${task.machineName}`,
+        stepId: task.stepId,
+        parentLogId: stepParentLogId(deploymentId, task.stepId),
+        taskId: task.id,
+      },
+      when: [task.id],
+    });
+  }
+  return lines;
 }
 
 const deployingLine = (deployment: Deployment): NewLogEntry => ({

@@ -17,6 +17,7 @@ import {
   type PackageSource,
 } from './package-download.ts';
 import { guardedDecoder } from './message-guard.ts';
+import { ConnectionWatch, type Watched } from './connection-watch.ts';
 import { loadAgentProto, type AgentServiceHandlers } from './proto.ts';
 
 export interface GatewayOptions {
@@ -35,6 +36,8 @@ export interface GatewayOptions {
   enroll?: Enroll;
   /** The agent bundle this control plane ships, for upgrades (UpgradeAgent, DownloadAgentBundle); null: none. */
   agentBundle?: AgentBundle | null;
+  /** When a silent connection is pinged, and how soon it must answer (default LIVENESS; tests use less). */
+  liveness?: { silentMs: number; answerWithinMs: number };
 }
 
 /**
@@ -54,19 +57,27 @@ export interface Gateway {
   connectedMachineIds(): string[];
 }
 
-// HTTP/2 pings find dead agents (a cut link, a vanished NAT entry, a powered-off host) within
-// ~15 s even when no message flows, so the machine reads Offline and its deployments say so well
-// within 30 s (test/system/network-cut.system.ts); grpc-js servers never penalise agent pings.
+// Dead agents (a cut link, a vanished NAT entry, a powered-off host) are found within ~15 s even
+// when no message flows, so the machine reads Offline and its deployments say so well within 30 s
+// (test/system/network-cut.system.ts): HTTP/2 pings, sent only to connections silent for
+// LIVENESS.silentMs (connection-watch.ts; a healthy agent's heartbeats mostly make them
+// unnecessary), not grpc-js's keepalive, which pings every connection on a fixed timer. A
+// connection that carries no call at all is closed after CALL_LESS_IDLE_MS (nothing pings it);
+// grpc-js servers never penalise agent pings.
 // What one connection may cost is bounded too (agents are less trusted than the control plane):
 // 100 streams (an agent holds one Connect call and a few downloads; a load generator or a proxy
 // may carry many agents over one connection), 16 MB of HTTP/2 session
 // memory (grpc-js lifts Node's 10 MB default to unlimited unless this is set), and messages of
 // at most 2 MiB (a log chunk holds at most 1 MiB of text; agents send 64 KiB).
+// No channelz (grpc-js's introspection service, on by default; nothing here serves it): with it
+// every connection registers a socket entry, call trackers and trace lines, and every message
+// updates counters and timestamps — memory and CPU per agent for data nobody reads.
 export const MAX_RECEIVE_BYTES = 2 * 1024 * 1024;
+const CALL_LESS_IDLE_MS = 60_000;
+export const LIVENESS = { silentMs: 9_000, answerWithinMs: 5_000 };
 const SERVER_CHANNEL_OPTIONS: grpc.ChannelOptions = {
-  'grpc.keepalive_time_ms': 10_000,
-  'grpc.keepalive_timeout_ms': 5_000,
-  'grpc.keepalive_permit_without_calls': 1,
+  'grpc.enable_channelz': 0,
+  'grpc.max_connection_idle_ms': CALL_LESS_IDLE_MS,
   'grpc.max_receive_message_length': MAX_RECEIVE_BYTES,
   'grpc.max_concurrent_streams': 100,
   'grpc-node.max_session_memory': 16,
@@ -81,7 +92,18 @@ export function createGateway(options: GatewayOptions): Gateway {
   const sessions = new Map<string, AgentSession>();
   const subscriptions: Subscription[] = [];
   const downloads = new DownloadSlots({ perMachine: DOWNLOADS_PER_MACHINE, total: DOWNLOADS_PER_GATEWAY });
+  const connections = new ConnectionWatch({
+    ...(options.liveness ?? LIVENESS),
+    heartbeatIntervalMs: options.heartbeatIntervalMs,
+    onDead: (peer) => logger.warn({ peer }, 'agent connection ended: silent, and no answer to a ping'),
+  });
   let server: grpc.Server | null = null;
+
+  /** Watches a download's connection (ended with UNAVAILABLE when out of reach). */
+  const watchDownload = (call: DownloadCall | BundleDownloadCall): Watched =>
+    connections.watch(call, () =>
+      call.emit('error', grpcStatus(grpc.status.UNAVAILABLE, 'The connection stopped answering')),
+    );
 
   function adopt(session: AgentSession): void {
     const previous = sessions.get(session.machineId);
@@ -138,10 +160,17 @@ export function createGateway(options: GatewayOptions): Gateway {
     },
 
     Connect(call: AgentCall) {
+      // Watched from the start: a connection that dies during authentication is found too.
+      let session: AgentSession | null = null;
+      const watched = connections.watch(call, () =>
+        session
+          ? session.close(grpcStatus(grpc.status.UNAVAILABLE, 'The connection stopped answering; reconnect'))
+          : call.emit('error', grpcStatus(grpc.status.UNAVAILABLE, 'The connection stopped answering')),
+      );
       authenticateAgent(options.store, call.metadata).then(
         (machine) => {
           if (call.cancelled) return;
-          const session = new AgentSession({
+          session = new AgentSession({
             call,
             machineId: machine.id,
             agentPort: options.agentPort,
@@ -149,6 +178,7 @@ export function createGateway(options: GatewayOptions): Gateway {
             heartbeatIntervalMs: options.heartbeatIntervalMs,
             onClosed: forget,
             agentBundle: options.agentBundle ?? null,
+            onHeard: () => watched.heard(),
           });
           adopt(session);
           session.start();
@@ -165,6 +195,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     },
 
     DownloadPackage(call: DownloadCall) {
+      watchDownload(call);
       authenticateAgent(options.store, call.metadata)
         .then(async (machine) => {
           const { packageId, version } = call.request;
@@ -196,6 +227,7 @@ export function createGateway(options: GatewayOptions): Gateway {
 
     /** The bundle an UpgradeAgent named: the same bytes (and sha256) GET /api/agent/bundle serves. */
     DownloadAgentBundle(call: BundleDownloadCall) {
+      watchDownload(call);
       authenticateAgent(options.store, call.metadata)
         .then(async (machine) => {
           const bundle = options.agentBundle;
@@ -242,11 +274,13 @@ export function createGateway(options: GatewayOptions): Gateway {
         );
       });
       server = instance;
+      connections.start();
       logger.info({ host, port: bound, tls: Boolean(options.tls) }, 'agent gateway listening');
       return bound;
     },
 
     async stop() {
+      connections.stop();
       await Promise.all(subscriptions.splice(0).map((s) => s.close()));
       for (const session of [...sessions.values()]) {
         session.close(grpcStatus(grpc.status.UNAVAILABLE, 'The control plane is shutting down; reconnect'));

@@ -6,6 +6,7 @@
 import type { Page, Paged } from '../core/index.ts';
 import type { Db } from './db.ts';
 import { pageOf } from './paging.ts';
+import { jsonDate } from './json-rows.ts';
 
 export interface FreezeRecurrence {
   cron: string;
@@ -63,6 +64,17 @@ function toFreeze(row: FreezeRow): DeploymentFreeze {
     projectIds: row.project_ids,
     createdUtc: row.created_at,
   };
+}
+
+/** A freeze read as JSON (row_to_json inside another statement): timestamps come as text. */
+export function freezeFromJson(row: Record<string, unknown>): DeploymentFreeze {
+  return toFreeze({
+    ...(row as unknown as FreezeRow),
+    start_at: jsonDate(row.start_at),
+    end_at: jsonDate(row.end_at),
+    created_at: new Date(row.created_at as string),
+    deleted_at: jsonDate(row.deleted_at),
+  });
 }
 
 function toRow(f: Omit<DeploymentFreeze, 'id' | 'workspaceId' | 'createdUtc'>) {

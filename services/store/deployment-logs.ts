@@ -6,6 +6,7 @@
  */
 import { dateToTicks, decodeVarints, newId, ticksToDate } from '../core/index.ts';
 import type { Db } from './db.ts';
+import { MACHINE_JSON_SQL, targetMachineFromJson, type TargetMachine } from './deployment-machines.ts';
 
 export const LogLevel = {
   Trace: 'Trace',
@@ -151,6 +152,13 @@ export interface TaskFinish {
   lastLogSeq: number | null;
 }
 
+/** Tasks moved from Pending to Running in a record statement (at most one such set per statement). */
+export interface TaskStarts {
+  taskIds: readonly string[];
+  /** Each line is stored only when one of the tasks it names (`when`) started. */
+  lines: ReadonlyArray<{ entry: NewLogEntry; when: readonly string[] }>;
+}
+
 export interface RecordResult {
   /** The entries actually stored (an entry whose id was stored before is not). */
   stored: LogEntry[];
@@ -164,6 +172,8 @@ export interface RecordResult {
    * A task of another deployment, or none at all, is absent from both.
    */
   refusedChunks: Map<string, { lastLogSeq: number; running: boolean }>;
+  /** Tasks that moved from Pending to Running (see LogReport.starts), with their machine (null: none, or deleted). */
+  started: Map<string, TargetMachine | null>;
 }
 
 /**
@@ -193,7 +203,12 @@ export interface RecordResult {
  * fixed id ("Step 'Deploy'") before each batch of its children and it is stored once.
  */
 const RECORD_SQL = `
-WITH moved AS (
+WITH started AS (
+  UPDATE deployment_tasks AS t
+  SET status = 'Running', parent_log_id = t.id, dispatched_at = ?, started_at = ?
+  WHERE t.id = any(CAST(? AS text[])) AND t.deployment_id = ? AND t.status = 'Pending'
+  RETURNING t.id, t.machine_id
+), moved AS (
   UPDATE deployment_tasks AS t
   SET status = f.status, exit_code = f.exit_code, message = f.message, finished_at = f.finished_at
   FROM jsonb_to_recordset(CAST(? AS jsonb)) AS f(id text, status text, exit_code int, message text, finished_at timestamptz, last_log_seq int)
@@ -217,7 +232,7 @@ WITH moved AS (
 ), entry_input AS (
   SELECT x.* FROM jsonb_to_recordset(CAST(? AS jsonb)) AS x(
     ord int, id text, created_tick bigint, level text, data text,
-    exception_data text, step_id text, parent_log_id text, task_id text, requires_task text)
+    exception_data text, step_id text, parent_log_id text, task_id text, requires_task text, requires_start text[])
 ), items AS (
   SELECT ord, created_tick, 0::bigint AS span FROM entry_input
   UNION ALL
@@ -235,6 +250,7 @@ WITH moved AS (
   SELECT e.*, ticked.start_tick AS tick FROM entry_input e JOIN ticked ON ticked.ord = e.ord
   WHERE NOT EXISTS (SELECT 1 FROM deployment_logs l WHERE l.id = e.id)
     AND (e.requires_task IS NULL OR e.requires_task IN (SELECT id FROM moved))
+    AND (e.requires_start IS NULL OR e.requires_start && ARRAY(SELECT id FROM started))
 ), ins AS (
   INSERT INTO deployment_logs (id, deployment_id, tick, created_at, level, data, exception_data, step_id, parent_log_id, task_id)
   SELECT id, ?, tick, to_timestamp((tick - 621355968000000000) / 10000000.0), level, data, exception_data, step_id, parent_log_id, task_id FROM fresh
@@ -267,19 +283,25 @@ WHERE t.deployment_id = ? AND t.id IN (SELECT task_id FROM chunk_input) AND t.id
 UNION ALL
 SELECT 'moved', id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM moved
 UNION ALL
-SELECT 'chunk', task_id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM chunks`;
+SELECT 'chunk', task_id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM chunks
+UNION ALL
+SELECT 'started', s.id, NULL, NULL, NULL, NULL, (SELECT ${MACHINE_JSON_SQL}::text FROM machines m WHERE m.id = s.machine_id),
+       NULL, NULL, NULL, NULL, NULL, NULL
+FROM started s`;
 
 /** PostgreSQL text cannot hold U+0000; a script may print it. */
 const storable = (text: string) => (text.includes('\u0000') ? text.replaceAll('\u0000', '\uFFFD') : text);
 
 interface RecordRow extends LogRow {
-  kind: 'entry' | 'refused' | 'moved' | 'chunk';
+  kind: 'entry' | 'refused' | 'moved' | 'chunk' | 'started';
   last_log_seq: number | null;
   status: string | null;
 }
 
 /** One caller's writes: its entries, its agents' chunks and its task ends, in that order. */
 export interface LogReport {
+  /** Pending tasks that start now (dispatched), with the lines that say so. */
+  starts?: TaskStarts;
   entries?: readonly NewLogEntry[];
   chunks?: readonly NewLogChunk[];
   finishes?: readonly TaskFinish[];
@@ -295,7 +317,11 @@ async function record(db: Db, deploymentId: string, reports: readonly LogReport[
   const ends: Array<Record<string, unknown>> = [];
   /** The seq each task's next chunk in this statement must start at (its run is contiguous). */
   const nextSeqOf = new Map<string, number>();
-  const addEntry = (entry: NewLogEntry, requiresTask: string | null) => {
+  const addEntry = (
+    entry: NewLogEntry,
+    requiresTask: string | null,
+    requiresStart: readonly string[] | null = null,
+  ) => {
     if (entry.id !== undefined && (seen.has(entry.id) || !seen.add(entry.id))) return;
     entryInput.push({
       ord: ord++,
@@ -308,10 +334,14 @@ async function record(db: Db, deploymentId: string, reports: readonly LogReport[
       parent_log_id: entry.parentLogId ?? null,
       task_id: entry.taskId ?? null,
       requires_task: requiresTask,
+      requires_start: requiresStart,
     });
   };
+  const startIds: string[] = [];
   for (const report of reports) {
     for (const entry of report.entries ?? []) addEntry(entry, null);
+    for (const id of report.starts?.taskIds ?? []) startIds.push(id);
+    for (const { entry, when } of report.starts?.lines ?? []) addEntry(entry, null, when);
     for (const chunk of report.chunks ?? []) {
       const expected = nextSeqOf.get(chunk.taskId);
       if (expected !== undefined && chunk.firstSeq !== expected)
@@ -347,12 +377,16 @@ async function record(db: Db, deploymentId: string, reports: readonly LogReport[
       addEntry({ ...finish.line, id: finish.line.id ?? newId() }, finish.taskId);
     }
   }
-  if (entryInput.length === 0 && chunkInput.length === 0)
-    return { stored: [], finished: new Set(), storedChunks: new Set(), refusedChunks: new Map() };
+  if (entryInput.length === 0 && chunkInput.length === 0 && startIds.length === 0)
+    return { stored: [], finished: new Set(), storedChunks: new Set(), refusedChunks: new Map(), started: new Map() };
   // A named (server-side prepared) statement: planning this one took ~0.5–0.8 ms of PostgreSQL's
   // CPU per execution against ~0.2 ms to run it; prepared, its plan is kept per connection.
   const result = await db
     .raw<{ rows: RecordRow[] }>(RECORD_SQL, [
+      now,
+      now,
+      startIds,
+      deploymentId,
       JSON.stringify(ends),
       deploymentId,
       JSON.stringify(chunkInput),
@@ -365,12 +399,18 @@ async function record(db: Db, deploymentId: string, reports: readonly LogReport[
       deploymentId,
       deploymentId,
     ])
-    .options({ name: 'gantry_deployment_logs_record_v3' });
+    .options({ name: 'gantry_deployment_logs_record_v4' });
   const stored: LogEntry[] = [];
   const storedChunks = new Set<string>();
   const refusedChunks = new Map<string, { lastLogSeq: number; running: boolean }>();
+  const started = new Map<string, TargetMachine | null>();
   for (const row of result.rows) {
     if (row.kind === 'entry') stored.push(toEntry(row));
+    else if (row.kind === 'started')
+      started.set(
+        row.id,
+        row.data === null ? null : targetMachineFromJson(JSON.parse(row.data) as Record<string, unknown>),
+      );
     else if (row.kind === 'chunk') storedChunks.add(row.id);
     else if (row.kind === 'refused')
       refusedChunks.set(row.id, { lastLogSeq: row.last_log_seq ?? 0, running: row.status === 'Running' });
@@ -381,7 +421,7 @@ async function record(db: Db, deploymentId: string, reports: readonly LogReport[
   const finished = new Set(
     entryInput.filter((i) => i.requires_task !== null && storedIds.has(i.id)).map((i) => i.requires_task!),
   );
-  return { stored, finished, storedChunks, refusedChunks };
+  return { stored, finished, storedChunks, refusedChunks, started };
 }
 
 /**

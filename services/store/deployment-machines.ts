@@ -1,6 +1,7 @@
 /** The engine's read of machines: who is in an environment, and whether its agent is alive. */
 import { whereIdIn } from './id-arrays.ts';
 import type { Db } from './db.ts';
+import { jsonDate } from './json-rows.ts';
 
 export interface TargetMachine {
   machineId: string;
@@ -37,6 +38,18 @@ export function toTargetMachine(row: MachineRow): TargetMachine {
     disconnectedUtc: row.disconnected_at,
   };
 }
+
+/** A machine read as JSON (json_build_object of MACHINE_COLUMNS): timestamps come as text. */
+export function targetMachineFromJson(row: Record<string, unknown>): TargetMachine {
+  return toTargetMachine({
+    ...(row as unknown as MachineRow),
+    last_seen_at: jsonDate(row.last_seen_at),
+    disconnected_at: jsonDate(row.disconnected_at),
+  });
+}
+
+/** MACHINE_COLUMNS of `m` as one JSON object (see targetMachineFromJson). */
+export const MACHINE_JSON_SQL = `json_build_object('id', m.id, 'workspace_id', m.workspace_id, 'name', m.name, 'tag_ids', m.tag_ids, 'enabled', m.enabled, 'agent_credential_hash', m.agent_credential_hash, 'last_seen_at', m.last_seen_at, 'disconnected_at', m.disconnected_at)`;
 
 export const MACHINE_COLUMNS = [
   'id',

@@ -5,6 +5,7 @@ import type { TaskStatus } from '../core/index.ts';
 import type { Db } from './db.ts';
 import { MACHINE_COLUMNS, toTargetMachine, type MachineRow, type TargetMachine } from './deployment-machines.ts';
 import type { Deployment } from './deployments.ts';
+import { jsonDate } from './json-rows.ts';
 
 export interface DeploymentTask {
   id: string;
@@ -62,6 +63,16 @@ function toTask(row: TaskRow): DeploymentTask {
   };
 }
 
+/** A task read as JSON (row_to_json inside a statement that returns other rows): timestamps come as text. */
+export function taskFromJson(row: Record<string, unknown>): DeploymentTask {
+  return toTask({
+    ...(row as unknown as TaskRow),
+    dispatched_at: jsonDate(row.dispatched_at),
+    started_at: jsonDate(row.started_at),
+    finished_at: jsonDate(row.finished_at),
+  });
+}
+
 /** A running task with the facts of its deployment and machine that its payload is built from. */
 export interface DispatchedTask {
   task: DeploymentTask;
@@ -101,6 +112,29 @@ async function listDispatched(db: Db, narrow: (query: Knex.QueryBuilder) => void
       Object.fromEntries(MACHINE_COLUMNS.map((column) => [column, row[`m_${column}`]])) as unknown as MachineRow,
     ),
   }));
+}
+
+type NewTaskRows = Array<
+  Pick<DeploymentTask, 'id' | 'deploymentId' | 'stageIndex' | 'stepId' | 'stepName' | 'machineId' | 'machineName'>
+>;
+
+// One array per column (unnest): seven bind parameters however many machines (see id-arrays.ts).
+const INSERT_TASKS = `insert into deployment_tasks (id, deployment_id, stage_index, step_id, step_name, machine_id, machine_name)
+  select * from unnest(?::text[], ?::text[], ?::int[], ?::text[], ?::text[], ?::text[], ?::text[])
+  on conflict (deployment_id, step_id, machine_id) do nothing`;
+
+/** node-postgres binds a JS array (nulls included) as a PostgreSQL array; knex's types know only string[]. */
+function taskColumns(tasks: NewTaskRows): string[][] {
+  const column = <K extends keyof NewTaskRows[number]>(key: K) => tasks.map((t) => t[key]) as unknown as string[];
+  return [
+    column('id'),
+    column('deploymentId'),
+    column('stageIndex'),
+    column('stepId'),
+    column('stepName'),
+    column('machineId'),
+    column('machineName'),
+  ];
 }
 
 export function deploymentTasksStore(db: Db) {
@@ -167,44 +201,16 @@ export function deploymentTasksStore(db: Db) {
      * Inserts the plan's tasks once; a second call for the same deployment (after failover) adds
      * nothing. Returns the tasks it inserted.
      */
-    async insertMany(
-      tasks: Array<
-        Pick<DeploymentTask, 'id' | 'deploymentId' | 'stageIndex' | 'stepId' | 'stepName' | 'machineId' | 'machineName'>
-      >,
-    ): Promise<DeploymentTask[]> {
+    async insertMany(tasks: NewTaskRows): Promise<DeploymentTask[]> {
       if (tasks.length === 0) return [];
-      // One array per column (unnest): seven bind parameters however many machines (see id-arrays.ts).
-      // node-postgres binds a JS array (nulls included) as a PostgreSQL array; knex's types know only string[].
-      const column = <K extends keyof (typeof tasks)[number]>(key: K) =>
-        tasks.map((t) => t[key]) as unknown as string[];
-      const { rows }: { rows: TaskRow[] } = await db.raw(
-        `insert into deployment_tasks (id, deployment_id, stage_index, step_id, step_name, machine_id, machine_name)
-         select * from unnest(?::text[], ?::text[], ?::int[], ?::text[], ?::text[], ?::text[], ?::text[])
-         on conflict (deployment_id, step_id, machine_id) do nothing
-         returning *`,
-        [
-          column('id'),
-          column('deploymentId'),
-          column('stageIndex'),
-          column('stepId'),
-          column('stepName'),
-          column('machineId'),
-          column('machineName'),
-        ],
-      );
+      const { rows }: { rows: TaskRow[] } = await db.raw(`${INSERT_TASKS} returning *`, taskColumns(tasks));
       return rows.map(toTask);
     },
-    /**
-     * Pending → Running for every task in `ids` that is still Pending, in one statement; returns
-     * the IDs that moved. Each task's parent log entry ("Running 'X' on M") takes the task's ID.
-     */
-    async startMany(ids: readonly string[], now: Date): Promise<string[]> {
-      if (ids.length === 0) return [];
-      const rows = await whereIdIn(db('deployment_tasks'), 'id', ids)
-        .where({ status: 'Pending' })
-        .update({ status: 'Running', parent_log_id: db.ref('id'), dispatched_at: now, started_at: now })
-        .returning('id');
-      return rows.map((r: { id: string }) => r.id);
+    /** The same insert, answering only how many it added: the caller holds the rows already (a bulk insert of thousands). */
+    async insertManyCounted(tasks: NewTaskRows): Promise<number> {
+      if (tasks.length === 0) return 0;
+      const result: { rowCount: number | null } = await db.raw(INSERT_TASKS, taskColumns(tasks));
+      return result.rowCount ?? 0;
     },
     /**
      * Moves a task from one of `from` to a new status. Returns false when it was no longer in

@@ -5,6 +5,8 @@
 import { ACTIVE_STATUSES, type DeploymentStatus, type Page, type Paged } from '../core/index.ts';
 import type { Db } from './db.ts';
 import { pageOf } from './paging.ts';
+import { taskFromJson, type DeploymentTask } from './deployment-tasks.ts';
+import { freezeFromJson, type DeploymentFreeze } from './deployment-freezes.ts';
 
 export interface Deployment {
   id: string;
@@ -298,14 +300,50 @@ export function deploymentsStore(db: Db) {
           .orderBy('created_at', 'desc')
       ).map(toDeployment);
     },
-    /** Active deployments in the whole organization that owns `workspaceId` (the queue limit's count). */
-    async countActiveInOrganizationOf(workspaceId: string): Promise<number> {
-      const [row] = await db('deployments as d')
-        .join('workspaces as w', 'w.id', 'd.workspace_id')
-        .where('w.organization_id', db('workspaces').where({ id: workspaceId }).select('organization_id'))
-        .whereIn('d.status', ACTIVE_STATUSES)
-        .count({ n: '*' });
-      return Number(row?.n ?? 0);
+    /**
+     * What a deploy request checks besides environments and the release's deployments, in one
+     * statement (it runs inside the request's transaction, where reads cannot go in parallel):
+     * the organization's limits, its active deployments (the queue limit's count), the
+     * workspace's live freezes, and the approvals the lifecycle's phases require per environment.
+     */
+    async requestFacts(
+      workspaceId: string,
+      lifecycleId: string | null,
+      now: Date,
+    ): Promise<{
+      maxQueuedDeployments: number;
+      active: number;
+      liveFreezes: DeploymentFreeze[];
+      phaseApprovals: Map<string, number>;
+    }> {
+      const { rows } = await db.raw<{
+        rows: Array<{
+          max_queued_deployments: number;
+          active: string;
+          freezes: Array<Record<string, unknown>> | null;
+          approvals: Record<string, number> | null;
+        }>;
+      }>(
+        `SELECT o.max_queued_deployments,
+           (SELECT count(*) FROM deployments d JOIN workspaces dw ON dw.id = d.workspace_id
+             WHERE dw.organization_id = o.id AND d.status = any(?::text[])) AS active,
+           (SELECT json_agg(row_to_json(f) ORDER BY f.name) FROM deployment_freezes f
+             WHERE f.workspace_id = w.id AND f.deleted_at IS NULL AND (f.recurrence_cron IS NOT NULL OR f.end_at > ?)) AS freezes,
+           (SELECT json_object_agg(a.environment_id, a.required) FROM (
+              SELECT pe.environment_id, max(pe.required_approvals)::int AS required
+              FROM phase_environments pe JOIN lifecycle_phases p ON p.id = pe.phase_id
+              WHERE p.lifecycle_id = ? AND pe.required_approvals IS NOT NULL GROUP BY pe.environment_id) a) AS approvals
+         FROM workspaces w JOIN organizations o ON o.id = w.organization_id WHERE w.id = ?`,
+        [[...ACTIVE_STATUSES], now, lifecycleId, workspaceId],
+      );
+      const row = rows[0];
+      if (!row) throw new Error(`Workspace ${workspaceId} has no organization`);
+      return {
+        maxQueuedDeployments: row.max_queued_deployments,
+        active: Number(row.active),
+        liveFreezes: (row.freezes ?? []).map(freezeFromJson),
+        phaseApprovals: new Map(Object.entries(row.approvals ?? {})),
+      };
     },
     /**
      * Takes (or renews) the lease on an active deployment for `owner`; null when another replica
@@ -313,17 +351,25 @@ export function deploymentsStore(db: Db) {
      * due and not cancelled starts its validation in the same write (→ Validating), so the step
      * every deployment takes first costs no round trip of its own.
      */
+    /**
+     * Takes the deployment's lease (null: not active, or another replica holds it). `running`:
+     * tasks the caller knows as Running; those that have ended since come back in `ended`, read in
+     * the same statement (a refill then costs one round trip less).
+     */
     async claim(
       id: string,
       owner: string,
       now: Date,
       leaseUntil: Date,
-    ): Promise<(Deployment & { previousLeaseOwner: string | null; advanceSeq: number }) | null> {
+      running: readonly string[] = [],
+    ): Promise<
+      (Deployment & { previousLeaseOwner: string | null; advanceSeq: number; ended: DeploymentTask[] }) | null
+    > {
       // A gated deployment is not due here: the engine checks its gate first (passGate).
       const due = `status = 'Queued' AND NOT gated AND cancellation_requested_at IS NULL AND (scheduled_for IS NULL OR scheduled_for <= ?)`;
-      const [row]: Array<DeploymentRow & { previous_lease_owner: string | null; advance_seq: number }> = await db(
-        'deployments',
-      )
+      const [row]: Array<
+        DeploymentRow & { previous_lease_owner: string | null; advance_seq: number; ended_tasks: unknown[] | null }
+      > = await db('deployments')
         .where({ id })
         .whereIn('status', ACTIVE_STATUSES)
         .where((q) => {
@@ -345,9 +391,21 @@ export function deploymentsStore(db: Db) {
           ...COLUMNS,
           'advance_seq',
           db.raw('(SELECT old.lease_owner FROM deployments old WHERE old.id = deployments.id) AS previous_lease_owner'),
+          running.length === 0
+            ? db.raw('NULL AS ended_tasks')
+            : db.raw(
+                `(SELECT json_agg(row_to_json(t)) FROM deployment_tasks t
+                  WHERE t.deployment_id = deployments.id AND t.id = any(?::text[]) AND t.status <> 'Running') AS ended_tasks`,
+                [[...running]],
+              ),
         ]);
       return row
-        ? { ...toDeployment(row), previousLeaseOwner: row.previous_lease_owner, advanceSeq: row.advance_seq }
+        ? {
+            ...toDeployment(row),
+            previousLeaseOwner: row.previous_lease_owner,
+            advanceSeq: row.advance_seq,
+            ended: (row.ended_tasks ?? []).map((task) => taskFromJson(task as Record<string, unknown>)),
+          }
         : null;
     },
     /**

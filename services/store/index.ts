@@ -108,6 +108,7 @@ export type {
   NewLogEntry,
   TaskFinish,
   RecordResult,
+  TaskStarts,
 } from './deployment-logs.ts';
 export { MAX_LOG_PAGE_BYTES } from './deployment-logs.ts';
 export { LogLevel } from './deployment-logs.ts';

@@ -381,22 +381,36 @@ export function machinesStore(db: Db) {
     /**
      * A session of the machine's agent started (Hello): it becomes the current one. Returns since
      * when the machine had been without a session, or null when it was not marked disconnected.
+     * An upgrade asked for is Succeeded once the agent runs that version, in the same statement
+     * (a reader never sees the new version with the upgrade still Started). A session of the old
+     * version settles nothing: a draining agent reconnects as itself when a replica goes away; a
+     * failure is what the agent reports. One statement: a fleet reconnecting at once (a replica
+     * restart) does this 10,000 times.
      */
     async recordConnected(id: string, sessionId: string, at: Date, info: AgentInfo): Promise<Date | null> {
+      const settles = `m.upgrade_version = ?::text AND m.upgrade_state IN ('Requested', 'Started')`;
+      const version = info.agentVersion ?? null;
       const result = await db.raw<{ rows: Array<{ was: Date | null }> }>(
         `UPDATE machines AS m SET session_id = ?, disconnected_at = NULL, last_seen_at = ?,
            agent_version = coalesce(?, m.agent_version), os = coalesce(?, m.os), hostname = coalesce(?, m.hostname),
-           interpreters = coalesce(?::text[], m.interpreters), home_free_bytes = coalesce(?::bigint, m.home_free_bytes)
+           interpreters = coalesce(?::text[], m.interpreters), home_free_bytes = coalesce(?::bigint, m.home_free_bytes),
+           upgrade_state = CASE WHEN ${settles} THEN 'Succeeded' ELSE m.upgrade_state END,
+           upgrade_message = CASE WHEN ${settles} THEN NULL ELSE m.upgrade_message END,
+           upgrade_updated_at = CASE WHEN ${settles} THEN ?::timestamptz ELSE m.upgrade_updated_at END
          FROM (SELECT disconnected_at FROM machines WHERE id = ? FOR UPDATE) AS before
          WHERE m.id = ? RETURNING before.disconnected_at AS was`,
         [
           sessionId,
           at,
-          info.agentVersion ?? null,
+          version,
           info.os ?? null,
           info.hostname ?? null,
           info.interpreters ?? null,
           info.homeFreeBytes || null,
+          version,
+          version,
+          version,
+          at,
           id,
           id,
         ],

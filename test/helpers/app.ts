@@ -11,7 +11,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Knex } from 'knex';
 import { buildApp } from '../../services/api/app.ts';
 import { createSecretBox, systemClock, type Clock, type Role } from '../../services/core/index.ts';
-import { bootstrap, type DeploymentChanges, type DomainDeps } from '../../services/domain/index.ts';
+import { bootstrap, createReadCaches, type DeploymentChanges, type DomainDeps } from '../../services/domain/index.ts';
 import { createDb, createStore } from '../../services/store/index.ts';
 import {
   createFilesystemBlobStore,
@@ -125,6 +125,8 @@ export interface TestAppOptions {
   packages?: { maxBytes?: number; blobs?: (dataDir: string) => BlobStore | Promise<BlobStore> };
   /** The agent bundle GET /api/agent/install.sh serves (default: none built). */
   agentDistribution?: AgentDistribution;
+  /** false: no read caches (every read from the store); default: as the control plane has them. */
+  readCaches?: boolean;
 }
 
 export async function testApp(options: TestAppOptions = {}): Promise<TestContext> {
@@ -137,6 +139,12 @@ export async function testApp(options: TestAppOptions = {}): Promise<TestContext
     deploymentChanges: options.deploymentChanges,
   };
   await bootstrap(deps, { accountId: ADMIN.id, apiKey: ADMIN.key });
+  // As the control plane runs (services/server.ts): every API test also tests the caches.
+  if (options.readCaches !== false) {
+    const caches = createReadCaches();
+    deps.readCaches = caches;
+    deps.forgetCachedReads = async () => caches.clear();
+  }
   const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'gantry-test-'));
   const blobs = options.packages?.blobs
     ? await options.packages.blobs(dataDir)

@@ -41,6 +41,13 @@ describe('loadConfig', () => {
     }
   });
 
+  it('holds at most 30 PostgreSQL connections unless GANTRY_DB_POOL_MAX says otherwise', () => {
+    expect(loadConfig({}).dbPoolMax).toBe(30);
+    expect(loadConfig({ GANTRY_DB_POOL_MAX: '12' }).dbPoolMax).toBe(12);
+    for (const bad of ['0', '-1', '2.5', 'many', '1001'])
+      expect(() => loadConfig({ GANTRY_DB_POOL_MAX: bad })).toThrow(`GANTRY_DB_POOL_MAX='${bad}' is not accepted`);
+  });
+
   it('serves metrics on 9464 unless GANTRY_METRICS_PORT says another port or off, never on the API port', () => {
     expect(loadConfig({}).metricsPort).toBe(9464);
     expect(loadConfig({ GANTRY_METRICS_PORT: '9100' }).metricsPort).toBe(9100);

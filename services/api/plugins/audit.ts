@@ -100,6 +100,12 @@ export function requestScopedDeps(deps: ApiDeps): ApiDeps {
       get: () => afterCommit(() => deps.onReleaseCreated),
       set: (fn: ApiDeps['onReleaseCreated']) => void (deps.onReleaseCreated = fn),
     },
+    // Cached reads are forgotten once the deletion is committed (read before it, they were still true).
+    forgetCachedReads: {
+      enumerable: true,
+      get: () => afterCommit(() => deps.forgetCachedReads),
+      set: (fn: ApiDeps['forgetCachedReads']) => void (deps.forgetCachedReads = fn),
+    },
     // The replica holding the agent reads the request: only once it is committed.
     upgradeAgents: {
       enumerable: true,

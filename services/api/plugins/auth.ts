@@ -18,6 +18,7 @@ import {
   isStorableText,
   isWellFormedId,
   type Capability,
+  type Logger,
   type Principal,
 } from '../../core/index.ts';
 import {
@@ -154,7 +155,12 @@ export function registerAuthentication(app: FastifyInstance, deps: DomainDeps): 
     const { principal, session } = await identify(request, deps);
     request.principal = principal;
     request.session = session;
-    request.log = request.log.child({ serviceAccountId: principal.serviceAccountId });
+    // Added to the request's own logger (Fastify made it for this request): a child logger per
+    // request cost ~2 % of the CPU of a server answering thousands of polls a second. Fastify's
+    // null logger (logger: false) has no bindings.
+    (request.log as Partial<Pick<Logger, 'setBindings'>>).setBindings?.({
+      serviceAccountId: principal.serviceAccountId,
+    });
     if (config.capability) authorize(principal, config.capability);
   });
 }

@@ -272,3 +272,27 @@ describe('GET /api/deployment/events', () => {
     }
   });
 });
+
+describe('the change hub for every deployment (the read caches listen to it)', () => {
+  it("tells subscribeAll's listeners of each deployment's change on another replica, until they unsubscribe", async () => {
+    const broker = new InProcessBroker();
+    const [busA, busB] = [new InProcessBus({ logger, broker }), new InProcessBus({ logger, broker })];
+    const [hubA, hubB] = [createDeploymentChangeHub(busA, logger), createDeploymentChangeHub(busB, logger)];
+    await hubA.start();
+    await hubB.start();
+    try {
+      const heard: string[] = [];
+      const unsubscribe = hubB.subscribeAll((deploymentId) => heard.push(deploymentId));
+      hubA.notifyLogs('d-one');
+      hubA.notifyLogs('d-two');
+      await waitFor(() => heard.includes('d-one') && heard.includes('d-two'), { description: 'both changes' });
+      unsubscribe();
+      hubA.notifyLogs('d-three');
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(heard).not.toContain('d-three');
+    } finally {
+      await Promise.all([hubA.stop(), hubB.stop()]);
+      await Promise.all([busA.close(), busB.close()]);
+    }
+  });
+});

@@ -43,7 +43,7 @@ async function runningTasks(count: number): Promise<string[]> {
       machineName: `m-${i}`,
     })),
   );
-  await t.deps.store.deploymentTasks.startMany(ids, new Date());
+  await t.deps.store.deploymentLogs.record(deploymentId, [{ starts: { taskIds: ids, lines: [] } }], new Date());
   return ids;
 }
 

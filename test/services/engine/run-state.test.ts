@@ -22,11 +22,13 @@ let t: TestContext;
 const buses: InProcessBus[] = [];
 let a: Engine;
 let b: Engine;
+/** Keeps two tasks stored ahead of what started: a wide deployment's tail in small steps. */
+let narrow: Engine;
 
 beforeAll(async () => {
   t = await testApp();
   const logger = createLogger('silent');
-  const replica = (replicaId: string) => {
+  const replica = (replicaId: string, storeAheadTasks?: number) => {
     const bus = new InProcessBus({ logger });
     buses.push(bus);
     return createEngine({
@@ -36,10 +38,12 @@ beforeAll(async () => {
       secrets: t.deps.secrets,
       logger,
       replicaId,
+      storeAheadTasks,
     });
   };
   a = replica('replica-a');
   b = replica('replica-b');
+  narrow = replica('replica-narrow', 2);
 });
 
 afterAll(async () => {
@@ -118,5 +122,67 @@ describe('task statuses kept between advances', () => {
     await succeed(b, (await tasks(id))[2]!.id);
     await b.orchestrator.advance(id);
     expect((await t.db('deployments').where({ id }).first('status')).status).toBe('Completed');
+  });
+
+  describe('a plan inserted a few tasks per advance after the first dispatch', () => {
+    async function wide(names: string[]): Promise<string> {
+      const staging = await environmentId(t, 'Staging');
+      await t.db('machine_environments').where({ environment_id: staging }).delete(); // earlier tests' machines
+      for (const name of names) await onlineMachine(t, name, staging);
+      const target = await release(t, {
+        steps: [step('Only', { rollingGroupId: 'g' })],
+        rollingGroups: [rollingGroup('g', ['step-Only'])],
+      });
+      return deployment(t, target, staging);
+    }
+    const statuses = async (id: string) => (await tasks(id)).map((task) => `${task.machine_name}:${task.status}`);
+
+    it('stores what each refill starts before starting it, and every target by the end', async () => {
+      const id = await wide(['w-1', 'w-2', 'w-3', 'w-4', 'w-5', 'w-6', 'w-7']);
+      await narrow.orchestrator.advance(id); // starts w-1, then inserts two ahead
+      expect(await statuses(id)).toEqual(['w-1:Running', 'w-2:Pending', 'w-3:Pending']);
+      for (let k = 0; k < 6; k++) {
+        const running = (await tasks(id)).find((task) => task.status === 'Running')!;
+        await succeed(narrow, running.id);
+        await narrow.orchestrator.advance(id);
+        const now = await tasks(id);
+        expect(now.filter((task) => task.status === 'Running')).toHaveLength(1);
+        // One more stored per advance (as many as it started), after its start went out: two ahead.
+        expect(now).toHaveLength(Math.min(7, 3 + (k + 1)));
+      }
+      await succeed(narrow, (await tasks(id)).find((task) => task.status === 'Running')!.id);
+      await narrow.orchestrator.advance(id);
+      expect(await statuses(id)).toEqual([1, 2, 3, 4, 5, 6, 7].map((n) => `w-${n}:Succeeded`));
+      expect((await t.db('deployments').where({ id }).first('status')).status).toBe('Completed');
+    });
+
+    it('records every target of a cancelled deployment, stored yet or not', async () => {
+      const id = await wide(['c-1', 'c-2', 'c-3', 'c-4', 'c-5', 'c-6']);
+      await narrow.orchestrator.advance(id);
+      expect(await tasks(id)).toHaveLength(3);
+      await t
+        .db('deployments')
+        .where({ id })
+        .update({ cancellation_requested_at: new Date(Date.now() - 60 * 60_000) });
+      await narrow.orchestrator.advance(id);
+      expect(await statuses(id)).toEqual(['c-1:Cancelled', ...[2, 3, 4, 5, 6].map((n) => `c-${n}:Cancelled`)]);
+      expect((await t.db('deployments').where({ id }).first('status')).status).toBe('Cancelled');
+    });
+
+    it('leaves another replica, which lacks the unstored tasks, to insert them', async () => {
+      const id = await wide(['r-1', 'r-2', 'r-3', 'r-4', 'r-5']);
+      await narrow.orchestrator.advance(id);
+      expect(await tasks(id)).toHaveLength(3);
+      await succeed(narrow, (await tasks(id))[0]!.id);
+      await b.orchestrator.advance(id); // reads the tasks in full: two are missing
+      expect(await statuses(id)).toEqual(['r-1:Succeeded', 'r-2:Running', 'r-3:Pending', 'r-4:Pending', 'r-5:Pending']);
+      // The replica that validated learns another advanced it, and drops what it kept.
+      for (let k = 0; k < 4; k++) {
+        await succeed(narrow, (await tasks(id)).find((task) => task.status === 'Running')!.id);
+        await narrow.orchestrator.advance(id);
+      }
+      expect(await statuses(id)).toEqual([1, 2, 3, 4, 5].map((n) => `r-${n}:Succeeded`));
+      expect(await tasks(id)).toHaveLength(5);
+    });
   });
 });

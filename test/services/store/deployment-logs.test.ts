@@ -40,6 +40,7 @@ beforeAll(async () => {
 const append = (entries: Parameters<TestContext['deps']['store']['deploymentLogs']['append']>[1], now = new Date()) =>
   t.deps.store.deploymentLogs.append(deploymentId, entries, now);
 const record = (reports: LogReport[]) => t.deps.store.deploymentLogs.record(deploymentId, reports, new Date());
+const start = async (taskIds: string[]) => (await record([{ starts: { taskIds, lines: [] } }])).started;
 const readAll = () => t.deps.store.deploymentLogs.read(deploymentId, null, 100_000, 1024 ** 3);
 
 async function runningTask(): Promise<string> {
@@ -47,7 +48,7 @@ async function runningTask(): Promise<string> {
   await t.deps.store.deploymentTasks.insertMany([
     { id: taskId, deploymentId, stageIndex: 0, stepId: 'step-x', stepName: 'X', machineId: null, machineName: null },
   ]);
-  await t.deps.store.deploymentTasks.startMany([taskId], new Date());
+  await start([taskId]);
   return taskId;
 }
 
@@ -280,7 +281,7 @@ describe('deployment logs', () => {
     const end = async () =>
       (await record([{ finishes: [finish(taskId, null, 'Failed', `F finished ${taskId}`)] }])).finished;
     expect(await end()).toEqual(new Set()); // still Pending: the end is refused
-    expect(await t.deps.store.deploymentTasks.startMany([taskId], new Date())).toEqual([taskId]);
+    expect([...(await start([taskId])).keys()]).toEqual([taskId]);
     const before = await t.deps.store.deployments.get(deploymentId);
     expect(await end()).toEqual(new Set([taskId]));
     expect(await end()).toEqual(new Set());
@@ -298,5 +299,75 @@ describe('deployment logs', () => {
   it('stores a line holding U+0000 (PostgreSQL text cannot) with a replacement character', async () => {
     const [stored] = await append([{ level: 'Information', data: 'before\u0000after' }]);
     expect(stored!.data).toBe('before\uFFFDafter');
+  });
+  it('starts Pending tasks with their lines in the record statement, and only those that were Pending', async () => {
+    const name = `m-${newId()}`;
+    const machine = await t.admin.post('/api/machine', { workspaceId: t.mainWorkspaceId, name });
+    const machineId = machine.body.machineId as string;
+    const [pending, other, done] = [newId(), newId(), newId()];
+    await t.deps.store.deploymentTasks.insertMany(
+      [pending, other, done].map((id, i) => ({
+        id,
+        deploymentId,
+        stageIndex: 0,
+        stepId: 'step-s',
+        stepName: 'S',
+        machineId: i === 0 ? machineId : null,
+        machineName: `t${i}`,
+      })),
+    );
+    await t.deps.store.deploymentTasks.transition(done, ['Pending'], { status: 'Skipped' });
+    const parent = { id: `${deploymentId}.step-s`, level: 'Information' as const, data: "Step 'S'" };
+    const said = (id: string) => ({ id, level: 'Information' as const, data: `Running on ${id}`, taskId: id });
+    const at = new Date();
+    const result = await t.deps.store.deploymentLogs.record(
+      deploymentId,
+      [
+        {
+          starts: {
+            taskIds: [pending, other, done],
+            lines: [
+              { entry: parent, when: [pending, other, done] },
+              { entry: said(pending), when: [pending] },
+              { entry: said(other), when: [other] },
+              { entry: said(done), when: [done] },
+            ],
+          },
+        },
+      ],
+      at,
+    );
+    expect([...result.started.keys()].sort()).toEqual([pending, other].sort());
+    expect(result.started.get(pending)).toMatchObject({ machineId, name, enabled: true, isRegistered: false });
+    expect(result.started.get(other)).toBeNull();
+    expect(result.stored.map((e) => e.id)).toEqual([parent.id, pending, other]);
+    const task = await t.deps.store.deploymentTasks.get(pending);
+    expect(task).toMatchObject({ status: 'Running', parentLogId: pending });
+    expect(task!.dispatchedUtc!.getTime()).toBe(at.getTime());
+    expect((await t.deps.store.deploymentTasks.get(done))!.status).toBe('Skipped');
+    // Again: nothing is Pending any more, so nothing starts and no line is stored twice or for nothing.
+    const again = await t.deps.store.deploymentLogs.record(
+      deploymentId,
+      [{ starts: { taskIds: [pending], lines: [{ entry: said(`${pending}-again`), when: [pending] }] } }],
+      new Date(),
+    );
+    expect(again.started.size).toBe(0);
+    expect(again.stored).toEqual([]);
+  });
+
+  it('a claim reads which of the tasks it was given have ended since, in the same statement', async () => {
+    const [running, ended] = [await runningTask(), await runningTask()];
+    await record([{ finishes: [finish(ended, null, 'Failed')] }]);
+    const now = new Date();
+    const claimed = await t.deps.store.deployments.claim(
+      deploymentId,
+      'replica-x',
+      now,
+      new Date(now.getTime() + 5000),
+      [running, ended],
+    );
+    expect(claimed!.ended.map((task) => [task.id, task.status, task.exitCode])).toEqual([[ended, 'Failed', 1]]);
+    expect(claimed!.ended[0]!.finishedUtc).toBeInstanceOf(Date);
+    await t.deps.store.deployments.releaseLease(deploymentId, 'replica-x');
   });
 });

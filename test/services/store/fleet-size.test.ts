@@ -32,7 +32,7 @@ beforeAll(async () => {
 
 describe('a deployment to 10,002 machines', () => {
   it('inserts, starts and reads its tasks, each in one statement', async () => {
-    const { deploymentTasks, deploymentMachines } = t.deps.store;
+    const { deploymentTasks, deploymentMachines, deploymentLogs } = t.deps.store;
     const tasks = machineIds.map((machineId, i) => ({
       id: newId(),
       deploymentId,
@@ -49,7 +49,15 @@ describe('a deployment to 10,002 machines', () => {
     expect(await deploymentTasks.insertMany(tasks.map((task) => ({ ...task, id: newId() })))).toEqual([]);
 
     const ids = tasks.map((task) => task.id);
-    expect(await deploymentTasks.startMany(ids, new Date())).toHaveLength(FLEET);
+    // Started with a line each, their machines read back: one record statement.
+    const lines = tasks.map((task) => ({
+      entry: { id: task.id, level: 'Information' as const, data: `Running on ${task.machineName}`, taskId: task.id },
+      when: [task.id],
+    }));
+    const started = await deploymentLogs.record(deploymentId, [{ starts: { taskIds: ids, lines } }], new Date());
+    expect(started.started.size).toBe(FLEET);
+    expect(started.stored).toHaveLength(FLEET);
+    expect(new Set([...started.started.values()].map((machine) => machine?.machineId))).toEqual(new Set(machineIds));
     expect(await deploymentTasks.listDispatchedByIds(ids)).toHaveLength(FLEET);
     expect((await deploymentMachines.getMany(machineIds)).size).toBe(FLEET);
   }, 120_000);

@@ -105,3 +105,48 @@ describe('machines store: heartbeats', () => {
     expect((await store.get(b))?.lastSeenUtc).toEqual(later);
   });
 });
+
+describe('machines store: a session starts', () => {
+  it('settles an upgrade to the version the agent now runs, and no other, in the same statement', async () => {
+    const store = t.deps.store.machines;
+    const at = new Date();
+    const machine = async (version: string, state: string) => {
+      const id = await pendingMachine(`token-${newId()}`, new Date(at.getTime() + HOUR_MS));
+      await t
+        .db('machines')
+        .where({ id })
+        .update({ upgrade_version: version, upgrade_state: state, upgrade_message: 'was', upgrade_updated_at: null });
+      return id;
+    };
+    const requested = await machine('2.0.0', 'Requested');
+    const started = await machine('2.0.0', 'Started');
+    const older = await machine('2.0.0', 'Started');
+    const failed = await machine('2.0.0', 'Failed');
+    for (const [id, version] of [
+      [requested, '2.0.0'],
+      [started, '2.0.0'],
+      [older, '1.0.0'],
+      [failed, '2.0.0'],
+    ] as const)
+      await store.recordConnected(id, newId(), at, { agentVersion: version });
+    const upgrade = async (id: string) =>
+      t.db('machines').where({ id }).first('upgrade_state', 'upgrade_message', 'upgrade_updated_at', 'agent_version');
+    expect(await upgrade(requested)).toEqual({
+      upgrade_state: 'Succeeded',
+      upgrade_message: null,
+      upgrade_updated_at: at,
+      agent_version: '2.0.0',
+    });
+    expect(await upgrade(started)).toMatchObject({ upgrade_state: 'Succeeded', upgrade_message: null });
+    expect(await upgrade(older)).toMatchObject({
+      upgrade_state: 'Started',
+      upgrade_message: 'was',
+      agent_version: '1.0.0',
+    });
+    expect(await upgrade(failed)).toMatchObject({ upgrade_state: 'Failed', upgrade_message: 'was' });
+    // A session that names no version settles nothing.
+    const silent = await machine('2.0.0', 'Requested');
+    await store.recordConnected(silent, newId(), at, {});
+    expect(await upgrade(silent)).toMatchObject({ upgrade_state: 'Requested' });
+  });
+});

@@ -9,6 +9,7 @@ import {
   listDeployments,
   promoteRelease,
 } from '../../../domain/index.ts';
+import type { DeploymentView } from '../../../domain/index.ts';
 import type { Deployment } from '../../../store/index.ts';
 import { errorResponses, Id, IdempotencyHeaders } from '../../schemas.ts';
 import type { Routes } from '../route-types.ts';
@@ -48,6 +49,11 @@ export function toStatus(d: Deployment) {
 
 export const deploymentRoutes: Routes = async (app) => {
   const { deps } = app;
+  /**
+   * A view's answer, serialized once: the domain hands out the same view while it caches a
+   * finished deployment's read (domain/read-caches.ts), so polls of it cost no serialization.
+   */
+  const serialized = new WeakMap<DeploymentView, Buffer>();
 
   app.post(
     '/api/release/deploy',
@@ -94,20 +100,21 @@ export const deploymentRoutes: Routes = async (app) => {
     },
     async (request, reply) => {
       const view = await getDeployment(deps, request.principal, request.query);
-      // The status through its schema; the lines written by hand (log-json.ts): a page holds
-      // thousands. A string is sent as it is.
-      const status = reply.compileSerializationSchema(StatusSchema)(toStatus(view.deployment));
-      // Gantry's additions after the spec's fields (clients that do not know them skip them).
-      const waiting = `,"waitingReason":${JSON.stringify(view.waiting.waitingReason)},"queuePosition":${JSON.stringify(view.waiting.queuePosition)}}`;
-      return reply
-        .type('application/json; charset=utf-8')
-        .send(
-          Buffer.concat([
-            Buffer.from(`{"status":${status},"logs":`),
-            ...logItemsJson(view.logs ?? []),
-            Buffer.from(waiting),
-          ]),
-        );
+      let body = serialized.get(view);
+      if (!body) {
+        // The status through its schema; the lines written by hand (log-json.ts): a page holds
+        // thousands. A string is sent as it is.
+        const status = reply.compileSerializationSchema(StatusSchema)(toStatus(view.deployment));
+        // Gantry's additions after the spec's fields (clients that do not know them skip them).
+        const waiting = `,"waitingReason":${JSON.stringify(view.waiting.waitingReason)},"queuePosition":${JSON.stringify(view.waiting.queuePosition)}}`;
+        body = Buffer.concat([
+          Buffer.from(`{"status":${status},"logs":`),
+          ...logItemsJson(view.logs ?? []),
+          Buffer.from(waiting),
+        ]);
+        serialized.set(view, body);
+      }
+      return reply.type('application/json; charset=utf-8').send(body);
     },
   );
 
