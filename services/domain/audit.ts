@@ -68,47 +68,31 @@ export interface ChangeRecord {
   status: number;
 }
 
-/** Resources whose ID alone tells the workspace a change happened in, by the property that names them. */
-const OWNERS: Array<[string, (deps: DomainDeps, id: string) => Promise<{ workspaceId: string } | null>]> = [
-  ['projectId', (deps, id) => deps.store.projects.get(id)],
-  ['releaseId', (deps, id) => deps.store.releases.get(id)],
-  ['deploymentId', (deps, id) => deps.store.deployments.get(id)],
-  ['environmentId', (deps, id) => deps.store.environments.get(id)],
-  ['machineId', (deps, id) => deps.store.machines.get(id)],
-  ['lifecycleId', (deps, id) => deps.store.lifecycles.get(id)],
-  ['tagId', (deps, id) => deps.store.tags.get(id)],
-  ['feedId', (deps, id) => deps.store.feeds.get(id)],
-];
-
-async function workspaceOfChange(deps: DomainDeps, change: ChangeRecord): Promise<string | null> {
-  if (change.ids.workspaceId) return change.ids.workspaceId;
-  for (const [property, load] of OWNERS) {
-    const id = change.ids[property];
-    if (!id || !isWellFormedId(id)) continue;
-    const owner = await load(deps, id).catch(() => null);
-    if (owner) return owner.workspaceId;
-  }
-  return change.principal.workspaceId;
-}
-
 /** Stores one change; call it inside the change's transaction (deps.store bound to it). */
 export async function recordChange(deps: DomainDeps, change: ChangeRecord): Promise<void> {
-  await deps.store.auditEvents.insert({
-    id: newId(),
-    organizationId: change.principal.organizationId,
-    workspaceId: await workspaceOfChange(deps, change),
-    occurredUtc: deps.clock.now(),
-    accountId: change.principal.serviceAccountId,
-    accountName: change.principal.name,
-    action: change.action,
-    resourceType: change.resourceType,
-    resourceId: change.resourceId,
-    before: bounded(change.before),
-    after: bounded(change.after),
-    address: change.address,
-    requestId: change.requestId,
-    status: change.status,
-  });
+  // The workspace: the one the change names, else the owner of a resource it names (found by the
+  // store in the insert), else the account's own.
+  const named = change.ids.workspaceId;
+  const placedBy = named ? {} : Object.fromEntries(Object.entries(change.ids).filter(([, id]) => isWellFormedId(id)));
+  await deps.store.auditEvents.insert(
+    {
+      id: newId(),
+      organizationId: change.principal.organizationId,
+      workspaceId: named ?? change.principal.workspaceId,
+      occurredUtc: deps.clock.now(),
+      accountId: change.principal.serviceAccountId,
+      accountName: change.principal.name,
+      action: change.action,
+      resourceType: change.resourceType,
+      resourceId: change.resourceId,
+      before: bounded(change.before),
+      after: bounded(change.after),
+      address: change.address,
+      requestId: change.requestId,
+      status: change.status,
+    },
+    placedBy,
+  );
 }
 
 /**

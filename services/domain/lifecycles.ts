@@ -57,7 +57,8 @@ export interface PhaseReadModel {
   }>;
 }
 
-function toReadModel(lifecycle: Lifecycle, phases: readonly Phase[]): LifecycleReadModel {
+/** A lifecycle and its phases as the API shows them (a release snapshot freezes this too). */
+export function lifecycleReadModel(lifecycle: Lifecycle, phases: readonly Phase[]): LifecycleReadModel {
   return {
     lifecycleId: lifecycle.id,
     workspaceId: lifecycle.workspaceId,
@@ -89,7 +90,7 @@ export async function lifecycleWithPhases(
   const lifecycle = await deps.store.lifecycles.get(lifecycleId);
   if (!lifecycle) return null;
   const phases = (await deps.store.lifecycles.phasesOf([lifecycle.id])).get(lifecycle.id) ?? [];
-  return toReadModel(lifecycle, phases);
+  return lifecycleReadModel(lifecycle, phases);
 }
 
 export async function visibleLifecycle(
@@ -109,7 +110,7 @@ export async function listLifecycles(
   authorize(principal, Capability.View);
   const page = await deps.store.lifecycles.list(workspace.id, toPage(query));
   const phases = await deps.store.lifecycles.phasesOf(page.items.map((l) => l.id));
-  return { items: page.items.map((l) => toReadModel(l, phases.get(l.id) ?? [])), totalCount: page.totalCount };
+  return { items: page.items.map((l) => lifecycleReadModel(l, phases.get(l.id) ?? [])), totalCount: page.totalCount };
 }
 
 /** Spec §7.3: reading one lifecycle needs permission to manage lifecycles. */
@@ -121,7 +122,7 @@ export async function getLifecycle(
   const lifecycle = await visibleLifecycle(deps, principal, lifecycleId);
   authorize(principal, Capability.ManageWorkspace);
   const phases = (await deps.store.lifecycles.phasesOf([lifecycle.id])).get(lifecycle.id) ?? [];
-  return toReadModel(lifecycle, phases);
+  return lifecycleReadModel(lifecycle, phases);
 }
 
 export async function createLifecycle(

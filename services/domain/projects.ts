@@ -11,7 +11,7 @@ import {
 } from '../core/index.ts';
 import type { Project } from '../store/index.ts';
 import type { DomainDeps } from './deps.ts';
-import { visibleResource, visibleWorkspace, withUniqueName } from './scope.ts';
+import { canSeeWorkspace, visibleWorkspace, withUniqueName } from './scope.ts';
 
 /** Loads a project the principal may see (any capability check is the caller's), else 400. */
 export async function visibleProject(
@@ -20,7 +20,10 @@ export async function visibleProject(
   projectId: string,
   property = 'projectId',
 ): Promise<Project> {
-  return visibleResource(deps, principal, deps.store.projects.get(projectId), property);
+  const found = await deps.store.projects.getWithOrganization(projectId);
+  if (!found || !canSeeWorkspace(principal, { id: found.project.workspaceId, organizationId: found.organizationId }))
+    throw unknownId(property);
+  return found.project;
 }
 
 async function checkLifecycle(

@@ -17,14 +17,14 @@ import {
   type SnapshotStepTemplate,
 } from '../core/index.ts';
 import { expandQuery, isValidSemVer, semverEqual, semverEquivalent, sortSemVerDescending } from '../core/index.ts';
-import type { Release, Store } from '../store/index.ts';
+import type { Release, ReleaseInputs, Store } from '../store/index.ts';
 import type { Channel } from '../store/index.ts';
 import type { Project } from '../store/index.ts';
 import { versionSatisfiesChannel } from './channel-rules.ts';
 import type { DomainDeps } from './deps.ts';
 import { idempotent, type RememberAnswer } from './idempotency.ts';
 import { computeProgression, type Progression } from './lifecycle-progression.ts';
-import { lifecycleWithPhases } from './lifecycles.ts';
+import { lifecycleReadModel } from './lifecycles.ts';
 import { visibleProject } from './projects.ts';
 import { choosePackageVersions, type ProjectPackage } from './release-packages.ts';
 import {
@@ -54,21 +54,27 @@ function invalid(property: string, message: string): InvalidParameterError {
 /**
  * Spec §4.1 rules 1–2: a named channel (unknown → 400); else the default channel unless
  * ignoreDefaultChannel; else none. A project with channels but no default gets no channel.
+ * `found` is what the snapshot read found under those rules.
  */
-async function resolveChannel(store: Store, projectId: string, input: CreateReleaseInput): Promise<Channel | null> {
+function checkChannel(input: CreateReleaseInput, found: Channel | null): Channel | null {
   const name = input.channelName?.trim();
-  if (name) {
-    const channel = await store.channels.findByName(projectId, name);
-    if (!channel) throw invalid('channelName', `Channel '${name}' is not a channel of the project`);
-    return channel;
+  if (name && !found) throw invalid('channelName', `Channel '${name}' is not a channel of the project`);
+  if (found && !versionSatisfiesChannel(input.version, found)) {
+    const rules = [
+      found.versionRange ? `range '${found.versionRange}'` : null,
+      found.preReleaseTag ? `pre-release tag '${found.preReleaseTag}'` : null,
+    ];
+    throw invalid(
+      'version',
+      `Release version '${input.version}' does not satisfy the ${rules.filter((r) => r !== null).join(' and ')} of channel '${found.name}'`,
+    );
   }
-  if (input.ignoreDefaultChannel === true) return null;
-  return store.channels.getDefault(projectId);
+  return found;
 }
 
 /** Refuses a version already used, exactly or by SemVer precedence (`1.0.0+a` vs `1.0.0+b`), so lookups stay unambiguous. */
-async function checkVersionUnused(store: Store, projectId: string, version: string): Promise<void> {
-  const clash = (await store.releases.listVersions(projectId)).find(
+function checkVersionUnused(version: string, candidates: ReleaseInputs['versionClashes']): void {
+  const clash = candidates.find(
     (r) => r.version === version || (isValidSemVer(r.version) && semverEqual(r.version, version)),
   );
   if (clash)
@@ -82,13 +88,13 @@ async function takeSnapshot(
   store: Store,
   project: Project,
   channel: Channel | null,
+  inputs: ReleaseInputs,
   requested: Record<string, string>,
 ): Promise<ReleaseSnapshot> {
-  const steps = await store.projectSteps.listByProject(project.id);
+  const { steps } = inputs;
   const templates = new Map<string, SnapshotStepTemplate>();
   for (const templateId of new Set(steps.map((s) => s.stepTemplateId))) {
-    // A share lock keeps the template from being deleted before the release commits.
-    const template = await store.stepTemplates.get(templateId, 'share');
+    const template = inputs.templates.get(templateId);
     if (!template)
       throw new InvalidParameterError(
         `A step of the project uses a step template that no longer exists (${templateId})`,
@@ -109,8 +115,7 @@ async function takeSnapshot(
   }
   const canonical = (packageId: string) => packages.get(packageId.toLowerCase())?.packageId ?? packageId;
 
-  const lifecycleId = channel?.lifecycleId ?? project.lifecycleId;
-  const lifecycle = lifecycleId ? await lifecycleWithPhases({ store }, lifecycleId) : null;
+  const lifecycle = inputs.lifecycle ? lifecycleReadModel(inputs.lifecycle.lifecycle, inputs.lifecycle.phases) : null;
   return {
     v: 1,
     project: { projectId: project.id, name: project.name, workspaceId: project.workspaceId },
@@ -124,9 +129,9 @@ async function takeSnapshot(
       channel,
     }),
     steps: steps.map((s) => stepSnapshot(s, templateOf(s.stepTemplateId), canonical)),
-    rollingGroups: rollingGroupSnapshots(await store.rollingGroups.listByProject(project.id), steps),
-    variables: variableSnapshots(await store.variables.candidates(project.id)),
-    scriptModules: (await store.scriptModules.importsOf(project.id)).map((m) => ({
+    rollingGroups: rollingGroupSnapshots(inputs.rollingGroups, steps),
+    variables: variableSnapshots(inputs.variables),
+    scriptModules: inputs.scriptModules.map((m) => ({
       scriptModuleId: m.id,
       name: m.name,
       script: m.script,
@@ -161,19 +166,17 @@ async function insertRelease(
   await deps.store.transaction(async (tx) => {
     // Serializes releases of the project (version uniqueness by precedence) and step-list edits (a consistent snapshot).
     if (!(await tx.projectSteps.lockProject(project.id))) throw unknownId('projectId');
-    await checkVersionUnused(tx, project.id, input.version);
-    const channel = await resolveChannel(tx, project.id, input);
-    if (channel && !versionSatisfiesChannel(input.version, channel)) {
-      const rules = [
-        channel.versionRange ? `range '${channel.versionRange}'` : null,
-        channel.preReleaseTag ? `pre-release tag '${channel.preReleaseTag}'` : null,
-      ];
-      throw invalid(
-        'version',
-        `Release version '${input.version}' does not satisfy the ${rules.filter((r) => r !== null).join(' and ')} of channel '${channel.name}'`,
-      );
-    }
-    const snapshot = await takeSnapshot(tx, project, channel, input.packageVersions ?? {});
+    // Everything else the snapshot needs, in one statement (store/release-inputs.ts).
+    const inputs = await tx.releaseInputs.read({
+      projectId: project.id,
+      projectLifecycleId: project.lifecycleId,
+      version: input.version,
+      channelName: input.channelName?.trim() || null,
+      ignoreDefaultChannel: input.ignoreDefaultChannel === true,
+    });
+    checkVersionUnused(input.version, inputs.versionClashes);
+    const channel = checkChannel(input, inputs.channel);
+    const snapshot = await takeSnapshot(tx, project, channel, inputs, input.packageVersions ?? {});
     await tx.releases.insert({
       id: releaseId,
       workspaceId: project.workspaceId,

@@ -70,13 +70,38 @@ function toEvent(row: AuditRow): AuditEvent {
   };
 }
 
+/** Resources whose ID alone tells the workspace a change happened in: the property naming them, their table; tried in this order. */
+const OWNER_TABLES: ReadonlyArray<readonly [string, string]> = [
+  ['projectId', 'projects'],
+  ['releaseId', 'releases'],
+  ['deploymentId', 'deployments'],
+  ['environmentId', 'environments'],
+  ['machineId', 'machines'],
+  ['lifecycleId', 'lifecycles'],
+  ['tagId', 'tags'],
+  ['feedId', 'feeds'],
+];
+
 export function auditEventsStore(db: Db) {
   return {
-    async insert(event: AuditEvent): Promise<void> {
+    /**
+     * `placedBy`: IDs the change named (projectId, releaseId, …); the first that names a stored
+     * resource of a kind in OWNER_TABLES gives the event its workspace, read in the insert itself
+     * (a round trip less inside every change's transaction); event.workspaceId is the fallback.
+     */
+    async insert(event: AuditEvent, placedBy: Readonly<Record<string, string>> = {}): Promise<void> {
+      const owners = OWNER_TABLES.filter(([property]) => placedBy[property] !== undefined);
+      const workspaceId =
+        owners.length === 0
+          ? event.workspaceId
+          : db.raw(
+              `coalesce(${owners.map(([, table]) => `(SELECT workspace_id FROM ${table} WHERE id = ?)`).join(', ')}, ?::text)`,
+              [...owners.map(([property]) => placedBy[property]!), event.workspaceId],
+            );
       await db('audit_events').insert({
         id: event.id,
         organization_id: event.organizationId,
-        workspace_id: event.workspaceId,
+        workspace_id: workspaceId,
         occurred_at: event.occurredUtc,
         account_id: event.accountId,
         account_name: event.accountName,

@@ -25,7 +25,7 @@ export interface Channel {
 
 export type ChannelPatch = Partial<Omit<Channel, 'id' | 'projectId' | 'workspaceId'>>;
 
-interface ChannelRow {
+export interface ChannelRow {
   id: string;
   project_id: string;
   workspace_id: string;
@@ -38,7 +38,7 @@ interface ChannelRow {
   package_rules: PackageRule[];
 }
 
-function toChannel(row: ChannelRow): Channel {
+export function toChannel(row: ChannelRow): Channel {
   return {
     id: row.id,
     projectId: row.project_id,

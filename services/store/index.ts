@@ -23,6 +23,7 @@ import { scriptModulesStore } from './script-modules.ts';
 import { feedsStore } from './feeds.ts';
 import { cloudAccountsStore } from './cloud-accounts.ts';
 import { releasesStore } from './releases.ts';
+import { releaseInputsStore } from './release-inputs.ts';
 import { deploymentsStore } from './deployments.ts';
 import { deploymentTasksStore } from './deployment-tasks.ts';
 import { deploymentLogsStore } from './deployment-logs.ts';
@@ -55,6 +56,7 @@ function bind(db: Db) {
     feeds: feedsStore(db),
     cloudAccounts: cloudAccountsStore(db),
     releases: releasesStore(db),
+    releaseInputs: releaseInputsStore(db),
     deployments: deploymentsStore(db),
     deploymentTasks: deploymentTasksStore(db),
     deploymentLogs: deploymentLogsStore(db),
@@ -96,6 +98,7 @@ export type { ServiceAccount, ApiKey } from './service-accounts.ts';
 export type { Environment } from './environments.ts';
 export type { Project } from './projects.ts';
 export type { Release } from './releases.ts';
+export type { ReleaseInputs } from './release-inputs.ts';
 export type { Deployment, NewDeployment, DeploymentFilter } from './deployments.ts';
 export type { DeploymentTask, DispatchedTask } from './deployment-tasks.ts';
 export type { DeploymentApproval, ApprovalDecision, ApproverScope } from './deployment-approvals.ts';

@@ -53,14 +53,14 @@ export interface Phase {
 
 export type PhaseFields = Omit<Phase, 'environments'>;
 
-interface LifecycleRow {
+export interface LifecycleRow {
   id: string;
   workspace_id: string;
   name: string;
   description: string | null;
 }
 
-interface PhaseRow {
+export interface PhaseRow {
   id: string;
   lifecycle_id: string;
   name: string;
@@ -71,7 +71,7 @@ interface PhaseRow {
   progress_requirement_count: number;
 }
 
-interface PhaseEnvironmentRow {
+export interface PhaseEnvironmentRow {
   phase_id: string;
   environment_id: string;
   environment_name: string;
@@ -79,11 +79,11 @@ interface PhaseEnvironmentRow {
   required_approvals: number | null;
 }
 
-function toLifecycle(row: LifecycleRow): Lifecycle {
+export function toLifecycle(row: LifecycleRow): Lifecycle {
   return { id: row.id, workspaceId: row.workspace_id, name: row.name, description: row.description };
 }
 
-function toPhase(row: PhaseRow, environments: PhaseEnvironment[]): Phase {
+export function toPhase(row: PhaseRow, environments: PhaseEnvironment[]): Phase {
   return {
     id: row.id,
     lifecycleId: row.lifecycle_id,
@@ -94,6 +94,15 @@ function toPhase(row: PhaseRow, environments: PhaseEnvironment[]): Phase {
     progressRequirementErrorMode: row.progress_requirement_error_mode as ProgressRequirementErrorMode,
     progressRequirementCount: row.progress_requirement_count,
     environments,
+  };
+}
+
+export function toPhaseEnvironment(row: PhaseEnvironmentRow): PhaseEnvironment {
+  return {
+    environmentId: row.environment_id,
+    environmentName: row.environment_name,
+    howToTrigger: row.how_to_trigger as HowToTrigger,
+    ...(row.required_approvals ? { requiredApprovals: row.required_approvals } : {}),
   };
 }
 
@@ -129,12 +138,7 @@ export function lifecyclesStore(db: Db) {
       );
     for (const row of rows) {
       const list = byPhase.get(row.phase_id) ?? [];
-      list.push({
-        environmentId: row.environment_id,
-        environmentName: row.environment_name,
-        howToTrigger: row.how_to_trigger as HowToTrigger,
-        ...(row.required_approvals ? { requiredApprovals: row.required_approvals } : {}),
-      });
+      list.push(toPhaseEnvironment(row));
       byPhase.set(row.phase_id, list);
     }
     return byPhase;

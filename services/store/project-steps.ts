@@ -28,7 +28,7 @@ export interface ProjectStep {
   rollingGroupId: string | null;
 }
 
-interface ProjectStepRow {
+export interface ProjectStepRow {
   id: string;
   project_id: string;
   workspace_id: string;
@@ -47,7 +47,7 @@ interface ProjectStepRow {
   rolling_group_id: string | null;
 }
 
-function toProjectStep(row: ProjectStepRow): ProjectStep {
+export function toProjectStep(row: ProjectStepRow): ProjectStep {
   return {
     id: row.id,
     projectId: row.project_id,

@@ -22,7 +22,7 @@ export interface RollingGroupRecord extends RollingGroupSettings {
   workspaceId: string;
 }
 
-interface RollingGroupRow {
+export interface RollingGroupRow {
   id: string;
   project_id: string;
   workspace_id: string;
@@ -36,7 +36,7 @@ interface RollingGroupRow {
   on_no_targets: string;
 }
 
-function toRecord(row: RollingGroupRow): RollingGroupRecord {
+export function toRollingGroup(row: RollingGroupRow): RollingGroupRecord {
   return {
     id: row.id,
     projectId: row.project_id,
@@ -75,10 +75,10 @@ export function rollingGroupsStore(db: Db) {
     /** A group of a live project, or null. */
     async get(id: string): Promise<RollingGroupRecord | null> {
       const row = await live().where('g.id', id).first();
-      return row ? toRecord(row) : null;
+      return row ? toRollingGroup(row) : null;
     },
     async listByProject(projectId: string): Promise<RollingGroupRecord[]> {
-      return (await live().where('g.project_id', projectId).orderBy('g.id')).map(toRecord);
+      return (await live().where('g.project_id', projectId).orderBy('g.id')).map(toRollingGroup);
     },
     async insert(group: Omit<RollingGroupRecord, 'workspaceId'>): Promise<void> {
       await db('rolling_groups').insert({ id: group.id, project_id: group.projectId, ...toRow(group) });

@@ -15,7 +15,7 @@ export interface ScriptModule {
   scriptLanguage: string;
 }
 
-interface ScriptModuleRow {
+export interface ScriptModuleRow {
   id: string;
   workspace_id: string;
   name: string;
@@ -24,7 +24,7 @@ interface ScriptModuleRow {
   script_language: string;
 }
 
-function toScriptModule(row: ScriptModuleRow): ScriptModule {
+export function toScriptModule(row: ScriptModuleRow): ScriptModule {
   return {
     id: row.id,
     workspaceId: row.workspace_id,

@@ -15,7 +15,7 @@ export interface StepTemplate {
   propertiesRaw: string;
 }
 
-interface StepTemplateRow {
+export interface StepTemplateRow {
   id: string;
   workspace_id: string;
   name: string;
@@ -27,7 +27,7 @@ interface StepTemplateRow {
   deleted_at: Date | null;
 }
 
-function toStepTemplate(row: StepTemplateRow): StepTemplate {
+export function toStepTemplate(row: StepTemplateRow): StepTemplate {
   return {
     id: row.id,
     workspaceId: row.workspace_id,

@@ -43,7 +43,7 @@ export interface VariableWithValues extends Variable {
   values: VariableValue[];
 }
 
-interface VariableRow {
+export interface VariableRow {
   id: string;
   workspace_id: string;
   project_id: string | null;
@@ -54,7 +54,7 @@ interface VariableRow {
   deleted_at: Date | null;
 }
 
-interface VariableValueRow {
+export interface VariableValueRow {
   id: string;
   variable_id: string;
   value_plain: string | null;
@@ -68,7 +68,7 @@ interface VariableValueRow {
   deleted_at: Date | null;
 }
 
-function toVariable(row: VariableRow): Variable {
+export function toVariable(row: VariableRow): Variable {
   return {
     id: row.id,
     workspaceId: row.workspace_id,
@@ -79,7 +79,7 @@ function toVariable(row: VariableRow): Variable {
   };
 }
 
-function toValue(row: VariableValueRow): VariableValue {
+export function toValue(row: VariableValueRow): VariableValue {
   return {
     id: row.id,
     variableId: row.variable_id,
