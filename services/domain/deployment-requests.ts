@@ -19,7 +19,7 @@ import { idempotent, type RememberAnswer } from './idempotency.ts';
 import { gateOfNew, refuseFrozen } from './deployment-gates.ts';
 import { computeProgression } from './lifecycle-progression.ts';
 import { visibleProject } from './projects.ts';
-import { visibleResource } from './scope.ts';
+import { visibleWithOrganization } from './scope.ts';
 
 export type EnvironmentRequest =
   | string
@@ -255,7 +255,11 @@ export async function deployRelease(
 ): Promise<{ deploymentIds: string[]; freezeOverride?: FreezeOverride }> {
   const request = { operation: 'release.deploy', key: options.idempotencyKey, body: input };
   return idempotent(deps, principal, request, async (remember) => {
-    const release = await visibleResource(deps, principal, deps.store.releases.get(input.releaseId), 'releaseId');
+    const release = await visibleWithOrganization(
+      principal,
+      deps.store.releases.getWithOrganization(input.releaseId),
+      'releaseId',
+    );
     const answer = (c: { ids: string[]; freezeOverride?: FreezeOverride }) => ({
       deploymentIds: c.ids,
       ...(c.freezeOverride ? { freezeOverride: c.freezeOverride } : {}),

@@ -20,7 +20,7 @@ import type { Deployment, DeploymentTask, LogEntry } from '../store/index.ts';
 import type { DomainDeps } from './deps.ts';
 import { visibleProject } from './projects.ts';
 import { CACHED_DEPLOYMENT_MAX_LINES, deploymentReadKey, type CachedDeploymentRead } from './read-caches.ts';
-import { canSeeWorkspace, visibleResource, visibleWorkspace } from './scope.ts';
+import { canSeeWorkspace, visibleResource, visibleWithOrganization, visibleWorkspace } from './scope.ts';
 
 /** Reading a deployment is part of deploying it: CI accounts with Deploy may poll without View. */
 const READ = [Capability.View, Capability.Deploy] as const;
@@ -130,7 +130,11 @@ async function readDeployment(
   const { deployment } = found;
   const missedLines =
     page !== null && !page.more && deployment.lastLogTick > (page.entries.at(-1)?.tick ?? after ?? 0n);
-  const logs = missedLines ? (await read()).entries : (page?.entries ?? null);
+  const lines = missedLines ? (await read()).entries : (page?.entries ?? null);
+  // Lines may also have been read after the deployment: shown beside its older LastLogDateTick,
+  // a client that asks for what follows it (the PowerShell SDK) would get them twice. They come
+  // with the next read instead.
+  const logs = lines && lines.filter((line) => line.tick <= deployment.lastLogTick);
   return { view: { deployment, logs, waiting: NOT_WAITING }, organizationId: found.organizationId };
 }
 
@@ -169,7 +173,11 @@ export async function listDeployments(
   let projectId: string | undefined;
   let releaseId: string | undefined;
   if (query.releaseId) {
-    const release = await visibleResource(deps, principal, deps.store.releases.get(query.releaseId), 'releaseId');
+    const release = await visibleWithOrganization(
+      principal,
+      deps.store.releases.getWithOrganization(query.releaseId),
+      'releaseId',
+    );
     releaseId = release.id;
     projectId = release.projectId;
   } else if (query.projectId) {

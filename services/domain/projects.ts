@@ -11,7 +11,7 @@ import {
 } from '../core/index.ts';
 import type { Project } from '../store/index.ts';
 import type { DomainDeps } from './deps.ts';
-import { canSeeWorkspace, visibleWorkspace, withUniqueName } from './scope.ts';
+import { visibleWithOrganization, visibleWorkspace, withUniqueName } from './scope.ts';
 
 /** Loads a project the principal may see (any capability check is the caller's), else 400. */
 export async function visibleProject(
@@ -20,10 +20,7 @@ export async function visibleProject(
   projectId: string,
   property = 'projectId',
 ): Promise<Project> {
-  const found = await deps.store.projects.getWithOrganization(projectId);
-  if (!found || !canSeeWorkspace(principal, { id: found.project.workspaceId, organizationId: found.organizationId }))
-    throw unknownId(property);
-  return found.project;
+  return visibleWithOrganization(principal, deps.store.projects.getWithOrganization(projectId), property);
 }
 
 async function checkLifecycle(

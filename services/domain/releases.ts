@@ -36,7 +36,7 @@ import {
   templateSnapshot,
   variableSnapshots,
 } from './release-snapshot-builder.ts';
-import { visibleResource } from './scope.ts';
+import { visibleWithOrganization } from './scope.ts';
 
 export interface CreateReleaseInput {
   projectId: string;
@@ -235,7 +235,11 @@ export async function getReleaseDetails(
 ): Promise<ReleaseDetails> {
   let release: Release;
   if (query.releaseId !== undefined) {
-    release = await visibleResource(deps, principal, deps.store.releases.get(query.releaseId), 'releaseId');
+    release = await visibleWithOrganization(
+      principal,
+      deps.store.releases.getWithOrganization(query.releaseId),
+      'releaseId',
+    );
     if (query.projectId !== undefined && query.projectId !== release.projectId) throw unknownId('releaseId');
   } else if (query.projectId !== undefined && query.version !== undefined) {
     const project = await visibleProject(deps, principal, query.projectId);

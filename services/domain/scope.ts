@@ -44,6 +44,21 @@ export async function visibleResource<T extends { workspaceId: string }>(
   return resource;
 }
 
+/**
+ * As visibleResource, for a resource its store read together with its live workspace's
+ * organization (getWithOrganization): one read instead of the resource's and then its workspace's.
+ */
+export async function visibleWithOrganization<T extends { workspaceId: string }>(
+  principal: Principal,
+  load: Promise<{ resource: T; organizationId: string } | null>,
+  property: string,
+): Promise<T> {
+  const found = await load;
+  if (!found || !canSeeWorkspace(principal, { id: found.resource.workspaceId, organizationId: found.organizationId }))
+    throw unknownId(property);
+  return found.resource;
+}
+
 /** Runs a write that a unique index guards, turning a duplicate name into a clear 400. */
 export async function withUniqueName<T>(property: string, name: string, write: () => Promise<T>): Promise<T> {
   try {

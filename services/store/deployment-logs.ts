@@ -430,22 +430,41 @@ async function record(db: Db, deploymentId: string, reports: readonly LogReport[
  * knows whether more follow). The chunks' text is read only for those returned.
  */
 const CHUNK_HEAD = 256;
+/**
+ * The two sources of a page, each read with the deployment's last tick in the same statement
+ * (`cap`, one row even when no line matches): a source is then known complete up to its own cap.
+ * The two statements run at once on two connections, so on two snapshots; a page is cut at the
+ * lower cap, under which both saw everything (ticks are allocated in commit order). Otherwise a
+ * record that committed between them, with an entry and a chunk line, could be half read: its
+ * entry missed, its line shown, and the entry never shown since the client asks for what follows.
+ */
+const READ_ENTRIES_SQL = `
+SELECT d.last_log_tick AS cap, l.* FROM deployments d
+LEFT JOIN LATERAL (
+  SELECT * FROM deployment_logs WHERE deployment_id = d.id AND tick > ? AND tick <= d.last_log_tick
+  ORDER BY tick LIMIT ?) l ON true
+WHERE d.id = ?
+ORDER BY l.tick`;
+
 const READ_CHUNKS_SQL = `
-WITH head AS (
-  SELECT last_tick, line_count, byte_count FROM deployment_log_chunks
-  WHERE deployment_id = ? AND last_tick > ? ORDER BY last_tick LIMIT ${CHUNK_HEAD}
-), sized AS (
-  SELECT last_tick,
-         sum(line_count) OVER w - line_count AS lines_before,
-         sum(byte_count) OVER w - byte_count AS bytes_before,
-         count(*) OVER () AS head_rows
-  FROM head WINDOW w AS (ORDER BY last_tick ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
-)
-SELECT c.first_tick, c.last_tick, c.task_id, c.step_id, c.parent_log_id, c.first_seq, c.line_count, c.levels,
-       c.tick_steps, c.data, s.head_rows
-FROM sized s JOIN deployment_log_chunks c ON c.deployment_id = ? AND c.last_tick = s.last_tick
-WHERE s.lines_before < ? AND s.bytes_before < ?
-ORDER BY c.last_tick`;
+SELECT d.last_log_tick AS cap, x.* FROM deployments d
+LEFT JOIN LATERAL (
+  WITH head AS (
+    SELECT last_tick, line_count, byte_count FROM deployment_log_chunks
+    WHERE deployment_id = d.id AND last_tick > ? AND last_tick <= d.last_log_tick ORDER BY last_tick LIMIT ${CHUNK_HEAD}
+  ), sized AS (
+    SELECT last_tick,
+           sum(line_count) OVER w - line_count AS lines_before,
+           sum(byte_count) OVER w - byte_count AS bytes_before,
+           count(*) OVER () AS head_rows
+    FROM head WINDOW w AS (ORDER BY last_tick ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
+  )
+  SELECT c.first_tick, c.last_tick, c.task_id, c.step_id, c.parent_log_id, c.first_seq, c.line_count, c.levels,
+         c.tick_steps, c.data, s.head_rows
+  FROM sized s JOIN deployment_log_chunks c ON c.deployment_id = d.id AND c.last_tick = s.last_tick
+  WHERE s.lines_before < ? AND s.bytes_before < ?) x ON true
+WHERE d.id = ?
+ORDER BY x.last_tick`;
 
 /** Bytes a log item costs in a page besides its text (its JSON field names and values). */
 const ITEM_OVERHEAD_BYTES = 300;
@@ -464,16 +483,21 @@ async function readPage(
   maxBytes: number,
 ): Promise<LogPage> {
   const after = afterTick ?? -1n;
-  const [entryRows, chunkRows] = await Promise.all([
-    db<LogRow>('deployment_logs')
-      .where({ deployment_id: deploymentId })
-      .where('tick', '>', after.toString())
-      .orderBy('tick')
-      .limit(limit),
-    db
-      .raw<{ rows: ChunkRow[] }>(READ_CHUNKS_SQL, [deploymentId, after.toString(), deploymentId, limit, maxBytes])
-      .then((result) => result.rows),
+  const [entryResult, chunkResult] = await Promise.all([
+    db.raw<{ rows: Array<LogRow & { cap: string }> }>(READ_ENTRIES_SQL, [after.toString(), limit, deploymentId]),
+    db.raw<{ rows: Array<ChunkRow & { cap: string }> }>(READ_CHUNKS_SQL, [
+      after.toString(),
+      limit,
+      maxBytes,
+      deploymentId,
+    ]),
   ]);
+  const entryCap = entryResult.rows[0]?.cap;
+  const chunkCap = chunkResult.rows[0]?.cap;
+  if (entryCap === undefined || chunkCap === undefined) return { entries: [], more: false };
+  const cap = BigInt(entryCap) < BigInt(chunkCap) ? BigInt(entryCap) : BigInt(chunkCap);
+  const entryRows = entryResult.rows.filter((row) => row.id !== null);
+  const chunkRows = chunkResult.rows.filter((row) => row.task_id !== null);
   // Items are only known up to the last one read of a source that has more: nothing past that
   // may be returned (a later page would otherwise skip what lies between).
   let boundary: bigint | null = null;
@@ -489,7 +513,9 @@ async function readPage(
   let bytes = 0;
   let more = boundary !== null;
   for (const entry of merged) {
-    if (boundary !== null && entry.tick > boundary) break;
+    // Past the cap lie lines of a record one statement saw and the other did not (see
+    // READ_ENTRIES_SQL); not counted as more: they were not read, a later read gets them.
+    if (entry.tick > cap || (boundary !== null && entry.tick > boundary)) break;
     const cost = entry.data.length + ITEM_OVERHEAD_BYTES;
     if (page.length >= limit || (page.length > 0 && bytes + cost > maxBytes)) {
       more = true;

@@ -45,14 +45,14 @@ export function projectsStore(db: Db) {
      * organization: what a visibility check needs, in one read instead of the project's and then
      * its workspace's.
      */
-    async getWithOrganization(id: string): Promise<{ project: Project; organizationId: string } | null> {
+    async getWithOrganization(id: string): Promise<{ resource: Project; organizationId: string } | null> {
       const row: (ProjectRow & { workspace_organization_id: string }) | undefined = await db('projects as p')
         .join('workspaces as w', 'w.id', 'p.workspace_id')
         .whereNull('p.deleted_at')
         .whereNull('w.deleted_at')
         .where('p.id', id)
         .first('p.*', 'w.organization_id as workspace_organization_id');
-      return row ? { project: toProject(row), organizationId: row.workspace_organization_id } : null;
+      return row ? { resource: toProject(row), organizationId: row.workspace_organization_id } : null;
     },
     async findByName(workspaceId: string, name: string): Promise<Project | null> {
       const row = await live().where({ workspace_id: workspaceId }).whereRaw('lower(name) = lower(?)', [name]).first();

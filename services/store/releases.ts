@@ -55,6 +55,17 @@ export function releasesStore(db: Db) {
         .first('r.*');
       return row ? toRelease(row) : null;
     },
+    /** As get, when the project's workspace is not deleted either, with its organization: a visibility check in one read. */
+    async getWithOrganization(id: string): Promise<{ resource: Release; organizationId: string } | null> {
+      const row: (ReleaseRow & { workspace_organization_id: string }) | undefined = await db('releases as r')
+        .join('projects as p', 'p.id', 'r.project_id')
+        .join('workspaces as w', 'w.id', 'p.workspace_id')
+        .whereNull('p.deleted_at')
+        .whereNull('w.deleted_at')
+        .where('r.id', id)
+        .first('r.*', 'w.organization_id as workspace_organization_id');
+      return row ? { resource: toRelease(row), organizationId: row.workspace_organization_id } : null;
+    },
     async findByVersion(projectId: string, version: string): Promise<Release | null> {
       const row = await db<ReleaseRow>('releases').where({ project_id: projectId, version }).first();
       return row ? toRelease(row) : null;

@@ -370,4 +370,44 @@ describe('deployment logs', () => {
     expect(claimed!.ended[0]!.finishedUtc).toBeInstanceOf(Date);
     await t.deps.store.deployments.releaseLease(deploymentId, 'replica-x');
   });
+
+  it("reads no line past the deployment's last tick in that read: such a line is of a record the read did not see whole", async () => {
+    // As if a record had committed between the page's two statements: its entry and its chunk line
+    // are stored, but the deployment's last tick (which a record moves in the same commit) was read
+    // before it. The page stops at that last tick, so neither line is shown without the other.
+    const taskId = await runningTask();
+    const [before] = await append([{ level: 'Information', data: 'before' }]);
+    const { last_log_tick: lastTick } = await t.db('deployments').where({ id: deploymentId }).first('last_log_tick');
+    const cap = BigInt(lastTick);
+    await t.db('deployment_logs').insert({
+      id: newId(),
+      deployment_id: deploymentId,
+      tick: (cap + 10n).toString(),
+      created_at: new Date(),
+      level: 'Information',
+      data: 'a later entry',
+    });
+    const later = chunk(taskId, 900, ['a later line']);
+    await t.db('deployment_log_chunks').insert({
+      deployment_id: deploymentId,
+      task_id: taskId,
+      step_id: later.stepId,
+      parent_log_id: later.parentLogId,
+      first_seq: later.firstSeq,
+      line_count: 1,
+      first_tick: (cap + 11n).toString(),
+      last_tick: (cap + 11n).toString(),
+      byte_count: later.data.length,
+      data: later.data,
+    });
+    const page = await t.deps.store.deploymentLogs.readPage(deploymentId, before!.tick - 1n, 5_000, 1024 * 1024);
+    expect(page.entries.map((e) => e.data)).toEqual(['before']);
+    // Once the deployment says those lines are there, they are read, in order.
+    await t
+      .db('deployments')
+      .where({ id: deploymentId })
+      .update({ last_log_tick: (cap + 11n).toString() });
+    const next = await t.deps.store.deploymentLogs.readPage(deploymentId, cap, 5_000, 1024 * 1024);
+    expect(next.entries.map((e) => e.data)).toEqual(['a later entry', 'a later line']);
+  });
 });
