@@ -70,23 +70,49 @@ function toEvent(row: AuditRow): AuditEvent {
   };
 }
 
-/** Resources whose ID alone tells the workspace a change happened in: the property naming them, their table; tried in this order. */
+const own = (table: string) => `(SELECT workspace_id FROM ${table} WHERE id = ?)`;
+const ofProject = (table: string) =>
+  `(SELECT p.workspace_id FROM ${table} x JOIN projects p ON p.id = x.project_id WHERE x.id = ?)`;
+
+/**
+ * Resources whose ID alone tells the workspace a change happened in: the property naming them and
+ * how the workspace is read from it (one bind parameter), tried in this order. A project's parts
+ * (a step, a channel, a rolling group) and a variable's value name only themselves in an update.
+ */
 const OWNER_TABLES: ReadonlyArray<readonly [string, string]> = [
-  ['projectId', 'projects'],
-  ['releaseId', 'releases'],
-  ['deploymentId', 'deployments'],
-  ['environmentId', 'environments'],
-  ['machineId', 'machines'],
-  ['lifecycleId', 'lifecycles'],
-  ['tagId', 'tags'],
-  ['feedId', 'feeds'],
+  ['projectId', own('projects')],
+  ['releaseId', own('releases')],
+  ['deploymentId', own('deployments')],
+  ['environmentId', own('environments')],
+  ['machineId', own('machines')],
+  ['lifecycleId', own('lifecycles')],
+  ['tagId', own('tags')],
+  ['feedId', own('feeds')],
+  ['projectStepId', ofProject('project_steps')],
+  ['channelId', ofProject('channels')],
+  ['rollingGroupId', ofProject('rolling_groups')],
+  ['stepTemplateId', own('step_templates')],
+  ['variableId', own('variables')],
+  [
+    'variableValueId',
+    '(SELECT v.workspace_id FROM variable_values x JOIN variables v ON v.id = x.variable_id WHERE x.id = ?)',
+  ],
+  ['scriptModuleId', own('script_modules')],
+  ['cloudAccountId', own('cloud_accounts')],
+  ['freezeId', own('deployment_freezes')],
+  ['enrollmentKeyId', own('enrollment_keys')],
+  [
+    'phaseId',
+    '(SELECT l.workspace_id FROM lifecycle_phases x JOIN lifecycles l ON l.id = x.lifecycle_id WHERE x.id = ?)',
+  ],
+  ['serviceAccountId', own('service_accounts')],
 ];
 
 export function auditEventsStore(db: Db) {
   return {
     /**
      * `placedBy`: IDs the change named (projectId, releaseId, …); the first that names a stored
-     * resource of a kind in OWNER_TABLES gives the event its workspace, read in the insert itself
+     * resource of a kind in OWNER_TABLES (whatever its workspace) gives the event its workspace, read in the insert itself
      * (a round trip less inside every change's transaction); event.workspaceId is the fallback.
      */
     async insert(event: AuditEvent, placedBy: Readonly<Record<string, string>> = {}): Promise<void> {
@@ -94,10 +120,10 @@ export function auditEventsStore(db: Db) {
       const workspaceId =
         owners.length === 0
           ? event.workspaceId
-          : db.raw(
-              `coalesce(${owners.map(([, table]) => `(SELECT workspace_id FROM ${table} WHERE id = ?)`).join(', ')}, ?::text)`,
-              [...owners.map(([property]) => placedBy[property]!), event.workspaceId],
-            );
+          : db.raw(`coalesce(${owners.map(([, read]) => read).join(', ')}, ?::text)`, [
+              ...owners.map(([property]) => placedBy[property]!),
+              event.workspaceId,
+            ]);
       await db('audit_events').insert({
         id: event.id,
         organization_id: event.organizationId,

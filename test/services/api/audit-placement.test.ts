@@ -83,6 +83,30 @@ describe('audit event placement', () => {
     expect(templateEvents.map((e) => e.workspace_id)).toEqual([workspaceId]);
   });
 
+  it('places updates that name only a part of a project (a step, a channel) in the project workspace', async () => {
+    const { stepTemplateId } = await ok(
+      orgAdmin.post('/api/step-template', {
+        workspaceId,
+        name: 'Parts template',
+        script: 'true',
+        scriptLanguage: 'bash',
+        propertiesRaw: '[]',
+      }),
+    );
+    const { projectStepId } = await ok(orgAdmin.post('/api/project/step', { projectId, name: 'Part', stepTemplateId }));
+    await ok(orgAdmin.put('/api/project/step', { projectStepId, name: 'Part renamed' }));
+    const updates = await eventsOf({ resource_type: 'project/step', action: 'update', resource_id: projectStepId });
+    expect(updates.map((e) => e.workspace_id)).toEqual([workspaceId]);
+    const { channelId } = await ok(orgAdmin.post('/api/project/channel', { projectId, name: 'Placed channel' }));
+    await ok(orgAdmin.put('/api/project/channel', { channelId, description: 'moved' }));
+    const channelUpdates = await eventsOf({
+      resource_type: 'project/channel',
+      action: 'update',
+      resource_id: channelId,
+    });
+    expect(channelUpdates.map((e) => e.workspace_id)).toEqual([workspaceId]);
+  });
+
   it('keeps an organization change (no workspace named nor found) outside any workspace', async () => {
     const { serviceAccountId } = await ok(
       orgAdmin.post('/api/service-account', { workspaceId: null, name: 'org-wide-placed', roles: [{ role: 'Admin' }] }),

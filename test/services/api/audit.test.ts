@@ -198,10 +198,11 @@ describe('audit log', () => {
       CAPABILITIES.filter((c) => c !== Capability.Admin).map((role) => ({ role })),
       other,
     );
-    // Its own: the workspace and the account made for it, nothing of Main.
+    // Its own: the workspace, the account made for it and that account's key, nothing of Main.
     const own = await viewer.get('/api/audit', { workspaceId: other });
     expect(own.body.events.map((e: any) => [e.resourceType, e.action]).sort()).toEqual([
       ['service-account', 'create'],
+      ['service-account/api-key', 'create'],
       ['workspace', 'create'],
     ]);
     const foreign = await viewer.get('/api/audit', { workspaceId });
