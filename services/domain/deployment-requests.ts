@@ -160,12 +160,15 @@ export async function createDeployments(
 ): Promise<{ ids: string[]; freezeOverride?: FreezeOverride }> {
   const scheduledFor = scheduleOf(request.deploymentDateUnixMillis);
   const now = deps.clock.now();
-  // Read together (a promote is on the path to the first script line); checked in order below.
-  const [environments, deployments, facts] = await Promise.all([
-    deps.store.environments.listAll(release.workspaceId),
-    deps.store.deployments.listForRelease(release.id),
-    deps.store.deployments.requestFacts(release.workspaceId, release.snapshot.lifecycle?.lifecycleId ?? null, now),
-  ]);
+  // One after another: inside a request these run on its transaction's one connection, where
+  // queries sent together only queue in the driver (which pg@9 refuses).
+  const environments = await deps.store.environments.listAll(release.workspaceId);
+  const deployments = await deps.store.deployments.listForRelease(release.id);
+  const facts = await deps.store.deployments.requestFacts(
+    release.workspaceId,
+    release.snapshot.lifecycle?.lifecycleId ?? null,
+    now,
+  );
   const { active, liveFreezes, phaseApprovals } = facts;
   const targets = resolveTargets(release, environments, request);
   authorize(principal, Capability.Deploy, {
@@ -285,12 +288,9 @@ async function promote(
   remember: RememberAnswer<PromoteAnswer>,
 ): Promise<PromoteAnswer> {
   // Exact match only (spec §9: `6.1` does not find `6.1.0`); without a version, the highest SemVer.
-  // The versions are read while visibility is checked, and used only once it passed.
   const latest = input.version === undefined || input.version === '';
-  const [project, versions] = await Promise.all([
-    visibleProject(deps, principal, input.projectId),
-    latest ? deps.store.releases.listVersions(input.projectId) : [],
-  ]);
+  const project = await visibleProject(deps, principal, input.projectId);
+  const versions = latest ? await deps.store.releases.listVersions(project.id) : [];
   const version = latest ? maxSemVer(versions.map((r) => r.version)) : input.version;
   if (!version)
     throw new InvalidParameterError('The project has no release to promote', [
