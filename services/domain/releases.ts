@@ -156,16 +156,19 @@ async function insertRelease(
   input: CreateReleaseInput,
   remember: RememberAnswer<{ releaseId: string }>,
 ): Promise<{ releaseId: string }> {
-  const project = await visibleProject(deps, principal, input.projectId);
-  authorize(principal, Capability.CreateRelease, { projectId: project.id });
-  // Validity is decided on the raw string: `v1.2.3` or ` 1.2.3` are refused, never coerced.
-  if (!isValidSemVer(input.version))
-    throw invalid('version', `Release version '${input.version}' is not a valid SemVer 2.0.0 version`);
-
   const releaseId = newId();
   await deps.store.transaction(async (tx) => {
-    // Serializes releases of the project (version uniqueness by precedence) and step-list edits (a consistent snapshot).
-    if (!(await tx.projectSteps.lockProject(project.id))) throw unknownId('projectId');
+    // Visibility and the project's lock in one read. The lock serializes releases of the project
+    // (version uniqueness by precedence) and step-list edits (a consistent snapshot).
+    const project = await visibleWithOrganization(
+      principal,
+      tx.projects.getWithOrganization(input.projectId, { lock: true }),
+      'projectId',
+    );
+    authorize(principal, Capability.CreateRelease, { projectId: project.id });
+    // Validity is decided on the raw string: `v1.2.3` or ` 1.2.3` are refused, never coerced.
+    if (!isValidSemVer(input.version))
+      throw invalid('version', `Release version '${input.version}' is not a valid SemVer 2.0.0 version`);
     // Everything else the snapshot needs, in one statement (store/release-inputs.ts).
     const inputs = await tx.releaseInputs.read({
       projectId: project.id,

@@ -45,13 +45,19 @@ export function projectsStore(db: Db) {
      * organization: what a visibility check needs, in one read instead of the project's and then
      * its workspace's.
      */
-    async getWithOrganization(id: string): Promise<{ resource: Project; organizationId: string } | null> {
-      const row: (ProjectRow & { workspace_organization_id: string }) | undefined = await db('projects as p')
+    async getWithOrganization(
+      id: string,
+      /** Inside a transaction: the project's row stays locked until it ends (as lockProject). */
+      options: { lock?: boolean } = {},
+    ): Promise<{ resource: Project; organizationId: string } | null> {
+      const query = db('projects as p')
         .join('workspaces as w', 'w.id', 'p.workspace_id')
         .whereNull('p.deleted_at')
         .whereNull('w.deleted_at')
         .where('p.id', id)
         .first('p.*', 'w.organization_id as workspace_organization_id');
+      if (options.lock) void query.forUpdate('p');
+      const row: (ProjectRow & { workspace_organization_id: string }) | undefined = await query;
       return row ? { resource: toProject(row), organizationId: row.workspace_organization_id } : null;
     },
     async findByName(workspaceId: string, name: string): Promise<Project | null> {
