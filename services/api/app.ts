@@ -7,7 +7,7 @@ import swagger from '@fastify/swagger';
 import { Ajv } from 'ajv';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Capability, Logger, Metrics } from '../core/index.ts';
-import { registerAudit, requestScopedDeps } from './plugins/audit.ts';
+import { appDeps, registerAudit } from './plugins/audit.ts';
 import { registerAuthentication } from './plugins/auth.ts';
 import { registerDashboardFiles } from './plugins/dashboard-files.ts';
 import { clientError, frameworkError, registerErrorHandling } from './plugins/errors.ts';
@@ -55,8 +55,9 @@ function validators() {
 }
 
 export async function buildApp(rootDeps: ApiDeps, options: BuildAppOptions): Promise<FastifyInstance> {
-  // The routes' store is the request's transaction while a change runs (plugins/audit.ts).
-  const deps = requestScopedDeps(rootDeps);
+  // Hooks set on app.deps later (the composition root, tests) land on rootDeps; each request has
+  // its own request.deps, whose store is its transaction while a change runs (plugins/audit.ts).
+  const deps = appDeps(rootDeps);
   const app = Fastify({
     // Widened on purpose: typed as pino's Logger, the instance's route types no longer fit FastifyInstance.
     // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-assertion
@@ -107,8 +108,9 @@ export async function buildApp(rootDeps: ApiDeps, options: BuildAppOptions): Pro
   app.addSchema(ErrorBody);
   registerErrorHandling(app);
   registerInputNormalization(app);
-  registerAuthentication(app, deps);
+  // Before authentication: it sets request.deps, which authentication reads.
   registerAudit(app, rootDeps);
+  registerAuthentication(app);
 
   await app.register(swagger, {
     // Shared schemas keep their $id as their name in the document (ErrorBody, not def-0).

@@ -2,30 +2,33 @@
  * Every change made through the API runs in ONE transaction that also writes its audit event
  * (domain/audit.ts), so a change is never stored without its record or the other way round.
  *
- * How: each changing route's handler is wrapped (onRoute) to open a transaction and run inside an
- * AsyncLocalStorage scope; the API's deps.store resolves to that transaction while the scope
- * lasts, so the domain code is unchanged. Work that must see the committed change (waking the
- * engine for a new deployment, automatic deployments of a new release) is deferred until after
- * the commit, and an answer the handler sent early (`reply.send()`) is held in onSend until the
- * commit is done. Before and after are the resource as its own GET route shows it (inside the
- * transaction, with the caller's credentials), else the answer's body.
+ * How: every request carries its own deps (`request.deps`, set in onRequest to app.deps), which
+ * handlers hand to the domain code. Each changing route's handler is wrapped (onRoute) to open a
+ * transaction and set `request.deps` to deps whose store is that transaction, so the domain code
+ * is unchanged. (No async-local storage: one run() turns on V8's promise hooks for the whole
+ * process for good, and every await anywhere then costs about twice as much.) Work that must see
+ * the committed change (waking the engine for a new deployment, automatic deployments of a new
+ * release) is deferred until after the commit, and an answer the handler sent early
+ * (`reply.send()`) is held in onSend until the commit is done. Before and after are the resource
+ * as its own GET route shows it (with the caller's credentials), else the answer's body: the after
+ * is read inside the transaction, its injected GET naming it by a random token in an internal
+ * header that only a transaction open now gives meaning to.
  *
  * Not in a transaction: the streamed package upload (its bytes must not hold a connection); its
  * event is written right after it succeeds. Sign-in attempts are recorded failed or not.
  */
-import { AsyncLocalStorage } from 'node:async_hooks';
+import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteHandlerMethod } from 'fastify';
 import { ErrorCode, toError } from '../../core/index.ts';
 import { isDatabaseUnavailable, recordChange, recordSignIn } from '../../domain/index.ts';
 import type { Store } from '../../store/index.ts';
 import type { ApiDeps } from '../routes/route-types.ts';
 
-interface RequestScope {
-  store: Store;
-  afterCommit: Array<() => Promise<unknown>>;
-}
-
-const scope = new AsyncLocalStorage<RequestScope>();
+/**
+ * Internal header of the GET a change's audit injects to read the resource inside its transaction:
+ * the token of that transaction (see `open` in registerAudit). Any other value is ignored.
+ */
+const TRANSACTION_HEADER = 'x-gantry-audit-transaction';
 /** What the race below yields when the handler started answering before it returned. */
 const SENT = { sent: true } as const;
 const CHANGES = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
@@ -47,6 +50,11 @@ const VERBS = new Set([
 
 declare module 'fastify' {
   interface FastifyRequest {
+    /**
+     * The use-case dependencies for this request: app.deps, but inside a change's transaction its
+     * `store` is that transaction and the engine's wake-ups wait for the commit.
+     */
+    deps: ApiDeps;
     /** Settles once the request's transaction is over: an Error when its commit failed. */
     auditCommitted: Promise<Error | null> | null;
     /** Called by onSend: the handler has started answering. */
@@ -54,64 +62,66 @@ declare module 'fastify' {
   }
 }
 
+/** Work a request's deps put off until its transaction commits. */
+type AfterCommit = Array<() => Promise<unknown>>;
+
 /**
- * The deps the routes get: the same, but `store` is the request's transaction while one is open,
- * and the engine's wake-ups wait for the commit.
+ * The deps a request (or, with no `tx`, the app: app.deps) gets: the root deps, but `store` is the
+ * request's transaction `tx` when it has one, and the engine's wake-ups wait for its commit.
  */
-export function requestScopedDeps(deps: ApiDeps): ApiDeps {
-  // An app built only to describe itself (the OpenAPI document for the client) has no store.
-  if (typeof deps.store !== 'object') return deps;
-  const store = new Proxy(deps.store, {
-    get: (root, property) => {
-      const current = scope.getStore();
-      if (!current) return Reflect.get(root, property) as unknown;
-      // A transaction inside the request's runs on the request's own, without a savepoint of its
-      // own (two round trips less for every request that uses one): the request's transaction is
-      // already all or nothing, as nothing of a request that fails or answers an error is stored
-      // (transactional() below rolls it back).
-      if (property === 'transaction') return <T>(fn: (tx: Store) => Promise<T>) => fn(current.store);
-      return Reflect.get(current.store, property) as unknown;
-    },
-  });
+function scopedDeps(root: ApiDeps, tx?: { store: Store; afterCommit: AfterCommit }): ApiDeps {
+  // A transaction inside the request's runs on the request's own, without a savepoint of its own
+  // (two round trips less for every request that uses one): the request's transaction is already
+  // all or nothing, as nothing of a request that fails or answers an error is stored
+  // (transactional() below rolls it back).
+  const store: Store = tx
+    ? { ...tx.store, transaction: <T>(fn: (inner: Store) => Promise<T>) => fn(tx.store) }
+    : root.store;
   // Read when called, not when wrapped: the composition root (and tests) may set them later.
   const afterCommit =
     <A extends unknown[]>(get: () => ((...args: A) => Promise<void>) | undefined) =>
     (...args: A): Promise<void> => {
       const fn = get();
       if (!fn) return Promise.resolve();
-      const current = scope.getStore();
-      if (!current) return fn(...args);
-      current.afterCommit.push(() => fn(...args));
+      if (!tx) return fn(...args);
+      tx.afterCommit.push(() => fn(...args));
       return Promise.resolve();
     };
-  const scoped: ApiDeps = { ...deps, store };
+  const scoped: ApiDeps = { ...root, store };
   // Hooks set later (by the composition root, or a test, on app.deps) land on the root deps, and
   // are still called only after the request's transaction commits.
   Object.defineProperties(scoped, {
     wakeDeployments: {
       enumerable: true,
-      get: () => afterCommit(() => deps.wakeDeployments),
-      set: (fn: ApiDeps['wakeDeployments']) => void (deps.wakeDeployments = fn),
+      get: () => afterCommit(() => root.wakeDeployments),
+      set: (fn: ApiDeps['wakeDeployments']) => void (root.wakeDeployments = fn),
     },
     onReleaseCreated: {
       enumerable: true,
-      get: () => afterCommit(() => deps.onReleaseCreated),
-      set: (fn: ApiDeps['onReleaseCreated']) => void (deps.onReleaseCreated = fn),
+      get: () => afterCommit(() => root.onReleaseCreated),
+      set: (fn: ApiDeps['onReleaseCreated']) => void (root.onReleaseCreated = fn),
     },
     // Cached reads are forgotten once the deletion is committed (read before it, they were still true).
     forgetCachedReads: {
       enumerable: true,
-      get: () => afterCommit(() => deps.forgetCachedReads),
-      set: (fn: ApiDeps['forgetCachedReads']) => void (deps.forgetCachedReads = fn),
+      get: () => afterCommit(() => root.forgetCachedReads),
+      set: (fn: ApiDeps['forgetCachedReads']) => void (root.forgetCachedReads = fn),
     },
     // The replica holding the agent reads the request: only once it is committed.
     upgradeAgents: {
       enumerable: true,
-      get: () => afterCommit(() => deps.upgradeAgents),
-      set: (fn: ApiDeps['upgradeAgents']) => void (deps.upgradeAgents = fn),
+      get: () => afterCommit(() => root.upgradeAgents),
+      set: (fn: ApiDeps['upgradeAgents']) => void (root.upgradeAgents = fn),
     },
   });
   return scoped;
+}
+
+/** The deps decorated on the app (app.deps): the root deps, with hooks that may be set later. */
+export function appDeps(root: ApiDeps): ApiDeps {
+  // An app built only to describe itself (the OpenAPI document for the client) has no store.
+  if (typeof root.store !== 'object') return root;
+  return scopedDeps(root);
 }
 
 /** Thrown inside a request's transaction to roll it back when the handler answered an error. */
@@ -166,15 +176,30 @@ function addressOf(request: FastifyRequest): string | null {
   return request.ip || null;
 }
 
+/** Must be registered before any hook that uses request.deps (authentication). */
 export function registerAudit(app: FastifyInstance, root: ApiDeps): void {
   app.decorateRequest('auditCommitted', null);
   app.decorateRequest('auditSending', null);
+  app.decorateRequest('deps', null as unknown as ApiDeps);
+
+  /** The deps of the transactions open now, by an unguessable token (for show() below). */
+  const open = new Map<string, ApiDeps>();
+  app.addHook('onRequest', async (request) => {
+    const token = request.headers[TRANSACTION_HEADER];
+    request.deps = (typeof token === 'string' ? open.get(token) : undefined) ?? app.deps;
+  });
 
   /** The resource as its GET route shows it to this caller now, or null (no such route, or not 200). */
-  const show = async (request: FastifyRequest, url: string, ids: Record<string, string>): Promise<unknown> => {
+  const show = async (
+    request: FastifyRequest,
+    url: string,
+    ids: Record<string, string>,
+    transaction: string | null,
+  ): Promise<unknown> => {
     if (Object.keys(ids).length === 0) return null;
     if (!app.routeCatalog.some((route) => route.method === 'GET' && route.url === url)) return null;
     const headers: Record<string, string> = {};
+    if (transaction !== null) headers[TRANSACTION_HEADER] = transaction;
     for (const name of ['authorization', 'cookie'] as const) {
       const value = request.headers[name];
       if (typeof value === 'string') headers[name] = value;
@@ -192,16 +217,20 @@ export function registerAudit(app: FastifyInstance, root: ApiDeps): void {
       // (a Reply is a thenable), and the answer waits for the commit: so the handler counts as
       // done as soon as it starts sending (onSend), not when its promise settles.
       const sending = new Promise<typeof SENT>((resolve) => (request.auditSending = () => resolve(SENT)));
-      const afterCommit: RequestScope['afterCommit'] = [];
+      const afterCommit: AfterCommit = [];
+      const token = randomUUID();
       let handled: Promise<unknown> | null = null;
       try {
         const requestIds = idsOf(request.body, request.query);
         // Read before the transaction opens: the committed state, on a connection of its own.
-        const before = request.method === 'POST' ? null : await show(request, url, requestIds);
+        const before = request.method === 'POST' ? null : await show(request, url, requestIds, null);
         // Wrapped in an object: knex must not adopt a thenable Reply as the transaction's result.
         const outcome = await root.store
-          .transaction((tx) =>
-            scope.run({ store: tx, afterCommit }, async () => {
+          .transaction(async (tx) => {
+            const deps = scopedDeps(root, { store: tx, afterCommit });
+            request.deps = deps;
+            open.set(token, deps);
+            try {
               handled = Promise.resolve(original.call(this, request, reply));
               handled.catch(() => undefined);
               const first = await Promise.race([handled.then((value) => ({ value })), sending]);
@@ -211,8 +240,8 @@ export function registerAudit(app: FastifyInstance, root: ApiDeps): void {
               if (changed) {
                 const ids = idsOf(request.body, request.query, answer, before);
                 // After an update: its GET inside this transaction, so it shows the change.
-                const after = request.method === 'PUT' ? await show(request, url, ids) : null;
-                await recordChange(app.deps, {
+                const after = request.method === 'PUT' ? await show(request, url, ids, token) : null;
+                await recordChange(deps, {
                   principal: request.principal,
                   action,
                   resourceType,
@@ -226,11 +255,13 @@ export function registerAudit(app: FastifyInstance, root: ApiDeps): void {
                 });
               }
               // An error answer stores nothing, even one a handler gave without throwing (its
-              // nested transactions have no savepoints to undo their part: see the store proxy).
+              // nested transactions have no savepoints to undo their part: see scopedDeps).
               if (reply.statusCode >= 400) throw new ErrorAnswered(first);
               return { first };
-            }),
-          )
+            } finally {
+              open.delete(token);
+            }
+          })
           .catch((error: unknown) => {
             if (error instanceof ErrorAnswered) return { first: error.first, rolledBack: true };
             throw error;

@@ -146,13 +146,13 @@ async function identify(
   return authenticateSession(deps, token);
 }
 
-export function registerAuthentication(app: FastifyInstance, deps: DomainDeps): void {
+export function registerAuthentication(app: FastifyInstance): void {
   app.decorateRequest('principal', null as unknown as Principal);
   app.decorateRequest('session', null);
   app.addHook('onRequest', async (request: FastifyRequest) => {
     const config = request.routeOptions.config;
     if (config.public || request.is404) return;
-    const { principal, session } = await identify(request, deps);
+    const { principal, session } = await identify(request, request.deps);
     request.principal = principal;
     request.session = session;
     // Added to the request's own logger (Fastify made it for this request): a child logger per

@@ -53,8 +53,6 @@ const UpdateSettingsBody = Type.Object({
 const tags = ['accounts'];
 
 export const accountRoutes: Routes = async (app) => {
-  const { deps } = app;
-
   app.get(
     '/api/me',
     {
@@ -64,7 +62,7 @@ export const accountRoutes: Routes = async (app) => {
         response: { 200: MeSchema, ...errorResponses },
       },
     },
-    async (request) => getMe(deps, request.principal),
+    async (request) => getMe(request.deps, request.principal),
   );
 
   app.get(
@@ -82,7 +80,7 @@ export const accountRoutes: Routes = async (app) => {
       config: { capability: Capability.Admin },
     },
     async (request) => {
-      const accounts = await listServiceAccounts(deps, request.principal, request.query);
+      const accounts = await listServiceAccounts(request.deps, request.principal, request.query);
       return {
         serviceAccounts: accounts.map((a) => ({
           serviceAccountId: a.id,
@@ -111,7 +109,7 @@ export const accountRoutes: Routes = async (app) => {
       },
       config: { capability: Capability.Admin },
     },
-    async (request) => createServiceAccount(deps, request.principal, request.body),
+    async (request) => createServiceAccount(request.deps, request.principal, request.body),
   );
 
   app.delete(
@@ -126,7 +124,7 @@ export const accountRoutes: Routes = async (app) => {
       config: { capability: Capability.Admin },
     },
     async (request, reply) => {
-      await deleteServiceAccount(deps, request.principal, request.body.serviceAccountId);
+      await deleteServiceAccount(request.deps, request.principal, request.body.serviceAccountId);
       return reply.send();
     },
   );
@@ -149,7 +147,7 @@ export const accountRoutes: Routes = async (app) => {
       config: { capability: Capability.Admin },
     },
     async (request) => {
-      const keys = await listApiKeys(deps, request.principal, request.query.serviceAccountId);
+      const keys = await listApiKeys(request.deps, request.principal, request.query.serviceAccountId);
       return {
         apiKeys: keys.map((k) => ({ apiKeyId: k.id, createdUtc: k.createdUtc.toISOString() })),
         totalCount: keys.length,
@@ -168,7 +166,7 @@ export const accountRoutes: Routes = async (app) => {
       },
       config: { capability: Capability.Admin },
     },
-    async (request) => createApiKey(deps, request.principal, request.body.serviceAccountId),
+    async (request) => createApiKey(request.deps, request.principal, request.body.serviceAccountId),
   );
 
   app.delete(
@@ -178,7 +176,7 @@ export const accountRoutes: Routes = async (app) => {
       config: { capability: Capability.Admin },
     },
     async (request, reply) => {
-      await deleteApiKey(deps, request.principal, request.body.apiKeyId);
+      await deleteApiKey(request.deps, request.principal, request.body.apiKeyId);
       return reply.send();
     },
   );
@@ -189,7 +187,7 @@ export const accountRoutes: Routes = async (app) => {
       schema: { tags, summary: 'Organization limits', response: { 200: SettingsSchema, ...errorResponses } },
       config: { capability: Capability.Admin },
     },
-    async (request) => getOrganizationSettings(deps, request.principal),
+    async (request) => getOrganizationSettings(request.deps, request.principal),
   );
 
   app.put(
@@ -199,7 +197,7 @@ export const accountRoutes: Routes = async (app) => {
       config: { capability: Capability.Admin },
     },
     async (request, reply) => {
-      await updateOrganizationSettings(deps, request.principal, request.body);
+      await updateOrganizationSettings(request.deps, request.principal, request.body);
       return reply.send();
     },
   );

@@ -26,7 +26,6 @@ export function renderInstallScript(distribution: AgentDistribution, gantryUrl: 
 }
 
 export const agentRoutes: Routes = async (app) => {
-  const { deps } = app;
   const unavailable = (reply: Parameters<typeof sendError>[0], requestId: string) =>
     sendError(reply, 503, {
       error: 'No agent bundle on this control plane: build it with npm run build:agent (npm start does) and restart',
@@ -48,10 +47,10 @@ export const agentRoutes: Routes = async (app) => {
       config: { public: true },
     },
     async (request, reply) => {
-      const distribution = deps.agentDistribution;
+      const distribution = request.deps.agentDistribution;
       if (!distribution) return unavailable(reply, request.id);
       // The bundle is fetched the way this script was (the address the caller used works for it).
-      const origin = PLAIN_HOST.test(request.host) ? `${request.protocol}://${request.host}` : deps.publicUrl;
+      const origin = PLAIN_HOST.test(request.host) ? `${request.protocol}://${request.host}` : request.deps.publicUrl;
       return reply
         .type('text/x-shellscript; charset=utf-8')
         .header('cache-control', 'no-store')
@@ -72,7 +71,7 @@ export const agentRoutes: Routes = async (app) => {
       config: { public: true },
     },
     async (request, reply) => {
-      const distribution = deps.agentDistribution;
+      const distribution = request.deps.agentDistribution;
       if (!distribution) return unavailable(reply, request.id);
       if (request.params.file !== distribution.archiveName) {
         return sendError(reply, 400, {
@@ -105,7 +104,7 @@ export const agentRoutes: Routes = async (app) => {
       config: { public: true },
     },
     async (request, reply) => {
-      const distribution = deps.agentDistribution;
+      const distribution = request.deps.agentDistribution;
       if (!distribution) return unavailable(reply, request.id);
       return { version: distribution.version, bundle: distribution.archiveName, sha256: distribution.sha256 };
     },

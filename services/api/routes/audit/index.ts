@@ -36,8 +36,6 @@ function instant(value: string | undefined, property: string): Date | undefined 
 }
 
 export const auditRoutes: Routes = async (app) => {
-  const { deps } = app;
-
   app.get(
     '/api/audit',
     {
@@ -62,7 +60,7 @@ export const auditRoutes: Routes = async (app) => {
       config: { capability: Capability.View },
     },
     async (request) => {
-      const page = await listAuditEvents(deps, request.principal, {
+      const page = await listAuditEvents(request.deps, request.principal, {
         ...request.query,
         from: instant(request.query.from, 'from'),
         to: instant(request.query.to, 'to'),

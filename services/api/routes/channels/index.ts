@@ -30,8 +30,6 @@ export function toChannelDto(c: Channel) {
 }
 
 export const channelRoutes: Routes = async (app) => {
-  const { deps } = app;
-
   app.get(
     '/api/project/channels',
     {
@@ -44,7 +42,7 @@ export const channelRoutes: Routes = async (app) => {
       config: { capability: Capability.View },
     },
     async (request) => {
-      const result = await listChannels(deps, request.principal, request.query.projectId);
+      const result = await listChannels(request.deps, request.principal, request.query.projectId);
       return {
         projectId: result.projectId,
         channels: result.channels.map(toChannelDto),
@@ -64,7 +62,7 @@ export const channelRoutes: Routes = async (app) => {
       },
       config: { capability: Capability.EditProject },
     },
-    async (request) => createChannel(deps, request.principal, request.body),
+    async (request) => createChannel(request.deps, request.principal, request.body),
   );
 
   app.put(
@@ -79,7 +77,7 @@ export const channelRoutes: Routes = async (app) => {
       config: { capability: Capability.EditProject },
     },
     async (request, reply) => {
-      await updateChannel(deps, request.principal, request.body);
+      await updateChannel(request.deps, request.principal, request.body);
       return reply.send();
     },
   );
@@ -91,7 +89,7 @@ export const channelRoutes: Routes = async (app) => {
       config: { capability: Capability.EditProject },
     },
     async (request, reply) => {
-      await deleteChannel(deps, request.principal, request.body.channelId);
+      await deleteChannel(request.deps, request.principal, request.body.channelId);
       return reply.send();
     },
   );

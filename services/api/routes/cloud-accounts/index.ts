@@ -28,8 +28,6 @@ function toCloudAccountDto(a: CloudAccountView) {
 }
 
 export const cloudAccountRoutes: Routes = async (app) => {
-  const { deps } = app;
-
   app.get(
     '/api/cloud-account',
     {
@@ -42,7 +40,7 @@ export const cloudAccountRoutes: Routes = async (app) => {
       config: { capability: Capability.View },
     },
     async (request) => {
-      const page = await listCloudAccounts(deps, request.principal, request.query);
+      const page = await listCloudAccounts(request.deps, request.principal, request.query);
       return { cloudAccounts: page.items.map(toCloudAccountDto), totalCount: page.totalCount };
     },
   );
@@ -58,7 +56,8 @@ export const cloudAccountRoutes: Routes = async (app) => {
       },
       config: { capability: Capability.View },
     },
-    async (request) => toCloudAccountDto(await getCloudAccount(deps, request.principal, request.query.cloudAccountId)),
+    async (request) =>
+      toCloudAccountDto(await getCloudAccount(request.deps, request.principal, request.query.cloudAccountId)),
   );
 
   app.post(
@@ -72,7 +71,7 @@ export const cloudAccountRoutes: Routes = async (app) => {
       },
       config: { capability: Capability.ManageWorkspace },
     },
-    async (request) => createCloudAccount(deps, request.principal, request.body),
+    async (request) => createCloudAccount(request.deps, request.principal, request.body),
   );
 
   app.put(
@@ -88,7 +87,7 @@ export const cloudAccountRoutes: Routes = async (app) => {
       config: { capability: Capability.ManageWorkspace },
     },
     async (request, reply) => {
-      await updateCloudAccount(deps, request.principal, request.body);
+      await updateCloudAccount(request.deps, request.principal, request.body);
       return reply.send();
     },
   );
@@ -100,7 +99,7 @@ export const cloudAccountRoutes: Routes = async (app) => {
       config: { capability: Capability.ManageWorkspace },
     },
     async (request, reply) => {
-      await deleteCloudAccount(deps, request.principal, request.body.cloudAccountId);
+      await deleteCloudAccount(request.deps, request.principal, request.body.cloudAccountId);
       return reply.send();
     },
   );

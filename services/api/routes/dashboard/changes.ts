@@ -15,7 +15,6 @@ import type { Routes } from '../route-types.ts';
 const ChangedSchema = Type.Object({ lastChangeTick: Int64 });
 
 export const dashboardChangeRoutes: Routes = async (app) => {
-  const { deps } = app;
   app.get(
     '/api/dashboard/changes',
     {
@@ -33,7 +32,7 @@ export const dashboardChangeRoutes: Routes = async (app) => {
     },
     async (request, reply) => {
       const abort = new AbortController();
-      const changes = await followWorkspace(deps, request.principal, request.query.workspaceId, abort.signal);
+      const changes = await followWorkspace(request.deps, request.principal, request.query.workspaceId, abort.signal);
       reply.raw.once('close', () => abort.abort());
       const changed = reply.compileSerializationSchema(ChangedSchema);
       const format = (change: WorkspaceChange) =>

@@ -64,7 +64,6 @@ function scopeOf(
 }
 
 export const dashboardRoutes: Routes = async (app) => {
-  const { deps } = app;
   const read = { capability: Capability.View };
 
   app.get(
@@ -79,7 +78,7 @@ export const dashboardRoutes: Routes = async (app) => {
       config: read,
     },
     async (request) => {
-      const view = await getOverview(deps, request.principal, request.query);
+      const view = await getOverview(request.deps, request.principal, request.query);
       return {
         workspace: { workspaceId: view.workspace.id, name: view.workspace.name },
         workspaces: view.workspaces.map((w) => ({ workspaceId: w.id, name: w.name })),
@@ -109,7 +108,7 @@ export const dashboardRoutes: Routes = async (app) => {
       config: read,
     },
     async (request) => {
-      const view = await getProjectPage(deps, request.principal, request.query);
+      const view = await getProjectPage(request.deps, request.principal, request.query);
       return {
         project: {
           projectId: view.project.id,
@@ -153,7 +152,7 @@ export const dashboardRoutes: Routes = async (app) => {
       config: read,
     },
     async (request) => {
-      const view = await getReleaseForm(deps, request.principal, request.query.projectId);
+      const view = await getReleaseForm(request.deps, request.principal, request.query.projectId);
       return {
         projectId: view.project.id,
         nextVersion: view.nextVersion,
@@ -176,7 +175,7 @@ export const dashboardRoutes: Routes = async (app) => {
       config: read,
     },
     async (request) => {
-      const view = await getDeploymentPage(deps, request.principal, request.query.deploymentId);
+      const view = await getDeploymentPage(request.deps, request.principal, request.query.deploymentId);
       const d = view.deployment;
       return {
         deployment: {
@@ -237,7 +236,7 @@ export const dashboardRoutes: Routes = async (app) => {
       config: read,
     },
     async (request) => {
-      const view = await getMachinesPage(deps, request.principal, request.query);
+      const view = await getMachinesPage(request.deps, request.principal, request.query);
       return {
         machines: view.items.map((m) => ({
           machineId: m.id,
@@ -254,7 +253,7 @@ export const dashboardRoutes: Routes = async (app) => {
         totalCount: view.totalCount,
         environments: view.environments.map(toEnvironment),
         addMachine: view.addMachine,
-        agentServer: deps.agentServer ?? `${request.hostname.replace(/:\d+$/, '')}:8081`,
+        agentServer: request.deps.agentServer ?? `${request.hostname.replace(/:\d+$/, '')}:8081`,
       };
     },
   );
@@ -272,7 +271,7 @@ export const dashboardRoutes: Routes = async (app) => {
       config: read,
     },
     async (request) => {
-      const view = await getTopology(deps, request.principal, request.query);
+      const view = await getTopology(request.deps, request.principal, request.query);
       const names = new Map<string, string>([
         ...view.environments.map((e) => [e.id, e.name] as const),
         ...(view.project?.steps.map((s) => [s.id, s.name] as const) ?? []),

@@ -24,8 +24,6 @@ import { StatusSchema } from './schemas.ts';
 const EVENT_END = Buffer.from('\n\n');
 
 export const deploymentEventRoutes: Routes = async (app) => {
-  const { deps } = app;
-
   app.get(
     '/api/deployment/events',
     {
@@ -50,7 +48,7 @@ export const deploymentEventRoutes: Routes = async (app) => {
       const lastEventId = request.headers['last-event-id'];
       const abort = new AbortController();
       const events = await followDeployment(
-        deps,
+        request.deps,
         request.principal,
         {
           deploymentId: request.query.deploymentId,

@@ -48,7 +48,6 @@ export function toStatus(d: Deployment) {
 }
 
 export const deploymentRoutes: Routes = async (app) => {
-  const { deps } = app;
   /**
    * A view's answer, serialized once: the domain hands out the same view while it caches a
    * finished deployment's read (domain/read-caches.ts), so polls of it cost no serialization.
@@ -68,7 +67,9 @@ export const deploymentRoutes: Routes = async (app) => {
       config: { capability: Capability.Deploy },
     },
     async (request) =>
-      deployRelease(deps, request.principal, request.body, { idempotencyKey: request.headers['idempotency-key'] }),
+      deployRelease(request.deps, request.principal, request.body, {
+        idempotencyKey: request.headers['idempotency-key'],
+      }),
   );
 
   app.post(
@@ -84,7 +85,9 @@ export const deploymentRoutes: Routes = async (app) => {
       config: { capability: Capability.Deploy },
     },
     async (request) =>
-      promoteRelease(deps, request.principal, request.body, { idempotencyKey: request.headers['idempotency-key'] }),
+      promoteRelease(request.deps, request.principal, request.body, {
+        idempotencyKey: request.headers['idempotency-key'],
+      }),
   );
 
   app.get(
@@ -99,7 +102,7 @@ export const deploymentRoutes: Routes = async (app) => {
       config: { capability: [Capability.View, Capability.Deploy] },
     },
     async (request, reply) => {
-      const view = await getDeployment(deps, request.principal, request.query);
+      const view = await getDeployment(request.deps, request.principal, request.query);
       let body = serialized.get(view);
       if (!body) {
         // The status through its schema; the lines written by hand (log-json.ts): a page holds
@@ -130,7 +133,7 @@ export const deploymentRoutes: Routes = async (app) => {
       config: { capability: Capability.Deploy },
     },
     async (request, reply) => {
-      await cancelDeployment(deps, request.principal, request.body.deploymentId);
+      await cancelDeployment(request.deps, request.principal, request.body.deploymentId);
       return reply.send();
     },
   );
@@ -147,7 +150,7 @@ export const deploymentRoutes: Routes = async (app) => {
       config: { capability: [Capability.View, Capability.Deploy] },
     },
     async (request) => {
-      const page = await listDeployments(deps, request.principal, request.query);
+      const page = await listDeployments(request.deps, request.principal, request.query);
       return {
         deployments: page.items.map((d) => ({
           deploymentId: d.id,
@@ -186,7 +189,7 @@ export const deploymentRoutes: Routes = async (app) => {
       config: { capability: [Capability.View, Capability.Deploy] },
     },
     async (request) => {
-      const view = await getDeploymentTargets(deps, request.principal, request.query.deploymentId);
+      const view = await getDeploymentTargets(request.deps, request.principal, request.query.deploymentId);
       return {
         deploymentId: view.deployment.id,
         steps: view.steps.map((s) => ({

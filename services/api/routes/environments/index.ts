@@ -37,8 +37,6 @@ export function toEnvironmentDto(e: Environment) {
 }
 
 export const environmentRoutes: Routes = async (app) => {
-  const { deps } = app;
-
   app.get(
     '/api/environment',
     {
@@ -51,7 +49,7 @@ export const environmentRoutes: Routes = async (app) => {
       config: { capability: Capability.View },
     },
     async (request) => {
-      const page = await listEnvironments(deps, request.principal, request.query);
+      const page = await listEnvironments(request.deps, request.principal, request.query);
       return { environments: page.items.map(toEnvironmentDto), totalCount: page.totalCount };
     },
   );
@@ -67,7 +65,8 @@ export const environmentRoutes: Routes = async (app) => {
       },
       config: { capability: Capability.View },
     },
-    async (request) => toEnvironmentDto(await getEnvironment(deps, request.principal, request.query.environmentId)),
+    async (request) =>
+      toEnvironmentDto(await getEnvironment(request.deps, request.principal, request.query.environmentId)),
   );
 
   app.post(
@@ -81,7 +80,7 @@ export const environmentRoutes: Routes = async (app) => {
       },
       config: { capability: Capability.ManageWorkspace },
     },
-    async (request) => createEnvironment(deps, request.principal, request.body),
+    async (request) => createEnvironment(request.deps, request.principal, request.body),
   );
 
   app.put(
@@ -96,7 +95,7 @@ export const environmentRoutes: Routes = async (app) => {
       config: { capability: Capability.ManageWorkspace },
     },
     async (request, reply) => {
-      await updateEnvironment(deps, request.principal, request.body);
+      await updateEnvironment(request.deps, request.principal, request.body);
       return reply.send();
     },
   );
@@ -108,7 +107,7 @@ export const environmentRoutes: Routes = async (app) => {
       config: { capability: Capability.ManageWorkspace },
     },
     async (request, reply) => {
-      await deleteEnvironment(deps, request.principal, request.body.environmentId);
+      await deleteEnvironment(request.deps, request.principal, request.body.environmentId);
       return reply.send();
     },
   );

@@ -29,8 +29,6 @@ function toFeedDto(f: FeedView) {
 }
 
 export const feedRoutes: Routes = async (app) => {
-  const { deps } = app;
-
   app.get(
     '/api/feed',
     {
@@ -43,7 +41,7 @@ export const feedRoutes: Routes = async (app) => {
       config: { capability: Capability.View },
     },
     async (request) => {
-      const page = await listFeeds(deps, request.principal, request.query);
+      const page = await listFeeds(request.deps, request.principal, request.query);
       return { feeds: page.items.map(toFeedDto), totalCount: page.totalCount };
     },
   );
@@ -59,7 +57,7 @@ export const feedRoutes: Routes = async (app) => {
       },
       config: { capability: Capability.View },
     },
-    async (request) => toFeedDto(await getFeed(deps, request.principal, request.query.feedId)),
+    async (request) => toFeedDto(await getFeed(request.deps, request.principal, request.query.feedId)),
   );
 
   app.post(
@@ -73,7 +71,7 @@ export const feedRoutes: Routes = async (app) => {
       },
       config: { capability: Capability.ManageWorkspace },
     },
-    async (request) => createFeed(deps, request.principal, request.body),
+    async (request) => createFeed(request.deps, request.principal, request.body),
   );
 
   app.put(
@@ -88,7 +86,7 @@ export const feedRoutes: Routes = async (app) => {
       config: { capability: Capability.ManageWorkspace },
     },
     async (request, reply) => {
-      await updateFeed(deps, request.principal, request.body);
+      await updateFeed(request.deps, request.principal, request.body);
       return reply.send();
     },
   );
@@ -105,7 +103,7 @@ export const feedRoutes: Routes = async (app) => {
       config: { capability: Capability.ManageWorkspace },
     },
     async (request, reply) => {
-      await deleteFeed(deps, request.principal, request.body.feedId);
+      await deleteFeed(request.deps, request.principal, request.body.feedId);
       return reply.send();
     },
   );

@@ -55,8 +55,6 @@ function toFreezeDto(f: DeploymentFreeze, now: Date) {
 }
 
 export const governanceRoutes: Routes = async (app) => {
-  const { deps } = app;
-
   app.post(
     '/api/deployment/approve',
     {
@@ -68,7 +66,7 @@ export const governanceRoutes: Routes = async (app) => {
       },
       config: { capability: Capability.ApproveDeployments },
     },
-    async (request) => approveDeployment(deps, request.principal, request.body),
+    async (request) => approveDeployment(request.deps, request.principal, request.body),
   );
 
   app.post(
@@ -82,7 +80,7 @@ export const governanceRoutes: Routes = async (app) => {
       },
       config: { capability: Capability.ApproveDeployments },
     },
-    async (request) => rejectDeployment(deps, request.principal, request.body),
+    async (request) => rejectDeployment(request.deps, request.principal, request.body),
   );
 
   app.get(
@@ -97,7 +95,7 @@ export const governanceRoutes: Routes = async (app) => {
       config: { capability: [Capability.View, Capability.ApproveDeployments] },
     },
     async (request) => {
-      const page = await listPendingApprovals(deps, request.principal, request.query);
+      const page = await listPendingApprovals(request.deps, request.principal, request.query);
       return {
         approvals: page.items.map(({ deployment: d, version, approvals }) => ({
           deploymentId: d.id,
@@ -137,7 +135,7 @@ export const governanceRoutes: Routes = async (app) => {
       },
       config: { capability: Capability.Deploy },
     },
-    async (request) => rollbackRelease(deps, request.principal, request.body),
+    async (request) => rollbackRelease(request.deps, request.principal, request.body),
   );
 
   app.get(
@@ -152,8 +150,8 @@ export const governanceRoutes: Routes = async (app) => {
       config: { capability: Capability.View },
     },
     async (request) => {
-      const page = await listFreezes(deps, request.principal, request.query);
-      const now = deps.clock.now();
+      const page = await listFreezes(request.deps, request.principal, request.query);
+      const now = request.deps.clock.now();
       return { freezes: page.items.map((f) => toFreezeDto(f, now)), totalCount: page.totalCount };
     },
   );
@@ -169,7 +167,8 @@ export const governanceRoutes: Routes = async (app) => {
       },
       config: { capability: Capability.View },
     },
-    async (request) => toFreezeDto(await getFreeze(deps, request.principal, request.query.freezeId), deps.clock.now()),
+    async (request) =>
+      toFreezeDto(await getFreeze(request.deps, request.principal, request.query.freezeId), request.deps.clock.now()),
   );
 
   app.post(
@@ -183,7 +182,7 @@ export const governanceRoutes: Routes = async (app) => {
       },
       config: { capability: Capability.ManageWorkspace },
     },
-    async (request) => createFreeze(deps, request.principal, request.body),
+    async (request) => createFreeze(request.deps, request.principal, request.body),
   );
 
   app.put(
@@ -193,7 +192,7 @@ export const governanceRoutes: Routes = async (app) => {
       config: { capability: Capability.ManageWorkspace },
     },
     async (request, reply) => {
-      await updateFreeze(deps, request.principal, request.body);
+      await updateFreeze(request.deps, request.principal, request.body);
       return reply.send();
     },
   );
@@ -205,7 +204,7 @@ export const governanceRoutes: Routes = async (app) => {
       config: { capability: Capability.ManageWorkspace },
     },
     async (request, reply) => {
-      await deleteFreeze(deps, request.principal, request.body.freezeId);
+      await deleteFreeze(request.deps, request.principal, request.body.freezeId);
       return reply.send();
     },
   );

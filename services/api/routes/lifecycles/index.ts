@@ -36,8 +36,6 @@ const tags = ['lifecycles'];
 const manage = { capability: Capability.ManageWorkspace };
 
 export const lifecycleRoutes: Routes = async (app) => {
-  const { deps } = app;
-
   app.get(
     '/api/lifecycle',
     {
@@ -50,7 +48,7 @@ export const lifecycleRoutes: Routes = async (app) => {
       config: { capability: Capability.View },
     },
     async (request) => {
-      const page = await listLifecycles(deps, request.principal, request.query);
+      const page = await listLifecycles(request.deps, request.principal, request.query);
       return { lifecycles: page.items, totalCount: page.totalCount };
     },
   );
@@ -66,7 +64,7 @@ export const lifecycleRoutes: Routes = async (app) => {
       },
       config: manage,
     },
-    async (request) => getLifecycle(deps, request.principal, request.query.lifecycleId),
+    async (request) => getLifecycle(request.deps, request.principal, request.query.lifecycleId),
   );
 
   app.post(
@@ -80,7 +78,7 @@ export const lifecycleRoutes: Routes = async (app) => {
       },
       config: manage,
     },
-    async (request) => createLifecycle(deps, request.principal, request.body),
+    async (request) => createLifecycle(request.deps, request.principal, request.body),
   );
 
   app.put(
@@ -95,7 +93,7 @@ export const lifecycleRoutes: Routes = async (app) => {
       config: manage,
     },
     async (request, reply) => {
-      await updateLifecycle(deps, request.principal, request.body);
+      await updateLifecycle(request.deps, request.principal, request.body);
       return reply.send();
     },
   );
@@ -112,7 +110,7 @@ export const lifecycleRoutes: Routes = async (app) => {
       config: manage,
     },
     async (request, reply) => {
-      await deleteLifecycle(deps, request.principal, request.body.lifecycleId);
+      await deleteLifecycle(request.deps, request.principal, request.body.lifecycleId);
       return reply.send();
     },
   );
@@ -128,7 +126,7 @@ export const lifecycleRoutes: Routes = async (app) => {
       },
       config: manage,
     },
-    async (request) => addPhase(deps, request.principal, request.body),
+    async (request) => addPhase(request.deps, request.principal, request.body),
   );
 
   app.put(
@@ -143,7 +141,7 @@ export const lifecycleRoutes: Routes = async (app) => {
       config: manage,
     },
     async (request, reply) => {
-      await updatePhase(deps, request.principal, request.body);
+      await updatePhase(request.deps, request.principal, request.body);
       return reply.send();
     },
   );
@@ -155,7 +153,7 @@ export const lifecycleRoutes: Routes = async (app) => {
       config: manage,
     },
     async (request, reply) => {
-      await deletePhase(deps, request.principal, request.body.phaseId);
+      await deletePhase(request.deps, request.principal, request.body.phaseId);
       return reply.send();
     },
   );
@@ -172,7 +170,7 @@ export const lifecycleRoutes: Routes = async (app) => {
       config: manage,
     },
     async (request, reply) => {
-      await setPhaseEnvironment(deps, request.principal, request.body);
+      await setPhaseEnvironment(request.deps, request.principal, request.body);
       return reply.send();
     },
   );
@@ -189,7 +187,7 @@ export const lifecycleRoutes: Routes = async (app) => {
       config: manage,
     },
     async (request, reply) => {
-      await removePhaseEnvironment(deps, request.principal, request.body);
+      await removePhaseEnvironment(request.deps, request.principal, request.body);
       return reply.send();
     },
   );

@@ -89,7 +89,6 @@ function toEnrollmentKeyDto(k: EnrollmentKey) {
 }
 
 export const machineRoutes: Routes = async (app) => {
-  const { deps } = app;
   const view = { capability: Capability.View };
   const manage = { capability: Capability.ManageWorkspace };
 
@@ -105,7 +104,7 @@ export const machineRoutes: Routes = async (app) => {
       config: view,
     },
     async (request) => {
-      const page = await listMachines(deps, request.principal, request.query);
+      const page = await listMachines(request.deps, request.principal, request.query);
       return { machines: page.items.map(toMachineDto), totalCount: page.totalCount };
     },
   );
@@ -121,7 +120,7 @@ export const machineRoutes: Routes = async (app) => {
       },
       config: view,
     },
-    async (request) => toMachineDto(await getMachine(deps, request.principal, request.query.machineId)),
+    async (request) => toMachineDto(await getMachine(request.deps, request.principal, request.query.machineId)),
   );
 
   app.post(
@@ -136,14 +135,14 @@ export const machineRoutes: Routes = async (app) => {
       config: manage,
     },
     async (request) => {
-      const created = await createMachine(deps, request.principal, request.body);
-      const caFingerprint = deps.agentCaFingerprint ?? null;
+      const created = await createMachine(request.deps, request.principal, request.body);
+      const caFingerprint = request.deps.agentCaFingerprint ?? null;
       return {
         ...created,
         caFingerprint,
         installCommand: agentInstallCommand({
-          publicUrl: deps.publicUrl ?? `${request.protocol}://${request.host}`,
-          agentServer: deps.agentServer ?? `${request.hostname}:8081`,
+          publicUrl: request.deps.publicUrl ?? `${request.protocol}://${request.host}`,
+          agentServer: request.deps.agentServer ?? `${request.hostname}:8081`,
           token: created.registrationToken,
           caFingerprint,
         }),
@@ -163,7 +162,7 @@ export const machineRoutes: Routes = async (app) => {
       config: manage,
     },
     async (request, reply) => {
-      await updateMachine(deps, request.principal, request.body);
+      await updateMachine(request.deps, request.principal, request.body);
       return reply.send();
     },
   );
@@ -180,7 +179,7 @@ export const machineRoutes: Routes = async (app) => {
       config: manage,
     },
     async (request, reply) => {
-      await deleteMachine(deps, request.principal, request.body.machineId);
+      await deleteMachine(request.deps, request.principal, request.body.machineId);
       return reply.send();
     },
   );
@@ -197,8 +196,8 @@ export const machineRoutes: Routes = async (app) => {
       config: manage,
     },
     async (request) => ({
-      ...(await renewRegistrationToken(deps, request.principal, request.body.machineId)),
-      caFingerprint: deps.agentCaFingerprint ?? null,
+      ...(await renewRegistrationToken(request.deps, request.principal, request.body.machineId)),
+      caFingerprint: request.deps.agentCaFingerprint ?? null,
     }),
   );
 
@@ -214,7 +213,7 @@ export const machineRoutes: Routes = async (app) => {
       config: view,
     },
     async (request) => {
-      const machine = await getMachineEnvironments(deps, request.principal, request.query.machineId);
+      const machine = await getMachineEnvironments(request.deps, request.principal, request.query.machineId);
       return { machineId: machine.id, environments: machine.environments.map(toEnvironmentDto) };
     },
   );
@@ -231,7 +230,7 @@ export const machineRoutes: Routes = async (app) => {
       config: manage,
     },
     async (request, reply) => {
-      await setMachineEnvironments(deps, request.principal, request.body);
+      await setMachineEnvironments(request.deps, request.principal, request.body);
       return reply.send();
     },
   );
@@ -248,7 +247,7 @@ export const machineRoutes: Routes = async (app) => {
       config: manage,
     },
     async (request, reply) => {
-      await addMachineEnvironment(deps, request.principal, request.body);
+      await addMachineEnvironment(request.deps, request.principal, request.body);
       return reply.send();
     },
   );
@@ -265,7 +264,7 @@ export const machineRoutes: Routes = async (app) => {
       config: manage,
     },
     async (request, reply) => {
-      await removeMachineEnvironment(deps, request.principal, request.body);
+      await removeMachineEnvironment(request.deps, request.principal, request.body);
       return reply.send();
     },
   );
@@ -283,15 +282,15 @@ export const machineRoutes: Routes = async (app) => {
       config: manage,
     },
     async (request) => {
-      const { key, enrollmentKey } = await createEnrollmentKey(deps, request.principal, request.body);
+      const { key, enrollmentKey } = await createEnrollmentKey(request.deps, request.principal, request.body);
       return {
         ...toEnrollmentKeyDto(key),
         enrollmentKey,
         installCommand: agentInstallCommand({
-          publicUrl: deps.publicUrl ?? `${request.protocol}://${request.host}`,
-          agentServer: deps.agentServer ?? `${request.hostname}:8081`,
+          publicUrl: request.deps.publicUrl ?? `${request.protocol}://${request.host}`,
+          agentServer: request.deps.agentServer ?? `${request.hostname}:8081`,
           enrollmentKey,
-          caFingerprint: deps.agentCaFingerprint ?? null,
+          caFingerprint: request.deps.agentCaFingerprint ?? null,
         }),
       };
     },
@@ -309,7 +308,7 @@ export const machineRoutes: Routes = async (app) => {
       config: manage,
     },
     async (request) => ({
-      enrollmentKeys: (await listEnrollmentKeys(deps, request.principal, request.query.workspaceId)).map(
+      enrollmentKeys: (await listEnrollmentKeys(request.deps, request.principal, request.query.workspaceId)).map(
         toEnrollmentKeyDto,
       ),
     }),
@@ -327,7 +326,7 @@ export const machineRoutes: Routes = async (app) => {
       config: manage,
     },
     async (request, reply) => {
-      await revokeEnrollmentKey(deps, request.principal, request.body.enrollmentKeyId);
+      await revokeEnrollmentKey(request.deps, request.principal, request.body.enrollmentKeyId);
       return reply.send();
     },
   );
@@ -345,8 +344,8 @@ export const machineRoutes: Routes = async (app) => {
       config: manage,
     },
     async (request, reply) => {
-      const machines = await machinesToUpgrade(deps, request.principal, request.body);
-      const distribution = deps.agentDistribution;
+      const machines = await machinesToUpgrade(request.deps, request.principal, request.body);
+      const distribution = request.deps.agentDistribution;
       if (!distribution)
         return sendError(reply, 503, {
           error:
@@ -354,7 +353,7 @@ export const machineRoutes: Routes = async (app) => {
           errorcode: ErrorCode.UnknownError,
           requestid: request.id,
         });
-      const result = await requestAgentUpgrade(deps, machines, distribution.version);
+      const result = await requestAgentUpgrade(request.deps, machines, distribution.version);
       return {
         version: result.version,
         machines: result.machines.map(({ machine, outcome }) => ({

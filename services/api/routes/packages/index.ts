@@ -29,7 +29,6 @@ export function toPackageDto(p: StoredPackage) {
 }
 
 export const packageRoutes: Routes = async (app) => {
-  const { deps } = app;
   // Each in its own encapsulated context: their content-type parsers must not reach the JSON routes.
   await app.register(uploadRoutes);
   await app.register(blobRoutes);
@@ -47,7 +46,7 @@ export const packageRoutes: Routes = async (app) => {
     },
     async (request) => {
       const { skip = 0, take = 50, ...query } = request.query;
-      const all = await deps.packages.list(request.principal, query);
+      const all = await request.deps.packages.list(request.principal, query);
       return { packages: all.slice(skip, skip + take).map(toPackageDto), totalCount: all.length };
     },
   );
@@ -64,7 +63,7 @@ export const packageRoutes: Routes = async (app) => {
       config: { capability: [Capability.View, Capability.Deploy] },
     },
     async (request, reply) => {
-      const download = await deps.packages.download(request.principal, request.query);
+      const download = await request.deps.packages.download(request.principal, request.query);
       return reply
         .type('application/octet-stream')
         .header('content-length', download.package.sizeBytes)
@@ -86,7 +85,7 @@ export const packageRoutes: Routes = async (app) => {
       config: { capability: Capability.PushPackages },
     },
     async (request) =>
-      deps.packages.negotiate(request.principal, {
+      request.deps.packages.negotiate(request.principal, {
         workspaceId: request.body.WorkspaceId,
         fileName: request.body.FileName,
       }),
@@ -104,7 +103,7 @@ export const packageRoutes: Routes = async (app) => {
       config: { capability: Capability.PushPackages },
     },
     async (request, reply) => {
-      await deps.packages.confirm(request.principal, {
+      await request.deps.packages.confirm(request.principal, {
         workspaceId: request.body.WorkspaceId,
         fileName: request.body.FileName,
       });

@@ -44,8 +44,6 @@ function toProjectStepDto(s: ProjectStep) {
 }
 
 export const projectStepRoutes: Routes = async (app) => {
-  const { deps } = app;
-
   app.get(
     '/api/project/steps',
     {
@@ -58,7 +56,7 @@ export const projectStepRoutes: Routes = async (app) => {
       config: { capability: Capability.View },
     },
     async (request) => {
-      const { projectId, steps } = await listProjectSteps(deps, request.principal, request.query.projectId);
+      const { projectId, steps } = await listProjectSteps(request.deps, request.principal, request.query.projectId);
       return { projectId, steps: steps.map(toProjectStepDto) };
     },
   );
@@ -74,7 +72,7 @@ export const projectStepRoutes: Routes = async (app) => {
       },
       config: { capability: Capability.EditProject },
     },
-    async (request) => createProjectStep(deps, request.principal, request.body),
+    async (request) => createProjectStep(request.deps, request.principal, request.body),
   );
 
   app.put(
@@ -89,7 +87,7 @@ export const projectStepRoutes: Routes = async (app) => {
       config: { capability: Capability.EditProject },
     },
     async (request, reply) => {
-      await updateProjectStep(deps, request.principal, request.body);
+      await updateProjectStep(request.deps, request.principal, request.body);
       return reply.send();
     },
   );
@@ -106,7 +104,7 @@ export const projectStepRoutes: Routes = async (app) => {
       config: { capability: Capability.EditProject },
     },
     async (request, reply) => {
-      await deleteProjectStep(deps, request.principal, request.body.projectStepId);
+      await deleteProjectStep(request.deps, request.principal, request.body.projectStepId);
       return reply.send();
     },
   );
@@ -123,7 +121,7 @@ export const projectStepRoutes: Routes = async (app) => {
       config: { capability: Capability.EditProject },
     },
     async (request, reply) => {
-      await reorderProjectSteps(deps, request.principal, request.body);
+      await reorderProjectSteps(request.deps, request.principal, request.body);
       return reply.send();
     },
   );
@@ -139,6 +137,6 @@ export const projectStepRoutes: Routes = async (app) => {
       },
       config: { capability: Capability.EditProject },
     },
-    async (request) => cloneProjectStep(deps, request.principal, request.body),
+    async (request) => cloneProjectStep(request.deps, request.principal, request.body),
   );
 };

@@ -36,8 +36,6 @@ export function toProjectDto(p: Project) {
 const tags = ['projects'];
 
 export const projectRoutes: Routes = async (app) => {
-  const { deps } = app;
-
   app.get(
     '/api/project',
     {
@@ -54,7 +52,7 @@ export const projectRoutes: Routes = async (app) => {
       config: { capability: Capability.View },
     },
     async (request) => {
-      const page = await listProjects(deps, request.principal, request.query);
+      const page = await listProjects(request.deps, request.principal, request.query);
       return { projects: page.items.map(toProjectDto), totalCount: page.totalCount };
     },
   );
@@ -70,7 +68,7 @@ export const projectRoutes: Routes = async (app) => {
       },
       config: { capability: Capability.View },
     },
-    async (request) => toProjectDto(await getProject(deps, request.principal, request.query.projectId)),
+    async (request) => toProjectDto(await getProject(request.deps, request.principal, request.query.projectId)),
   );
 
   app.post(
@@ -89,7 +87,7 @@ export const projectRoutes: Routes = async (app) => {
       },
       config: { capability: Capability.EditProject },
     },
-    async (request) => createProject(deps, request.principal, request.body),
+    async (request) => createProject(request.deps, request.principal, request.body),
   );
 
   app.put(
@@ -109,7 +107,7 @@ export const projectRoutes: Routes = async (app) => {
       config: { capability: Capability.EditProject },
     },
     async (request, reply) => {
-      await updateProject(deps, request.principal, request.body);
+      await updateProject(request.deps, request.principal, request.body);
       return reply.send();
     },
   );
@@ -125,7 +123,7 @@ export const projectRoutes: Routes = async (app) => {
       },
       config: { capability: Capability.EditProject },
     },
-    async (request) => cloneProject(deps, request.principal, request.body),
+    async (request) => cloneProject(request.deps, request.principal, request.body),
   );
 
   app.delete(
@@ -140,7 +138,7 @@ export const projectRoutes: Routes = async (app) => {
       config: { capability: Capability.EditProject },
     },
     async (request, reply) => {
-      await deleteProject(deps, request.principal, request.body.projectId);
+      await deleteProject(request.deps, request.principal, request.body.projectId);
       return reply.send();
     },
   );

@@ -67,8 +67,6 @@ function toProgressionDto(p: Progression) {
 }
 
 export const releaseRoutes: Routes = async (app) => {
-  const { deps } = app;
-
   app.post(
     '/api/release',
     {
@@ -82,7 +80,9 @@ export const releaseRoutes: Routes = async (app) => {
       config: { capability: Capability.CreateRelease },
     },
     async (request) =>
-      createRelease(deps, request.principal, request.body, { idempotencyKey: request.headers['idempotency-key'] }),
+      createRelease(request.deps, request.principal, request.body, {
+        idempotencyKey: request.headers['idempotency-key'],
+      }),
   );
 
   app.get(
@@ -97,7 +97,7 @@ export const releaseRoutes: Routes = async (app) => {
       config: { capability: Capability.View },
     },
     async (request) => {
-      const page = await listReleases(deps, request.principal, request.query);
+      const page = await listReleases(request.deps, request.principal, request.query);
       return { releases: page.items.map(toReleaseDto), totalCount: page.totalCount };
     },
   );
@@ -115,7 +115,7 @@ export const releaseRoutes: Routes = async (app) => {
       config: { capability: Capability.View },
     },
     async (request) => {
-      const { release, progression } = await getReleaseDetails(deps, request.principal, request.query);
+      const { release, progression } = await getReleaseDetails(request.deps, request.principal, request.query);
       return {
         ...toReleaseDto(release),
         channelId: release.channelId,

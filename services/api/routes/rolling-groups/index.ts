@@ -40,8 +40,6 @@ function toRollingGroupDto(g: RollingGroup) {
 }
 
 export const rollingGroupRoutes: Routes = async (app) => {
-  const { deps } = app;
-
   app.get(
     '/api/project/rolling-groups',
     {
@@ -54,7 +52,11 @@ export const rollingGroupRoutes: Routes = async (app) => {
       config: { capability: Capability.EditProject },
     },
     async (request) => {
-      const { projectId, rollingGroups } = await listRollingGroups(deps, request.principal, request.query.projectId);
+      const { projectId, rollingGroups } = await listRollingGroups(
+        request.deps,
+        request.principal,
+        request.query.projectId,
+      );
       return { projectId, rollingGroups: rollingGroups.map(toRollingGroupDto) };
     },
   );
@@ -70,7 +72,7 @@ export const rollingGroupRoutes: Routes = async (app) => {
       },
       config: { capability: Capability.EditProject },
     },
-    async (request) => createRollingGroup(deps, request.principal, request.body),
+    async (request) => createRollingGroup(request.deps, request.principal, request.body),
   );
 
   app.put(
@@ -85,7 +87,7 @@ export const rollingGroupRoutes: Routes = async (app) => {
       config: { capability: Capability.EditProject },
     },
     async (request, reply) => {
-      await updateRollingGroup(deps, request.principal, request.body);
+      await updateRollingGroup(request.deps, request.principal, request.body);
       return reply.send();
     },
   );
@@ -102,7 +104,7 @@ export const rollingGroupRoutes: Routes = async (app) => {
       config: { capability: Capability.EditProject },
     },
     async (request, reply) => {
-      await deleteRollingGroup(deps, request.principal, request.body.rollingGroupId);
+      await deleteRollingGroup(request.deps, request.principal, request.body.rollingGroupId);
       return reply.send();
     },
   );
@@ -114,7 +116,7 @@ export const rollingGroupRoutes: Routes = async (app) => {
       config: { capability: Capability.EditProject },
     },
     async (request, reply) => {
-      await moveStepToRollingGroup(deps, request.principal, request.body);
+      await moveStepToRollingGroup(request.deps, request.principal, request.body);
       return reply.send();
     },
   );

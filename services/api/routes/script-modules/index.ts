@@ -45,7 +45,6 @@ function toSummaryDto(m: ScriptModule) {
 }
 
 export const scriptModuleRoutes: Routes = async (app) => {
-  const { deps } = app;
   const view = { capability: Capability.View };
   const manage = { capability: Capability.ManageWorkspace };
   const edit = { capability: Capability.EditProject };
@@ -62,7 +61,7 @@ export const scriptModuleRoutes: Routes = async (app) => {
       config: view,
     },
     async (request) => {
-      const page = await listScriptModules(deps, request.principal, request.query);
+      const page = await listScriptModules(request.deps, request.principal, request.query);
       return { scriptModules: page.items.map(toSummaryDto), totalCount: page.totalCount };
     },
   );
@@ -79,7 +78,7 @@ export const scriptModuleRoutes: Routes = async (app) => {
       config: view,
     },
     async (request) => {
-      const module = await getScriptModule(deps, request.principal, request.query.scriptModuleId);
+      const module = await getScriptModule(request.deps, request.principal, request.query.scriptModuleId);
       return { ...toSummaryDto(module), script: module.script };
     },
   );
@@ -95,7 +94,7 @@ export const scriptModuleRoutes: Routes = async (app) => {
       },
       config: manage,
     },
-    async (request) => createScriptModule(deps, request.principal, request.body),
+    async (request) => createScriptModule(request.deps, request.principal, request.body),
   );
 
   app.put(
@@ -110,7 +109,7 @@ export const scriptModuleRoutes: Routes = async (app) => {
       config: manage,
     },
     async (request, reply) => {
-      await updateScriptModule(deps, request.principal, request.body);
+      await updateScriptModule(request.deps, request.principal, request.body);
       return reply.send();
     },
   );
@@ -127,7 +126,7 @@ export const scriptModuleRoutes: Routes = async (app) => {
       config: manage,
     },
     async (request, reply) => {
-      await deleteScriptModule(deps, request.principal, request.body.scriptModuleId);
+      await deleteScriptModule(request.deps, request.principal, request.body.scriptModuleId);
       return reply.send();
     },
   );
@@ -144,7 +143,7 @@ export const scriptModuleRoutes: Routes = async (app) => {
       config: view,
     },
     async (request) => {
-      const result = await listProjectScriptModules(deps, request.principal, request.query.projectId);
+      const result = await listProjectScriptModules(request.deps, request.principal, request.query.projectId);
       return {
         projectId: result.projectId,
         scriptModules: result.scriptModules.map((m) => ({
@@ -168,7 +167,7 @@ export const scriptModuleRoutes: Routes = async (app) => {
       config: edit,
     },
     async (request, reply) => {
-      await setProjectScriptModules(deps, request.principal, request.body);
+      await setProjectScriptModules(request.deps, request.principal, request.body);
       return reply.send();
     },
   );
@@ -185,7 +184,7 @@ export const scriptModuleRoutes: Routes = async (app) => {
       config: edit,
     },
     async (request, reply) => {
-      await addProjectScriptModule(deps, request.principal, request.body);
+      await addProjectScriptModule(request.deps, request.principal, request.body);
       return reply.send();
     },
   );
@@ -202,7 +201,7 @@ export const scriptModuleRoutes: Routes = async (app) => {
       config: edit,
     },
     async (request, reply) => {
-      await removeProjectScriptModule(deps, request.principal, request.body);
+      await removeProjectScriptModule(request.deps, request.principal, request.body);
       return reply.send();
     },
   );

@@ -44,8 +44,6 @@ async function describeSession(deps: DomainDeps, principal: Principal, session: 
 }
 
 export const sessionRoutes: Routes = async (app) => {
-  const { deps } = app;
-
   app.post(
     '/api/session',
     {
@@ -61,10 +59,10 @@ export const sessionRoutes: Routes = async (app) => {
     async (request, reply) => {
       // Login CSRF: another site must not sign a visitor in to an account of its choosing.
       assertSameOrigin(request);
-      const opened = await signIn(deps, request.body.serviceAccountId, request.body.apiKey);
-      const maxAgeSeconds = (opened.session.expiresUtc.getTime() - deps.clock.now().getTime()) / 1000;
+      const opened = await signIn(request.deps, request.body.serviceAccountId, request.body.apiKey);
+      const maxAgeSeconds = (opened.session.expiresUtc.getTime() - request.deps.clock.now().getTime()) / 1000;
       setSessionCookie(request, reply, { token: opened.session.token, maxAgeSeconds });
-      return describeSession(deps, opened.principal, opened.session);
+      return describeSession(request.deps, opened.principal, opened.session);
     },
   );
 
@@ -77,7 +75,7 @@ export const sessionRoutes: Routes = async (app) => {
         response: { 200: SessionSchema, ...errorResponses },
       },
     },
-    async (request) => describeSession(deps, request.principal, request.session),
+    async (request) => describeSession(request.deps, request.principal, request.session),
   );
 
   app.delete(
@@ -88,7 +86,7 @@ export const sessionRoutes: Routes = async (app) => {
     async (request, reply) => {
       // Under HTTP Basic there is no session to end: nothing happens.
       if (request.session) {
-        await signOut(deps, request.session);
+        await signOut(request.deps, request.session);
         setSessionCookie(request, reply, null);
       }
       return reply.send();

@@ -37,8 +37,6 @@ function toStepTemplateDto(t: StepTemplate) {
 }
 
 export const stepTemplateRoutes: Routes = async (app) => {
-  const { deps } = app;
-
   app.get(
     '/api/step-template',
     {
@@ -51,7 +49,7 @@ export const stepTemplateRoutes: Routes = async (app) => {
       config: { capability: Capability.View },
     },
     async (request) => {
-      const page = await listStepTemplates(deps, request.principal, request.query);
+      const page = await listStepTemplates(request.deps, request.principal, request.query);
       return { stepTemplates: page.items.map(toStepTemplateDto), totalCount: page.totalCount };
     },
   );
@@ -67,7 +65,7 @@ export const stepTemplateRoutes: Routes = async (app) => {
       },
       config: { capability: Capability.View },
     },
-    async (request) => toStepTemplateDto(await getStepTemplate(deps, request.principal, request.query)),
+    async (request) => toStepTemplateDto(await getStepTemplate(request.deps, request.principal, request.query)),
   );
 
   app.post(
@@ -81,7 +79,7 @@ export const stepTemplateRoutes: Routes = async (app) => {
       },
       config: { capability: Capability.ManageWorkspace },
     },
-    async (request) => createStepTemplate(deps, request.principal, request.body),
+    async (request) => createStepTemplate(request.deps, request.principal, request.body),
   );
 
   app.put(
@@ -96,7 +94,7 @@ export const stepTemplateRoutes: Routes = async (app) => {
       config: { capability: Capability.ManageWorkspace },
     },
     async (request, reply) => {
-      await updateStepTemplate(deps, request.principal, request.body);
+      await updateStepTemplate(request.deps, request.principal, request.body);
       return reply.send();
     },
   );
@@ -113,7 +111,7 @@ export const stepTemplateRoutes: Routes = async (app) => {
       config: { capability: Capability.ManageWorkspace },
     },
     async (request, reply) => {
-      await deleteStepTemplate(deps, request.principal, request.body.stepTemplateId);
+      await deleteStepTemplate(request.deps, request.principal, request.body.stepTemplateId);
       return reply.send();
     },
   );

@@ -10,8 +10,6 @@ const TagSchema = Type.Object({ tagId: Id, workspaceId: Id, name: Type.String(),
 const tags = ['tags'];
 
 export const tagRoutes: Routes = async (app) => {
-  const { deps } = app;
-
   app.get(
     '/api/tag',
     {
@@ -24,7 +22,7 @@ export const tagRoutes: Routes = async (app) => {
       config: { capability: Capability.View },
     },
     async (request) => {
-      const page = await listTags(deps, request.principal, request.query);
+      const page = await listTags(request.deps, request.principal, request.query);
       return {
         tags: page.items.map((t) => ({ tagId: t.id, workspaceId: t.workspaceId, name: t.name, color: t.color })),
         totalCount: page.totalCount,
@@ -43,7 +41,7 @@ export const tagRoutes: Routes = async (app) => {
       },
       config: { capability: Capability.ManageWorkspace },
     },
-    async (request) => createTag(deps, request.principal, request.body),
+    async (request) => createTag(request.deps, request.principal, request.body),
   );
 
   app.put(
@@ -58,7 +56,7 @@ export const tagRoutes: Routes = async (app) => {
       config: { capability: Capability.ManageWorkspace },
     },
     async (request, reply) => {
-      await updateTag(deps, request.principal, request.body);
+      await updateTag(request.deps, request.principal, request.body);
       return reply.send();
     },
   );
@@ -75,7 +73,7 @@ export const tagRoutes: Routes = async (app) => {
       config: { capability: Capability.ManageWorkspace },
     },
     async (request, reply) => {
-      await deleteTag(deps, request.principal, request.body.tagId);
+      await deleteTag(request.deps, request.principal, request.body.tagId);
       return reply.send();
     },
   );

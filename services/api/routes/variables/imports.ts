@@ -14,8 +14,6 @@ const tags = ['variables'];
 const edit = { capability: Capability.EditProject };
 
 export const variableImportRoutes: Routes = async (app) => {
-  const { deps } = app;
-
   app.get(
     '/api/project/workspace-variables',
     {
@@ -27,7 +25,7 @@ export const variableImportRoutes: Routes = async (app) => {
       },
       config: { capability: Capability.View },
     },
-    async (request) => listImportedWorkspaceVariables(deps, request.principal, request.query.projectId),
+    async (request) => listImportedWorkspaceVariables(request.deps, request.principal, request.query.projectId),
   );
 
   app.put(
@@ -42,7 +40,7 @@ export const variableImportRoutes: Routes = async (app) => {
       config: edit,
     },
     async (request, reply) => {
-      await setImportedWorkspaceVariables(deps, request.principal, request.body);
+      await setImportedWorkspaceVariables(request.deps, request.principal, request.body);
       return reply.send();
     },
   );
@@ -54,7 +52,7 @@ export const variableImportRoutes: Routes = async (app) => {
       config: edit,
     },
     async (request, reply) => {
-      await importWorkspaceVariable(deps, request.principal, request.body);
+      await importWorkspaceVariable(request.deps, request.principal, request.body);
       return reply.send();
     },
   );
@@ -66,7 +64,7 @@ export const variableImportRoutes: Routes = async (app) => {
       config: edit,
     },
     async (request, reply) => {
-      await removeWorkspaceVariableImport(deps, request.principal, request.body);
+      await removeWorkspaceVariableImport(request.deps, request.principal, request.body);
       return reply.send();
     },
   );

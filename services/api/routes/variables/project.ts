@@ -28,8 +28,6 @@ const tags = ['variables'];
 const edit = { capability: Capability.EditProject };
 
 export const projectVariableRoutes: Routes = async (app) => {
-  const { deps } = app;
-
   app.get(
     '/api/project/variables',
     {
@@ -41,7 +39,7 @@ export const projectVariableRoutes: Routes = async (app) => {
       },
       config: { capability: Capability.View },
     },
-    async (request) => listProjectVariables(deps, request.principal, request.query.projectId),
+    async (request) => listProjectVariables(request.deps, request.principal, request.query.projectId),
   );
 
   app.post(
@@ -55,7 +53,7 @@ export const projectVariableRoutes: Routes = async (app) => {
       },
       config: edit,
     },
-    async (request) => createProjectVariable(deps, request.principal, request.body),
+    async (request) => createProjectVariable(request.deps, request.principal, request.body),
   );
 
   app.put(
@@ -70,7 +68,7 @@ export const projectVariableRoutes: Routes = async (app) => {
       config: edit,
     },
     async (request, reply) => {
-      await updateProjectVariable(deps, request.principal, request.body);
+      await updateProjectVariable(request.deps, request.principal, request.body);
       return reply.send();
     },
   );
@@ -87,7 +85,7 @@ export const projectVariableRoutes: Routes = async (app) => {
       config: edit,
     },
     async (request, reply) => {
-      await deleteProjectVariable(deps, request.principal, request.body.variableId);
+      await deleteProjectVariable(request.deps, request.principal, request.body.variableId);
       return reply.send();
     },
   );
@@ -103,7 +101,7 @@ export const projectVariableRoutes: Routes = async (app) => {
       },
       config: edit,
     },
-    async (request) => createProjectVariableValue(deps, request.principal, request.body),
+    async (request) => createProjectVariableValue(request.deps, request.principal, request.body),
   );
 
   app.put(
@@ -118,7 +116,7 @@ export const projectVariableRoutes: Routes = async (app) => {
       config: edit,
     },
     async (request, reply) => {
-      await updateProjectVariableValue(deps, request.principal, request.body);
+      await updateProjectVariableValue(request.deps, request.principal, request.body);
       return reply.send();
     },
   );
@@ -135,7 +133,7 @@ export const projectVariableRoutes: Routes = async (app) => {
       config: edit,
     },
     async (request, reply) => {
-      await deleteProjectVariableValue(deps, request.principal, request.body.variableValueId);
+      await deleteProjectVariableValue(request.deps, request.principal, request.body.variableValueId);
       return reply.send();
     },
   );

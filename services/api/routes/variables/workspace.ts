@@ -28,8 +28,6 @@ const tags = ['workspace variables'];
 const manage = { capability: Capability.ManageWorkspace };
 
 export const workspaceVariableRoutes: Routes = async (app) => {
-  const { deps } = app;
-
   app.get(
     '/api/workspace-variable',
     {
@@ -42,7 +40,7 @@ export const workspaceVariableRoutes: Routes = async (app) => {
       config: { capability: Capability.View },
     },
     async (request) => {
-      const page = await listWorkspaceVariables(deps, request.principal, request.query);
+      const page = await listWorkspaceVariables(request.deps, request.principal, request.query);
       return { workspaceId: page.workspaceId, variables: page.items, totalCount: page.totalCount };
     },
   );
@@ -58,7 +56,7 @@ export const workspaceVariableRoutes: Routes = async (app) => {
       },
       config: manage,
     },
-    async (request) => createWorkspaceVariable(deps, request.principal, request.body),
+    async (request) => createWorkspaceVariable(request.deps, request.principal, request.body),
   );
 
   app.put(
@@ -73,7 +71,7 @@ export const workspaceVariableRoutes: Routes = async (app) => {
       config: manage,
     },
     async (request, reply) => {
-      await updateWorkspaceVariable(deps, request.principal, request.body);
+      await updateWorkspaceVariable(request.deps, request.principal, request.body);
       return reply.send();
     },
   );
@@ -90,7 +88,7 @@ export const workspaceVariableRoutes: Routes = async (app) => {
       config: manage,
     },
     async (request, reply) => {
-      await deleteWorkspaceVariable(deps, request.principal, request.body.variableId);
+      await deleteWorkspaceVariable(request.deps, request.principal, request.body.variableId);
       return reply.send();
     },
   );
@@ -106,7 +104,7 @@ export const workspaceVariableRoutes: Routes = async (app) => {
       },
       config: manage,
     },
-    async (request) => createWorkspaceVariableValue(deps, request.principal, request.body),
+    async (request) => createWorkspaceVariableValue(request.deps, request.principal, request.body),
   );
 
   app.put(
@@ -121,7 +119,7 @@ export const workspaceVariableRoutes: Routes = async (app) => {
       config: manage,
     },
     async (request, reply) => {
-      await updateWorkspaceVariableValue(deps, request.principal, request.body);
+      await updateWorkspaceVariableValue(request.deps, request.principal, request.body);
       return reply.send();
     },
   );
@@ -138,7 +136,7 @@ export const workspaceVariableRoutes: Routes = async (app) => {
       config: manage,
     },
     async (request, reply) => {
-      await deleteWorkspaceVariableValue(deps, request.principal, request.body.variableValueId);
+      await deleteWorkspaceVariableValue(request.deps, request.principal, request.body.variableValueId);
       return reply.send();
     },
   );

@@ -15,8 +15,6 @@ const WorkspaceSchema = Type.Object({
 const tags = ['workspaces'];
 
 export const workspaceRoutes: Routes = async (app) => {
-  const { deps } = app;
-
   app.get(
     '/api/workspace',
     {
@@ -31,7 +29,7 @@ export const workspaceRoutes: Routes = async (app) => {
       config: { capability: Capability.View },
     },
     async (request) => {
-      const workspaces = await listWorkspaces(deps, request.principal);
+      const workspaces = await listWorkspaces(request.deps, request.principal);
       return {
         workspaces: workspaces.map((w) => ({
           workspaceId: w.id,
@@ -55,7 +53,7 @@ export const workspaceRoutes: Routes = async (app) => {
       },
       config: { capability: Capability.Admin },
     },
-    async (request) => createWorkspace(deps, request.principal, request.body),
+    async (request) => createWorkspace(request.deps, request.principal, request.body),
   );
 
   app.put(
@@ -70,7 +68,7 @@ export const workspaceRoutes: Routes = async (app) => {
       config: { capability: Capability.Admin },
     },
     async (request, reply) => {
-      await updateWorkspace(deps, request.principal, request.body);
+      await updateWorkspace(request.deps, request.principal, request.body);
       return reply.send();
     },
   );
@@ -87,7 +85,7 @@ export const workspaceRoutes: Routes = async (app) => {
       config: { capability: Capability.Admin },
     },
     async (request, reply) => {
-      await deleteWorkspace(deps, request.principal, request.body.workspaceId);
+      await deleteWorkspace(request.deps, request.principal, request.body.workspaceId);
       return reply.send();
     },
   );
