@@ -5,6 +5,8 @@
  * registration tokens, Sensitive values, passwords) appears in any event. Then GET /api/audit:
  * filters, paging, and workspace scoping.
  */
+import fs from 'node:fs/promises';
+import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { CAPABILITIES, Capability } from '../../../services/core/index.ts';
 import type { RouteEntry } from '../../../services/api/app.ts';
@@ -209,5 +211,56 @@ describe('audit log', () => {
     expect([foreign.status, foreign.body.errorcode]).toEqual([400, 3001]);
     // Without workspaceId a workspace account gets its own workspace, never organization events.
     expect((await viewer.get('/api/audit', {})).body.events).toEqual(own.body.events);
+  });
+
+  it("an update's after is its GET read inside the change's transaction: it shows the change", async () => {
+    const workspaceId = await t.workspace('Audit Before Rename');
+    const renamed = await t.admin.put('/api/workspace', { workspaceId, name: 'Audit After Rename' });
+    expect(renamed.status, renamed.text).toBe(200);
+    const event = await t
+      .db('audit_events')
+      .where({ request_id: String(renamed.headers['x-request-id']) })
+      .first();
+    const names = (shown: any) =>
+      shown.workspaces.filter((w: any) => w.workspaceId === workspaceId).map((w: any) => w.name as string);
+    // Before: the committed state, read before the transaction opened; after: the uncommitted change.
+    expect(names(event.before)).toEqual(['Audit Before Rename']);
+    expect(names(event.after)).toEqual(['Audit After Rename']);
+  });
+
+  it('gives the internal transaction header no meaning outside an open transaction', async () => {
+    const workspaces = await t.admin.raw({
+      method: 'GET',
+      path: '/api/workspace',
+      headers: { 'x-gantry-audit-transaction': '00000000-0000-4000-8000-000000000000' },
+    });
+    expect(workspaces.status, workspaces.text).toBe(200);
+    const tag = await t.admin.raw({
+      method: 'POST',
+      path: '/api/tag',
+      payload: JSON.stringify({ workspaceId: t.mainWorkspaceId, name: 'Header Ignored' }),
+      headers: { 'content-type': 'application/json', 'x-gantry-audit-transaction': 'not-a-token' },
+    });
+    expect(tag.status, tag.text).toBe(200);
+    expect(await t.db('tags').where({ name: 'Header Ignored' }).first()).toBeDefined();
+  });
+});
+
+/**
+ * One AsyncLocalStorage.run() (or any async hook) turns on V8's promise hooks for the whole
+ * process for good: every await anywhere (the gateway's thousands of agents, the engine) then
+ * costs about twice as much. Request-scoped deps (request.deps) replace it: none may come back.
+ */
+describe('no async hooks', () => {
+  it('no file under services/ uses node:async_hooks or AsyncLocalStorage', async () => {
+    const root = path.resolve(import.meta.dirname, '../../../services');
+    const files = (await fs.readdir(root, { recursive: true })).filter((f) => /\.[cm]?[jt]s$/.test(f));
+    expect(files.length).toBeGreaterThan(100);
+    const offending: string[] = [];
+    for (const file of files) {
+      const text = await fs.readFile(path.join(root, file), 'utf8');
+      if (/(['"])(node:)?async_hooks\1|\bAsyncLocalStorage\b|\bAsyncResource\b/.test(text)) offending.push(file);
+    }
+    expect(offending).toEqual([]);
   });
 });
