@@ -34,7 +34,16 @@ function refuse(message: string): InvalidParameterError {
 }
 
 async function awaitingApproval(deps: DomainDeps, principal: Principal, deploymentId: string) {
-  const deployment = await visibleResource(deps, principal, deps.store.deployments.get(deploymentId), 'deploymentId');
+  // Locked (inside the request's transaction) before the decision is inserted: its foreign key
+  // takes a key-share lock on the deployment, and the log line after it wants the row, which
+  // deadlocked with the engine's transactions doing the same the other way round. It also keeps
+  // two approvers from counting the same approvals.
+  const deployment = await visibleResource(
+    deps,
+    principal,
+    deps.store.deployments.get(deploymentId, { lock: true }),
+    'deploymentId',
+  );
   authorize(principal, Capability.ApproveDeployments, {
     projectId: deployment.projectId,
     environmentIds: [deployment.environmentId],

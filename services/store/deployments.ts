@@ -207,10 +207,18 @@ export function deploymentsStore(db: Db) {
     change_tick: db.raw(NEXT_CHANGE),
   });
   return {
-    async get(id: string): Promise<Deployment | null> {
-      const row = await db<DeploymentRow>('deployments')
+    /**
+     * `lock`: inside a transaction, the row stays locked until it ends. A transaction that will
+     * both insert rows referencing the deployment (which take a key-share lock on it) and then
+     * update it or append to its log (which lock it) takes this first: two such transactions
+     * that each took the key-share lock first deadlock when both then want the row.
+     */
+    async get(id: string, options: { lock?: boolean } = {}): Promise<Deployment | null> {
+      const query = db<DeploymentRow>('deployments')
         .where({ id })
         .first(...COLUMNS);
+      if (options.lock) void query.forUpdate();
+      const row = await query;
       return row ? toDeployment(row) : null;
     },
     /** The deployment with its workspace's organization, in one read; null when either is gone. */
