@@ -88,7 +88,9 @@ export async function requestAgentUpgrade(
   }
   await deps.store.machines.requestUpgrade(asked, version, now);
   if (asked.length > 0) await deps.upgradeAgents?.(asked);
-  const reread = new Map(await Promise.all(asked.map(async (id) => [id, await deps.store.machines.get(id)] as const)));
+  // One after another: inside the request's transaction they share its one connection.
+  const reread = new Map<string, Machine | null>();
+  for (const id of asked) reread.set(id, await deps.store.machines.get(id));
   return {
     version,
     machines: machines.map(({ machine, outcome }) => ({ machine: reread.get(machine.id) ?? machine, outcome })),

@@ -38,10 +38,9 @@ export async function rollbackRelease(
       [{ property: 'environmentName', messages: ['no deployment ran there'] }],
     );
   const target = started.find((d) => d.status === 'Completed' && d.releaseId !== current.releaseId);
-  const [currentRelease, targetRelease] = await Promise.all([
-    deps.store.releases.get(current.releaseId),
-    target ? deps.store.releases.get(target.releaseId) : null,
-  ]);
+  // One after another: inside the request's transaction they share its one connection.
+  const currentRelease = await deps.store.releases.get(current.releaseId);
+  const targetRelease = target ? await deps.store.releases.get(target.releaseId) : null;
   if (!target || !targetRelease)
     throw new InvalidParameterError(
       `No release completed successfully in '${environment.name}' before ${currentRelease?.version ?? 'the current one'}: there is nothing to roll back to`,
