@@ -137,9 +137,23 @@ export async function startControlPlane(
     forFile?: boolean;
   } = {},
 ): Promise<ControlPlane> {
-  const httpPort = options.ports?.http ?? (await freePort());
-  const grpcPort = options.ports?.grpc ?? (await freePort());
-  const metricsPort = await freePort();
+  // Asked one after another, the OS may hand out the same free port twice (a CI run: metrics and
+  // HTTP on one port, and the plane refused to start): each must differ from those before it.
+  const taken: number[] = [];
+  const otherFreePort = async (): Promise<number> => {
+    for (;;) {
+      const port = await freePort();
+      if (!taken.includes(port)) return port;
+    }
+  };
+  const pick = async (given?: number) => {
+    const port = given ?? (await otherFreePort());
+    taken.push(port);
+    return port;
+  };
+  const httpPort = await pick(options.ports?.http);
+  const grpcPort = await pick(options.ports?.grpc);
+  const metricsPort = await pick();
   const dataDir = options.dataDir ?? tempDir('gantry-e2e-data-');
   const env: Record<string, string> = {
     // Replicas on one host each need their own (the default 9464 would be taken by the first).

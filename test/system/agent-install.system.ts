@@ -56,7 +56,11 @@ describe('curl … /api/agent/install.sh | sudo sh under a real systemd', () => 
   beforeAll(async () => {
     const tree = debianTree('systemd');
     databaseUrl = (await createTestDatabase()).url;
-    ports = { http: await freePort(), grpc: await freePort() };
+    const http = await freePort();
+    let grpc = await freePort();
+    // The OS may hand out the same free port twice in a row.
+    while (grpc === http) grpc = await freePort();
+    ports = { http, grpc };
     plane = await startPlane(path.dirname(agentBundle()));
     client = api(plane.url);
     const workspace = await workspaceOf(client);
