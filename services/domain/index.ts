@@ -77,7 +77,6 @@ export {
   HowToTrigger,
   ProgressRequirement,
   ProgressRequirementErrorMode,
-  lifecycleWithPhases,
   visibleLifecycle,
   listLifecycles,
   getLifecycle,

@@ -16,7 +16,6 @@ import {
   type Paged,
   type Principal,
 } from '../core/index.ts';
-import type { Store } from '../store/index.ts';
 import {
   HowToTrigger,
   ProgressRequirement,
@@ -80,17 +79,6 @@ export function lifecycleReadModel(lifecycle: Lifecycle, phases: readonly Phase[
       })),
     })),
   };
-}
-
-/** The full read model of a lifecycle, or null when it does not exist. No visibility check: callers resolve that. */
-export async function lifecycleWithPhases(
-  deps: { store: Store },
-  lifecycleId: string,
-): Promise<LifecycleReadModel | null> {
-  const lifecycle = await deps.store.lifecycles.get(lifecycleId);
-  if (!lifecycle) return null;
-  const phases = (await deps.store.lifecycles.phasesOf([lifecycle.id])).get(lifecycle.id) ?? [];
-  return lifecycleReadModel(lifecycle, phases);
 }
 
 export async function visibleLifecycle(
