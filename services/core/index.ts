@@ -66,7 +66,6 @@ export {
   maxSemVer,
   sortSemVerDescending,
   semverEqual,
-  semverEquivalent,
   expandQuery,
 } from './semver.ts';
 export {

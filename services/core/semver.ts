@@ -54,18 +54,6 @@ export function semverEqual(a: string, b: string): boolean {
   return compareSemVer(a, b) === 0;
 }
 
-/**
- * The SemVer-equivalent lookup of spec §9 (release reads, deployment lists — never promote):
- * does the QUERY `query` name the stored version `stored`? A 1- or 2-part numeric query is
- * completed with zeros (`6.1` finds `6.1.0`, `6` finds `6.0.0`); a full query must be valid SemVer
- * and match by precedence. The stored side is never coerced.
- */
-export function semverEquivalent(query: string, stored: string): boolean {
-  if (!isValidSemVer(stored)) return false;
-  const expanded = expandQuery(query);
-  return expanded !== null && compareSemVer(expanded, stored) === 0;
-}
-
 /** The query as a full SemVer string (`6.1` → `6.1.0`), or null when it is neither short nor valid. */
 export function expandQuery(query: string): string | null {
   if (isValidSemVer(query)) return query;

@@ -10,7 +10,7 @@ import type { DomainDeps } from './deps.ts';
 import { computeProgression, type EnvironmentAvailability } from './lifecycle-progression.ts';
 import { viewableProjectIds, visibleProject } from './projects.ts';
 import { packageReferences, stepProperties, templateSnapshot } from './release-snapshot-builder.ts';
-import { maxSemVer, sortSemVerDescending } from '../core/index.ts';
+import { sortSemVerDescending } from '../core/index.ts';
 import { visibleWorkspace } from './scope.ts';
 
 /** Allowed, or the reason the account may not (shown beside the disabled control). */
@@ -188,10 +188,10 @@ export async function getReleaseForm(
 ): Promise<ReleaseFormView> {
   const project = await visibleProject(deps, principal, projectId);
   authorize(principal, Capability.View, { projectId: project.id });
-  const [steps, channels, versions] = await Promise.all([
+  const [steps, channels, highest] = await Promise.all([
     deps.store.projectSteps.listByProject(project.id),
     deps.store.channels.listByProject(project.id),
-    deps.store.releases.listVersions(project.id),
+    deps.store.releases.highest(project.id),
   ]);
   const packageIds = new Map<string, string>();
   for (const templateId of new Set(steps.map((s) => s.stepTemplateId))) {
@@ -212,7 +212,7 @@ export async function getReleaseForm(
   );
   return {
     project,
-    nextVersion: nextPatch(maxSemVer(versions.map((v) => v.version))),
+    nextVersion: nextPatch(highest?.version ?? null),
     channels: channels.map((c) => ({ channelId: c.id, name: c.name, isDefault: c.isDefault })),
     packages,
     createRelease: permission(principal, Capability.CreateRelease, { projectId: project.id }),

@@ -12,7 +12,6 @@ import {
   unknownId,
   type Principal,
 } from '../core/index.ts';
-import { maxSemVer } from '../core/index.ts';
 import type { Deployment, Environment, NewLogEntry, Release, Store } from '../store/index.ts';
 import type { DomainDeps } from './deps.ts';
 import { idempotent, type RememberAnswer } from './idempotency.ts';
@@ -290,15 +289,15 @@ async function promote(
   // Exact match only (spec §9: `6.1` does not find `6.1.0`); without a version, the highest SemVer.
   const latest = input.version === undefined || input.version === '';
   const project = await visibleProject(deps, principal, input.projectId);
-  const versions = latest ? await deps.store.releases.listVersions(project.id) : [];
-  const version = latest ? maxSemVer(versions.map((r) => r.version)) : input.version;
-  if (!version)
+  const found = latest
+    ? await deps.store.releases.highest(project.id)
+    : await deps.store.releases.findByVersion(project.id, input.version!);
+  if (!found && latest)
     throw new InvalidParameterError('The project has no release to promote', [
       { property: 'projectId', messages: ['no release found'] },
     ]);
-  const found = await deps.store.releases.findByVersion(project.id, version);
   if (!found)
-    throw new InvalidParameterError(`No release '${version}' found in the project`, [
+    throw new InvalidParameterError(`No release '${input.version}' found in the project`, [
       { property: 'version', messages: ['no release found'] },
     ]);
   const answer = (c: { ids: string[]; freezeOverride?: FreezeOverride }): PromoteAnswer => ({

@@ -15,7 +15,7 @@ import {
   type Principal,
   type DeploymentStatus,
 } from '../core/index.ts';
-import { semverEquivalent } from '../core/index.ts';
+import { expandQuery, sortSemVerDescending } from '../core/index.ts';
 import type { Deployment, DeploymentTask, LogEntry } from '../store/index.ts';
 import type { DomainDeps } from './deps.ts';
 import { visibleProject } from './projects.ts';
@@ -184,14 +184,15 @@ export async function listDeployments(
     const project = await visibleProject(deps, principal, query.projectId);
     projectId = project.id;
     if (query.version) {
-      const matches = (await deps.store.releases.listVersions(project.id)).filter((r) =>
-        semverEquivalent(query.version!, r.version),
-      );
+      const expanded = expandQuery(query.version);
+      const matches = expanded === null ? [] : await deps.store.releases.equivalents(project.id, expanded);
       if (matches.length === 0)
         throw new InvalidParameterError(`No release '${query.version}' in the project`, [
           { property: 'version', messages: ['no release found'] },
         ]);
-      releaseId = matches[0]!.id;
+      // Among equivalents (build metadata differs), the highest, as release reads by version pick.
+      const best = sortSemVerDescending(matches.map((m) => m.version))[0];
+      releaseId = matches.find((m) => m.version === best)!.id;
     }
   } else if (query.workspaceId) {
     workspaceId = (await visibleWorkspace(deps, principal, query.workspaceId)).id;

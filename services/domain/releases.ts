@@ -16,7 +16,7 @@ import {
   type ReleaseSnapshot,
   type SnapshotStepTemplate,
 } from '../core/index.ts';
-import { expandQuery, isValidSemVer, semverEqual, semverEquivalent, sortSemVerDescending } from '../core/index.ts';
+import { expandQuery, isValidSemVer, semverEqual, sortSemVerDescending } from '../core/index.ts';
 import type { Release, ReleaseInputs, Store } from '../store/index.ts';
 import type { Channel } from '../store/index.ts';
 import type { Project } from '../store/index.ts';
@@ -222,10 +222,9 @@ export interface ReleaseDetails {
 async function findByEquivalentVersion(deps: DomainDeps, projectId: string, version: string): Promise<Release | null> {
   const exact = await deps.store.releases.findByVersion(projectId, version);
   if (exact) return exact;
-  if (expandQuery(version) === null) throw invalid('version', `'${version}' is not a SemVer 2.0.0 version`);
-  const matches = (await deps.store.releases.listVersions(projectId)).filter((r) =>
-    semverEquivalent(version, r.version),
-  );
+  const expanded = expandQuery(version);
+  if (expanded === null) throw invalid('version', `'${version}' is not a SemVer 2.0.0 version`);
+  const matches = await deps.store.releases.equivalents(projectId, expanded);
   const best = sortSemVerDescending(matches.map((m) => m.version))[0];
   const id = matches.find((m) => m.version === best)?.id;
   return id ? deps.store.releases.get(id) : null;

@@ -86,7 +86,7 @@ lifecycle AS (
 phases AS (SELECT * FROM lifecycle_phases WHERE lifecycle_id IN (SELECT id FROM lifecycle))
 SELECT
   (SELECT json_agg(json_build_object('id', r.id, 'version', r.version)) FROM releases r
-    WHERE r.project_id = :projectId AND (r.version = :version OR split_part(r.version, '+', 1) = :versionCore)) AS clashes,
+    WHERE r.project_id = :projectId AND (r.version = :version OR r.version_order = semver_order_key(:version))) AS clashes,
   (SELECT row_to_json(channel) FROM channel) AS channel,
   (SELECT json_agg(row_to_json(steps) ORDER BY steps.sort_order, steps.id) FROM steps) AS steps,
   (SELECT json_agg(row_to_json(templates)) FROM templates) AS templates,
@@ -122,7 +122,6 @@ export function releaseInputsStore(db: Db) {
         projectId: query.projectId,
         projectLifecycleId: query.projectLifecycleId,
         version: query.version,
-        versionCore: query.version.split('+')[0]!,
         channelName: query.channelName,
         ignoreDefaultChannel: query.ignoreDefaultChannel,
       });

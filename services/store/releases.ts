@@ -70,9 +70,28 @@ export function releasesStore(db: Db) {
       const row = await db<ReleaseRow>('releases').where({ project_id: projectId, version }).first();
       return row ? toRelease(row) : null;
     },
-    /** Every version of a project (for SemVer-based lookups, which SQL cannot order). */
-    async listVersions(projectId: string): Promise<Array<{ id: string; version: string }>> {
-      return db('releases').where({ project_id: projectId }).select('id', 'version');
+    /**
+     * The project's highest release by SemVer precedence (the first created among equals), or
+     * null: one indexed read (`version_order`, migration 202611250900), whatever the release count.
+     */
+    async highest(projectId: string): Promise<Release | null> {
+      const row = await db<ReleaseRow>('releases')
+        .where({ project_id: projectId })
+        .whereNotNull('version_order')
+        .orderBy([
+          { column: 'version_order', order: 'desc' },
+          { column: 'created_at', order: 'asc' },
+          { column: 'id', order: 'asc' },
+        ])
+        .first();
+      return row ? toRelease(row) : null;
+    },
+    /** The project's releases whose version has the precedence of `version` (a valid SemVer): build metadata ignored. */
+    async equivalents(projectId: string, version: string): Promise<Array<{ id: string; version: string }>> {
+      return db('releases')
+        .where({ project_id: projectId })
+        .whereRaw('version_order = semver_order_key(?)', [version])
+        .select('id', 'version');
     },
     /** Newest first. */
     async list(projectId: string, page: Page): Promise<Paged<Release>> {

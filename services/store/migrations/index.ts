@@ -21,6 +21,7 @@ import * as agentUpgrades from './202611241110_agent_upgrades.ts';
 import * as governance from './202611241120_governance.ts';
 import * as runningTasksByMachine from './202611241130_running_tasks_by_machine.ts';
 import * as phaseApprovals from './202611241140_phase_approvals.ts';
+import * as releaseVersionOrder from './202611250900_release_version_order.ts';
 
 export interface Migration {
   up(knex: Knex): Promise<void>;
@@ -46,4 +47,5 @@ export const migrations: ReadonlyArray<readonly [string, Migration]> = [
   ['202611241120_governance', governance],
   ['202611241130_running_tasks_by_machine', runningTasksByMachine],
   ['202611241140_phase_approvals', phaseApprovals],
+  ['202611250900_release_version_order', releaseVersionOrder],
 ];

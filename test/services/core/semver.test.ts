@@ -5,7 +5,6 @@ import {
   isValidSemVer,
   maxSemVer,
   semverEqual,
-  semverEquivalent,
   sortSemVerDescending,
 } from '../../../services/core/semver.ts';
 
@@ -112,23 +111,7 @@ describe('maxSemVer', () => {
   });
 });
 
-describe('semverEquivalent', () => {
-  it.each([
-    ['6.1', '6.1.0', true],
-    ['6', '6.0.0', true],
-    ['6.1.0', '6.1.0', true],
-    ['6.1', '6.1.0+build.7', true],
-    ['6.1.0+other', '6.1.0+build.7', true],
-    ['6.1', '6.1.1', false],
-    ['6.1', '6.1.0-rc.1', false],
-    ['v6.1.0', '6.1.0', false],
-    ['06.1', '6.1.0', false],
-    ['6.1.0.0', '6.1.0', false],
-    ['6.1.0', '6.1', false],
-  ])('query %s finds %s: %s', (query, stored, expected) => {
-    expect(semverEquivalent(query, stored)).toBe(expected);
-  });
-
+describe('expandQuery', () => {
   it('expands only 1- and 2-part numeric queries', () => {
     expect(expandQuery('6.1')).toBe('6.1.0');
     expect(expandQuery('1.2.3-rc.1')).toBe('1.2.3-rc.1');
