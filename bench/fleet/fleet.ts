@@ -9,7 +9,8 @@
  *   npx tsx bench/fleet/fleet.ts                       (N = 500, 2000, 10000; window 500; idle 30 s)
  *   npx tsx bench/fleet/fleet.ts --n 500 --idle-s 10   (a short run)
  *   npx tsx bench/fleet/fleet.ts --n 2000 --window 100 --sims 2
- *   npx tsx bench/fleet/fleet.ts --n 2000 --profile /tmp/prof   (a CPU profile of the control plane per N)
+ *   npx tsx bench/fleet/fleet.ts --n 2000 --profile /tmp/prof   (a CPU profile of the control plane per N;
+ *     it prints the idle window's bounds for bench/shared/cpu-profile.ts)
  */
 import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
@@ -109,7 +110,8 @@ async function runSize(n: number): Promise<Row> {
       nodeArgs: PROFILE_DIR ? ['--cpu-prof', '--cpu-prof-dir', `${PROFILE_DIR}/n${n}`] : [],
     });
     // SIGTERM: a profile is written when the process exits on its own.
-    stopPlane = () => stopProcess(plane.child);
+    // A profile of a long run at 10,000 takes longer to write than the default grace.
+    stopPlane = () => stopProcess(plane.child, PROFILE_DIR ? 120_000 : undefined);
     await db.connect();
     const client = api(plane.url);
     const workspace = await workspaceOf(client);
@@ -138,8 +140,11 @@ async function runSize(n: number): Promise<Row> {
     const serverBefore = processCpu(pid).self;
     const pgBefore = await backendCpu(db);
     const idleStart = now();
+    const idleMono = process.hrtime.bigint() / 1000n;
     await sleep(IDLE_S * 1000);
     const idleMs = now() - idleStart;
+    if (PROFILE_DIR)
+      console.log(`idle window (bench/shared/cpu-profile.ts FILE ${idleMono} ${process.hrtime.bigint() / 1000n})`);
     const idleServerPercent = ((processCpu(pid).self - serverBefore) / idleMs) * 100;
     const idlePgPercent = (cpuDelta(pgBefore, await backendCpu(db)) / idleMs) * 100;
     const rssIdleKiB = status(pid).rssKiB;

@@ -373,8 +373,9 @@ async function gantryRun(g: Gantry, n: number): Promise<Run> {
  * (same host, same clock): spawn → the engine validating (CLI start, its requests, the engine's
  * pick-up) → the first script line read; per window change (the k-th start after the first
  * window follows the k-th end), medians: a task's end stored → the next task's `Running` line
- * (the refill) → its first line read (RunTask, the agent, a new bash); the last end stored → the
- * deployment completed → the CLI's exit.
+ * (the refill) → its first line read (RunTask, the agent, a new bash) → its end stored, beyond
+ * the step's 0.2 s (the sleep's own start, the script's exit, its result); the last end stored →
+ * the deployment completed → the CLI's exit.
  */
 function whereTimeGoes(
   logs: Array<{ Data: string; CreatedUtc: string }>,
@@ -397,11 +398,22 @@ function whereTimeGoes(
     refill.push(starts[k]! - ends[k - WINDOW]!);
     toRead.push(reads[k]! - starts[k]!);
   }
+  // A task's own run beyond the step's sleep: its first line read → its end stored, per target.
+  const byTarget = (re: RegExp) =>
+    new Map(
+      logs.flatMap((l) => {
+        const target = re.exec(l.Data)?.[1];
+        return target ? [[target, Date.parse(l.CreatedUtc)] as const] : [];
+      }),
+    );
+  const endOf = byTarget(/^Deploy on (t\d+): /);
+  const run = [...byTarget(/^deploying (t\d+)$/)].map(([t, read]) => endOf.get(t)! - read - STEP_SECONDS * 1000);
   return {
     'spawn → validating': validating! - spawnedAt,
     '→ first line read': reads[0]! - validating!,
     'end → next Running': median(refill),
     '→ its first line read': median(toRead),
+    '→ its end stored, beyond the sleep': median(run),
     'last end → completed': completedAt - ends.at(-1)!,
     '→ CLI exit': exitedAt - completedAt,
   };

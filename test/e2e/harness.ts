@@ -44,11 +44,12 @@ export async function cleanup(): Promise<void> {
 }
 
 /** Stops one process the harness started (SIGTERM, then SIGKILL after 5 s) and waits for its exit. */
-export async function stopProcess(child: ChildProcess): Promise<void> {
+/** SIGTERM, then SIGKILL after `graceMs` (a process writing a large --cpu-prof on exit needs longer). */
+export async function stopProcess(child: ChildProcess, graceMs = 5_000): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return;
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   child.kill('SIGTERM');
-  const kill = setTimeout(() => child.kill('SIGKILL'), 5_000);
+  const kill = setTimeout(() => child.kill('SIGKILL'), graceMs);
   await exited;
   clearTimeout(kill);
 }
