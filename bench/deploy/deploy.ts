@@ -12,6 +12,7 @@
  *   npx tsx bench/deploy/deploy.ts --script 'echo ready; sleep 0.5'   (a step that runs on after its first line)
  *   npx tsx bench/deploy/deploy.ts --agents-nice 10   (agents and their scripts at a lower CPU priority: see bench/README.md)
  *   npx tsx bench/deploy/deploy.ts --metrics off   (GANTRY_METRICS_PORT=off; default on, /metrics scraped every second)
+ *   npx tsx bench/deploy/deploy.ts --n 1 --profile /tmp/prof   (CPU profiles of the control plane and agents)
  */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -57,6 +58,8 @@ const usePostgres = flag('--postgres') || flag('--nats');
 const useNats = flag('--nats');
 /** On (default): GET /metrics is served and scraped every second, 15× more often than Prometheus' default. */
 const metricsOn = option('--metrics') !== 'off';
+/** CPU profiles of the control plane and the agents per N, written here (agents/) when they stop (bench/shared/cpu-profile.ts reads them). */
+const profileDir = option('--profile');
 const SCRAPE_EVERY_MS = 1_000;
 /**
  * Agents stand for target machines; here they share the control plane's two cores. A nice value
@@ -135,9 +138,10 @@ async function setUp(n: number): Promise<{
     env: {
       ...(metricsOn ? {} : { GANTRY_METRICS_PORT: 'off' }),
       ...(process.env.GANTRY_BENCH_LOG_LEVEL ? { GANTRY_LOG_LEVEL: process.env.GANTRY_BENCH_LOG_LEVEL } : {}),
-      // e.g. '--import ./my-query-tracer.mjs' or '--cpu-prof' to see where the control plane spends its time.
+      // e.g. '--import ./my-query-tracer.mjs' to see where the control plane spends its time (--profile: a CPU profile).
       ...(process.env.GANTRY_BENCH_NODE_OPTIONS ? { NODE_OPTIONS: process.env.GANTRY_BENCH_NODE_OPTIONS } : {}),
     },
+    ...(profileDir ? { nodeArgs: ['--cpu-prof', '--cpu-prof-dir', profileDir] } : {}),
     ...(databaseUrl ? { databaseUrl } : {}),
     ...(useNats
       ? {
@@ -173,7 +177,15 @@ async function setUp(n: number): Promise<{
     tokens.push(machine.registrationToken);
   }
   const started = performance.now();
-  const agentPids = tokens.map((token) => startAgent([plane.grpcAddress], token).child.pid!);
+  const agentPids = tokens.map(
+    (token) =>
+      startAgent(
+        [plane.grpcAddress],
+        token,
+        {},
+        profileDir ? ['--cpu-prof', '--cpu-prof-dir', `${profileDir}/agents`] : [],
+      ).child.pid!,
+  );
   if (agentsNice !== 0) for (const pid of agentPids) os.setPriority(pid, agentsNice);
   await waitFor(
     async () => {
@@ -259,6 +271,21 @@ async function promoteOnce(client: Api, projectId: string, n: number, pollMs: nu
   };
 }
 
+/** SIGTERM, then wait until the process is gone (at most 20 s). */
+async function stopPid(pid: number): Promise<void> {
+  const alive = () => {
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  if (!alive()) return;
+  process.kill(pid, 'SIGTERM');
+  await waitFor(() => !alive(), { timeoutMs: 20_000, intervalMs: 100 }).catch(() => undefined);
+}
+
 async function stopPlane(plane: ControlPlane): Promise<void> {
   // SIGTERM so the embedded PostgreSQL is stopped by its owner; cleanup() SIGKILLs the rest.
   if (plane.child.exitCode === null) {
@@ -316,6 +343,8 @@ async function run(n: number): Promise<Result> {
     return { n, k, iterations, paced, bashParallel, bashSequential, cpu };
   } finally {
     if (scraper) clearInterval(scraper);
+    // A profile is written when the process exits on its own: the agents first, then the plane.
+    if (profileDir) await Promise.all(agentPids.map((pid) => stopPid(pid)));
     await stopPlane(plane);
     await cleanup();
     await dropDatabase().catch((error: unknown) => console.warn(`could not drop the bench database: ${String(error)}`));

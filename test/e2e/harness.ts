@@ -220,12 +220,18 @@ export interface Agent {
  * carries) unless `env` says how it trusts the server (GANTRY_AGENT_CA_FILE, _CA_FINGERPRINT or
  * GANTRY_AGENT_INSECURE=1).
  */
-export function startAgent(servers: string[], token: string, env: Record<string, string> = {}): Agent {
+export function startAgent(
+  servers: string[],
+  token: string,
+  env: Record<string, string> = {},
+  /** Extra node flags (a bench's --cpu-prof). */
+  nodeArgs: string[] = [],
+): Agent {
   const home = tempDir('gantry-e2e-agent-');
   const trustSaid = ['GANTRY_AGENT_CA_FILE', 'GANTRY_AGENT_CA_FINGERPRINT', 'GANTRY_AGENT_INSECURE'].some(
     (name) => name in env,
   );
-  const { child, output } = spawnNode([agentBundle()], {
+  const { child, output } = spawnNode([...nodeArgs, agentBundle()], {
     ...(trustSaid || !harnessCa ? {} : { GANTRY_AGENT_CA_FINGERPRINT: harnessCa.fingerprint }),
     GANTRY_SERVER: servers.join(','),
     GANTRY_AGENT_TOKEN: token,
