@@ -104,9 +104,13 @@ export const MAX_EXPANDED_LENGTH = 4 * 1024 * 1024;
 /** Deeper nesting than this is refused rather than risking a stack overflow (a 500). */
 export const MAX_NESTING_DEPTH = 100;
 
+// Module level, not a closure inside matches(): it runs for every value × task of a dispatch,
+// and under tsx each closure created also costs a name definition (esbuild's keepNames).
+function within(ids: readonly string[], id: string | null | undefined): boolean {
+  return ids.length === 0 || (id != null && ids.includes(id));
+}
+
 function matches(filters: ValueFilters, target: ResolutionTarget): boolean {
-  const within = (ids: readonly string[], id: string | null | undefined) =>
-    ids.length === 0 || (id != null && ids.includes(id));
   if (!within(filters.environmentIds, target.environmentId)) return false;
   if (!within(filters.machineIds, target.machineId)) return false;
   if (!within(filters.stepIds, target.stepId)) return false;

@@ -13,7 +13,23 @@ export interface ReleaseFacts {
   notes: string | null;
 }
 
-function candidatesOf(snapshot: ReleaseSnapshot, secrets: SecretBox): CandidateValue[] {
+/**
+ * The snapshot's values as the resolver takes them, decrypted once per snapshot (the engine keeps
+ * a release's snapshot while it dispatches its tasks), not once per task: with 100 variables of
+ * which 20 Sensitive, decrypting per task was two thirds of building a RunTask (~160 of 240 µs),
+ * 1.6 s of CPU for a deployment to 10,000 machines. Read-only: the resolver never changes them.
+ */
+const candidatesBySecrets = new WeakMap<SecretBox, WeakMap<ReleaseSnapshot, readonly CandidateValue[]>>();
+
+function candidatesOf(snapshot: ReleaseSnapshot, secrets: SecretBox): readonly CandidateValue[] {
+  let bySnapshot = candidatesBySecrets.get(secrets);
+  if (!bySnapshot) candidatesBySecrets.set(secrets, (bySnapshot = new WeakMap()));
+  let candidates = bySnapshot.get(snapshot);
+  if (!candidates) bySnapshot.set(snapshot, (candidates = decryptedCandidates(snapshot, secrets)));
+  return candidates;
+}
+
+function decryptedCandidates(snapshot: ReleaseSnapshot, secrets: SecretBox): CandidateValue[] {
   return snapshot.variables.flatMap((variable) =>
     variable.values.map((value) => ({
       name: variable.name,
