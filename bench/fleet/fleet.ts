@@ -10,7 +10,7 @@
  *   npx tsx bench/fleet/fleet.ts --n 500 --idle-s 10   (a short run)
  *   npx tsx bench/fleet/fleet.ts --n 2000 --window 100 --sims 2
  *   npx tsx bench/fleet/fleet.ts --n 2000 --profile /tmp/prof   (a CPU profile of the control plane per N;
- *     it prints the idle window's bounds for bench/shared/cpu-profile.ts)
+ *     it prints the idle and deployment windows' bounds for bench/shared/cpu-profile.ts)
  */
 import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
@@ -163,6 +163,7 @@ async function runSize(n: number): Promise<Row> {
     const release = await client.post('/api/release', { projectId: project.projectId, version: '1.0.0' });
     if (release.status !== 200) throw new Error(`POST /api/release: ${release.status} ${release.text}`);
     const requestedAt = now();
+    const deployMono = process.hrtime.bigint() / 1000n;
     const deployed = await client.post('/api/release/deploy', {
       releaseId: release.body.releaseId,
       environments: ['Staging'],
@@ -180,6 +181,8 @@ async function runSize(n: number): Promise<Row> {
       },
       { timeoutMs: 600_000, intervalMs: 100, description: `the deployment to ${n + REAL_AGENTS} machines` },
     );
+    if (PROFILE_DIR)
+      console.log(`deployment window (bench/shared/cpu-profile.ts FILE ${deployMono} ${process.hrtime.bigint() / 1000n})`);
     const hwmKiB = status(pid).hwmKiB;
     const report = await reportSims(sims);
 
