@@ -370,7 +370,7 @@ export class Orchestrator {
     // the first dispatch, the others right after it (10,000 rows take a few hundred ms to insert,
     // which the first window should not wait for). A replica that dies in between leaves tasks
     // missing; whoever reads the deployment's tasks next inserts them (#currentRun).
-    const pending = tasks.map((t): DeploymentTask => ({ ...t, ...NEW_TASK }));
+    const pending = tasks.map(pendingTask);
     // Asked of the scheduler the run then keeps (nextActions walks every target several times:
     // ~70 ms of 10,000 before the first dispatch, and the run's own scheduler built again after it).
     const built = { tasks: byTarget(pending), scheduler: new IncrementalScheduler(plan, statusesOf(pending)) };
@@ -826,16 +826,32 @@ interface Written {
 const NOTHING_WRITTEN: Written = { started: [], skipped: 0, machines: new Map() };
 
 /** What a task has before it is stored (the columns' defaults). */
-const NEW_TASK = {
-  status: 'Pending',
-  exitCode: null,
-  message: null,
-  parentLogId: null,
-  dispatchedUtc: null,
-  startedUtc: null,
-  finishedUtc: null,
-  lastLogSeq: 0,
-} as const satisfies Partial<DeploymentTask>;
+/**
+ * A planned target as its stored task will read. Written out field by field: `{ ...t, ...defaults }`
+ * (two spreads) takes V8's slow path, ~50 ms for 10,000 tasks before the first dispatch, against
+ * ~1 ms for this literal.
+ */
+function pendingTask(
+  t: Pick<DeploymentTask, 'id' | 'deploymentId' | 'stageIndex' | 'stepId' | 'stepName' | 'machineId' | 'machineName'>,
+): DeploymentTask {
+  return {
+    id: t.id,
+    deploymentId: t.deploymentId,
+    stageIndex: t.stageIndex,
+    stepId: t.stepId,
+    stepName: t.stepName,
+    machineId: t.machineId,
+    machineName: t.machineName,
+    status: 'Pending',
+    exitCode: null,
+    message: null,
+    parentLogId: null,
+    dispatchedUtc: null,
+    startedUtc: null,
+    finishedUtc: null,
+    lastLogSeq: 0,
+  };
+}
 
 const byTarget = (tasks: DeploymentTask[]) => new Map(tasks.map((t) => [targetKey(t.stepId, t.machineId ?? ''), t]));
 const statusesOf = (tasks: DeploymentTask[]) =>
