@@ -90,6 +90,8 @@ export class AgentSession {
   #queue: AgentMessage[] = [];
   #queuedBytes = 0;
   #inbound: Promise<void> = Promise.resolve();
+  /** Settles once the session's end is recorded (see `ended`). */
+  #ended: Promise<void> = Promise.resolve();
   #draining = false;
   #paused = false;
   #syncRunning = false;
@@ -222,13 +224,22 @@ export class AgentSession {
     this.#queue = [];
     this.#queuedBytes = 0;
     this.#logger.info({ reason, ...(error === undefined ? {} : { err: toError(error) }) }, 'agent session ended');
-    this.#options.onClosed(this);
     // After the messages already taken (a result the agent sent just before leaving is stored first).
     if (this.#welcomedHello) {
-      void this.#inbound
+      this.#ended = this.#inbound
         .then(() => this.#port.disconnected(this.machineId, this.sessionId))
         .catch((failure: unknown) => this.#logger.error({ err: toError(failure) }, 'recording the disconnect failed'));
     }
+    this.#options.onClosed(this);
+  }
+
+  /**
+   * Settles once what the session's end leaves to do is done: the messages taken before it
+   * handled and the disconnect recorded. A stopping gateway waits for it, so the database is not
+   * closed under it.
+   */
+  get ended(): Promise<void> {
+    return this.#ended;
   }
 
   #fail(error: unknown, message: string): void {

