@@ -2,6 +2,7 @@
 import { readFileSync } from 'node:fs';
 import * as grpc from '@grpc/grpc-js';
 import type { AgentIdentity } from './identity.ts';
+import { pinnedServerName } from './pinned-ca.ts';
 import { loadAgentProto, METADATA_AGENT_CREDENTIAL, METADATA_MACHINE_ID, type AgentServiceClient } from './proto.ts';
 
 /** TLS when a CA file is given, otherwise plaintext (loopback, tests, TLS-terminating proxies). */
@@ -29,7 +30,12 @@ export function createAgentClient(
   extra: grpc.ChannelOptions = {},
 ): AgentServiceClient {
   const { AgentService } = loadAgentProto().gantry.agent.v1;
-  return new AgentService(address, credentials, { ...CHANNEL_OPTIONS, ...extra });
+  const serverName = pinnedServerName(address, credentials);
+  return new AgentService(address, credentials, {
+    ...CHANNEL_OPTIONS,
+    ...(serverName ? { 'grpc.ssl_target_name_override': serverName } : {}),
+    ...extra,
+  });
 }
 
 /**

@@ -5,6 +5,7 @@
 // the CA is the installation's own, so any certificate it signed is the control plane's.
 import { readFileSync, writeFileSync } from 'node:fs';
 import { X509Certificate } from 'node:crypto';
+import { isIP } from 'node:net';
 import path from 'node:path';
 import tls, { type PeerCertificate } from 'node:tls';
 import * as grpc from '@grpc/grpc-js';
@@ -26,6 +27,21 @@ function pause(ms: number, signal: AbortSignal): Promise<void> {
 }
 
 export const PINNED_CA_FILE = 'server-ca.pem';
+
+/** Credentials that trust the pinned CA and check no host name (see pinnedServerName). */
+const pinnedCredentials = new WeakSet<grpc.ChannelCredentials>();
+
+/**
+ * The TLS server name (SNI) to send to `address` with these credentials, when it must not be the
+ * host: an IP address is not a server name (RFC 6066; Node warns DEP0123 on every agent that
+ * connects to one, as grpc-js sends the host). With pinned credentials no name is checked, so a
+ * fixed one is sent; with a CA file the host is checked against the certificate and stays.
+ */
+export function pinnedServerName(address: string, credentials: grpc.ChannelCredentials): string | null {
+  if (!pinnedCredentials.has(credentials)) return null;
+  const host = address.startsWith('[') ? address.slice(1, address.indexOf(']')) : address.replace(/:\d+$/, '');
+  return isIP(host) === 0 ? null : 'gantry-control-plane';
+}
 const HANDSHAKE_TIMEOUT_MS = 10_000;
 
 /** The server's certificate does not lead to the pinned CA: the agent must not talk to it. */
@@ -146,7 +162,7 @@ export async function agentChannelCredentials(
   if (!settings.caFingerprint) return grpc.credentials.createSsl();
   const fingerprint = settings.caFingerprint;
   const ca = await learnPinnedCa({ servers: settings.servers, homeDir: settings.homeDir, fingerprint }, logger, signal);
-  return grpc.credentials.createSsl(Buffer.from(ca), null, null, {
+  const credentials = grpc.credentials.createSsl(Buffer.from(ca), null, null, {
     // Called only once the chain verified against the pinned CA (the only root given); the host
     // name is not checked, and the pinned certificate must be in the chain.
     checkServerIdentity: (_host, cert) =>
@@ -154,4 +170,6 @@ export async function agentChannelCredentials(
         ? undefined
         : new PinMismatchError(`The server's certificate chain does not hold the pinned CA ${fingerprint}`),
   });
+  pinnedCredentials.add(credentials);
+  return credentials;
 }

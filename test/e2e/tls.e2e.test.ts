@@ -199,6 +199,10 @@ describe('TLS by default: the control plane’s own CA, pinned by agents', () =>
     }).catch((error: unknown) => {
       throw new Error(`${String(error)}\n${agent.output()}`);
     });
+    // Connected to an IP address over TLS: it sent no IP as the TLS server name (RFC 6066), which
+    // Node would report on the agent's stderr at every start (DEP0123).
+    expect(plane.grpcAddress).toMatch(/^\d+\.\d+\.\d+\.\d+:\d+$/);
+    expect(agent.output()).not.toContain('DEP0123');
   });
 
   it('an agent pinned to another fingerprint refuses the server before sending its token', async () => {
