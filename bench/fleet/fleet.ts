@@ -182,7 +182,9 @@ async function runSize(n: number): Promise<Row> {
       { timeoutMs: 600_000, intervalMs: 100, description: `the deployment to ${n + REAL_AGENTS} machines` },
     );
     if (PROFILE_DIR)
-      console.log(`deployment window (bench/shared/cpu-profile.ts FILE ${deployMono} ${process.hrtime.bigint() / 1000n})`);
+      console.log(
+        `deployment window (bench/shared/cpu-profile.ts FILE ${deployMono} ${process.hrtime.bigint() / 1000n})`,
+      );
     const hwmKiB = status(pid).hwmKiB;
     const report = await reportSims(sims);
 

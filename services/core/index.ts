@@ -60,14 +60,7 @@ export type {
   SnapshotPackage,
   SnapshotScriptModule,
 } from './release-snapshot.ts';
-export {
-  isValidSemVer,
-  compareSemVer,
-  maxSemVer,
-  sortSemVerDescending,
-  semverEqual,
-  expandQuery,
-} from './semver.ts';
+export { isValidSemVer, compareSemVer, maxSemVer, sortSemVerDescending, semverEqual, expandQuery } from './semver.ts';
 export {
   AGENT_CA_FILE,
   certificateFingerprint,
