@@ -12,6 +12,7 @@ import { parseArgs } from 'node:util';
 import { createSecretBox, type ReleaseSnapshot } from '../../services/core/index.ts';
 import { buildRunTask } from '../../services/engine/task-payload.ts';
 import type { DeploymentTask, TargetMachine } from '../../services/store/index.ts';
+import { snapshotOf, step } from '../../test/helpers/engine-fixtures.ts';
 import { median, table } from '../deploy/stats.ts';
 
 const { values } = parseArgs({
@@ -28,23 +29,13 @@ function snapshotWith(variableCount: number): ReleaseSnapshot {
     i % 5 === 0
       ? { ...unscoped, environmentsFilter, value: null, valueEncrypted: secrets.encrypt(text) }
       : { ...unscoped, environmentsFilter, value: text, valueEncrypted: null };
-  return {
-    v: 1,
-    project: { projectId: 'p1', name: 'Shop', workspaceId: 'w1' },
-    channel: null,
-    lifecycle: null,
-    packages: [],
-    rollingGroups: [],
-    scriptModules: [],
+  return snapshotOf({
     steps: [
-      {
+      step('Deploy', {
         stepId: 's1',
-        name: 'Deploy',
-        packageIds: [],
-        properties: {},
-        template: { script: 'echo "#{Var1} #{Var5} #{CONTEXT.MachineName}"', scriptLanguage: 'bash' },
-      },
-    ] as unknown as ReleaseSnapshot['steps'],
+        template: { ...step('Deploy').template, script: 'echo "#{Var1} #{Var5} #{CONTEXT.MachineName}"' },
+      }),
+    ],
     variables: Array.from({ length: variableCount }, (_, i) => ({
       variableId: `v${i}`,
       name: `Var${i}`,
@@ -52,7 +43,7 @@ function snapshotWith(variableCount: number): ReleaseSnapshot {
       source: 'project' as const,
       values: [value(i, `value ${i}`, []), value(i, `production value ${i}`, ['e1'])],
     })),
-  };
+  });
 }
 
 const rows: string[][] = [];

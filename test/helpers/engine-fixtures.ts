@@ -86,23 +86,21 @@ export function rollingGroup(
   };
 }
 
-export async function release(
-  t: TestContext,
-  parts: {
-    steps: SnapshotStep[];
-    rollingGroups?: SnapshotRollingGroup[];
-    variables?: ReleaseSnapshot['variables'];
-    lifecycle?: ReleaseSnapshot['lifecycle'];
-  },
-): Promise<{ releaseId: string; projectId: string }> {
-  const project = await t.admin.post('/api/project', {
-    workspaceId: t.mainWorkspaceId,
-    name: `Project ${newId().slice(0, 8)}`,
-  });
-  const projectId = project.body.projectId as string;
-  const snapshot: ReleaseSnapshot = {
+interface SnapshotParts {
+  steps: SnapshotStep[];
+  rollingGroups?: SnapshotRollingGroup[];
+  variables?: ReleaseSnapshot['variables'];
+  lifecycle?: ReleaseSnapshot['lifecycle'];
+}
+
+/** A release snapshot of these parts (steps ordered as given; no channel, packages or modules). */
+export function snapshotOf(
+  parts: SnapshotParts,
+  project: ReleaseSnapshot['project'] = { projectId: 'p1', name: 'Engine test', workspaceId: 'w1' },
+): ReleaseSnapshot {
+  return {
     v: 1,
-    project: { projectId, name: 'Engine test', workspaceId: t.mainWorkspaceId },
+    project,
     channel: null,
     lifecycle: parts.lifecycle ?? null,
     packages: [],
@@ -111,6 +109,15 @@ export async function release(
     variables: parts.variables ?? [],
     scriptModules: [],
   };
+}
+
+export async function release(t: TestContext, parts: SnapshotParts): Promise<{ releaseId: string; projectId: string }> {
+  const project = await t.admin.post('/api/project', {
+    workspaceId: t.mainWorkspaceId,
+    name: `Project ${newId().slice(0, 8)}`,
+  });
+  const projectId = project.body.projectId as string;
+  const snapshot = snapshotOf(parts, { projectId, name: 'Engine test', workspaceId: t.mainWorkspaceId });
   const releaseId = newId();
   await t.deps.store.releases.insert({
     id: releaseId,

@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { createSecretBox, type ReleaseSnapshot, type SecretBox } from '../../../services/core/index.ts';
 import { buildRunTask } from '../../../services/engine/task-payload.ts';
 import type { DeploymentTask, TargetMachine } from '../../../services/store/index.ts';
+import { snapshotOf, step } from '../../helpers/engine-fixtures.ts';
 
 const box = createSecretBox(Buffer.alloc(32, 9));
 
@@ -23,23 +24,13 @@ function countingBox(): SecretBox & { decrypted: number } {
 const unscoped = { environmentsFilter: [], machineFilter: [], tagFilter: [], stepFilter: [], channelFilter: [] };
 
 function snapshotWith(secret: string): ReleaseSnapshot {
-  return {
-    v: 1,
-    project: { projectId: 'p1', name: 'Shop', workspaceId: 'w1' },
-    channel: null,
-    lifecycle: null,
-    packages: [],
-    rollingGroups: [],
-    scriptModules: [],
+  return snapshotOf({
     steps: [
-      {
+      step('Deploy', {
         stepId: 's1',
-        name: 'Deploy',
-        packageIds: [],
-        properties: {},
-        template: { script: 'echo #{Greeting} #{Password}', scriptLanguage: 'bash' },
-      },
-    ] as unknown as ReleaseSnapshot['steps'],
+        template: { ...step('Deploy').template, script: 'echo #{Greeting} #{Password}' },
+      }),
+    ],
     variables: [
       {
         variableId: 'v1',
@@ -59,7 +50,7 @@ function snapshotWith(secret: string): ReleaseSnapshot {
         ],
       },
     ],
-  };
+  });
 }
 
 function taskFor(snapshot: ReleaseSnapshot, machineId: string, secrets: SecretBox) {
