@@ -42,6 +42,7 @@ export function pinnedServerName(address: string, credentials: grpc.ChannelCrede
   const host = address.startsWith('[') ? address.slice(1, address.indexOf(']')) : address.replace(/:\d+$/, '');
   return isIP(host) === 0 ? null : 'gantry-control-plane';
 }
+
 const HANDSHAKE_TIMEOUT_MS = 10_000;
 
 /** The server's certificate does not lead to the pinned CA: the agent must not talk to it. */

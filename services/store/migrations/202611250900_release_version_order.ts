@@ -8,7 +8,8 @@
  * The key, for a version valid by SemVer 2.0.0 (the API refuses others; numbers ≤ 2^53 − 1):
  * - major, minor, patch: each 20 digits, zero-padded, joined by '.';
  * - no pre-release: '~' (0x7E, above '-': a release outranks its pre-releases);
- * - a pre-release: '-', then per identifier '1' + 20 digits (numeric) or '2' + the identifier +
+ * - a pre-release: '-', then per identifier '1' + its length in 4 digits + its digits (numeric:
+ *   without leading zeros, the longer is the larger, whatever its size) or '2' + the identifier +
  *   '!' (alphanumeric: numeric ones rank lower; '!' is below every identifier character, so a
  *   prefix ranks lower), then ' ' (below '1' and '2': fewer identifiers rank lower).
  * Its format is fixed by this migration: changing it needs a new one that regenerates the column.
@@ -37,7 +38,7 @@ export async function up(knex: Knex): Promise<void> {
       key := key || '-';
       FOREACH identifier IN ARRAY string_to_array(pre, '.') LOOP
         IF identifier ~ '^[0-9]+$' THEN
-          key := key || '1' || lpad(identifier, 20, '0');
+          key := key || '1' || lpad(length(identifier)::text, 4, '0') || identifier;
         ELSE
           key := key || '2' || identifier || '!';
         END IF;

@@ -59,6 +59,10 @@ describe('semver_order_key', () => {
       '9007199254740991.0.0',
       '0.0.0',
       '1.0.0-alpha.1.2',
+      '1.0.0-123456789012345678901234',
+      '1.0.0-99',
+      '1.0.0-x.123456789012345678901234',
+      '1.0.0-x.9007199254740993',
     ];
     expect(await sortedInSql(versions)).toEqual(byPrecedence(versions));
   });
