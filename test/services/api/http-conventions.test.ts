@@ -5,6 +5,7 @@ import { createSecretBox, freePort, systemClock } from '../../../services/core/i
 import { createDb, createStore } from '../../../services/store/index.ts';
 import { ADMIN, testApp, type TestContext } from '../../helpers/app.ts';
 import { withAdminClient } from '../../helpers/postgres.ts';
+import { waitFor } from '../../helpers/wait-for.ts';
 
 let t: TestContext;
 beforeAll(async () => {
@@ -171,9 +172,22 @@ describe('database unavailable', () => {
     const own = await testApp();
     expect((await own.admin.get('/api/me')).status).toBe(200);
     const database = own.db.client.config.connection.connectionString.split('/').at(-1) as string;
-    await withAdminClient((client) =>
-      client.query('select pg_terminate_backend(pid) from pg_stat_activity where datname = $1', [database]),
-    );
+    await withAdminClient(async (client) => {
+      const { rows } = await client.query<{ pid: number }>('select pid from pg_stat_activity where datname = $1', [
+        database,
+      ]);
+      const pids = rows.map((r) => r.pid);
+      expect(pids.length).toBeGreaterThan(0);
+      await client.query('select pg_terminate_backend(pid) from unnest($1::int[]) as pid', [pids]);
+      // pg_terminate_backend only signals: the backends (and so their connections) end shortly
+      // after. A restart is over once they are gone; requests sent before that may meet one still
+      // ending (a CI run: 503, 503, 200, 200, 200).
+      await waitFor(
+        async () =>
+          (await client.query('select 1 from pg_stat_activity where pid = any($1::int[])', [pids])).rowCount === 0,
+        { timeoutMs: 10_000, intervalMs: 20, description: 'the terminated backends to end' },
+      );
+    });
     const after = await Promise.all([1, 2, 3, 4, 5].map(() => own.admin.get('/api/me')));
     expect(after.map((r) => r.status)).toEqual([200, 200, 200, 200, 200]);
   });
