@@ -39,8 +39,12 @@ const pinnedCredentials = new WeakSet<grpc.ChannelCredentials>();
  */
 export function pinnedServerName(address: string, credentials: grpc.ChannelCredentials): string | null {
   if (!pinnedCredentials.has(credentials)) return null;
-  const host = address.startsWith('[') ? address.slice(1, address.indexOf(']')) : address.replace(/:\d+$/, '');
-  return isIP(host) === 0 ? null : 'gantry-control-plane';
+  return isIP(hostOf(address)) === 0 ? null : 'gantry-control-plane';
+}
+
+/** `host:port` or `[v6]:port` → the host. */
+function hostOf(server: string): string {
+  return server.slice(0, server.lastIndexOf(':')).replace(/^\[|\]$/g, '');
 }
 
 const HANDSHAKE_TIMEOUT_MS = 10_000;
@@ -77,16 +81,16 @@ const fingerprintOf = (cert: PeerCertificate): string => normalizeFingerprint(ce
 
 /** The certificate chain a server presents, read without trusting it (only to find the pinned CA in it). */
 function presentedChain(server: string): Promise<PeerCertificate[]> {
-  const at = server.lastIndexOf(':');
-  const host = server.slice(0, at).replace(/^\[|\]$/g, '');
-  const port = Number(server.slice(at + 1));
+  const host = hostOf(server);
+  const port = Number(server.slice(server.lastIndexOf(':') + 1));
   return new Promise((resolve, reject) => {
     const socket = tls.connect({
       host,
       port,
       rejectUnauthorized: false,
       ALPNProtocols: ['h2'],
-      ...(/^[\d.]+$|:/.test(host) ? {} : { servername: host }),
+      // An IP address is not a server name (RFC 6066).
+      ...(isIP(host) === 0 ? { servername: host } : {}),
     });
     socket.setTimeout(HANDSHAKE_TIMEOUT_MS, () => socket.destroy(new Error(`no TLS handshake with ${server}`)));
     socket.once('secureConnect', () => {

@@ -58,9 +58,15 @@ const pgDir = path.join(root, 'pg');
 let database: EmbeddedDatabase | null = await startEmbeddedPostgres({ dataDir: pgDir, port: pgPort, logger });
 const databaseUrl = database.url;
 const nats = await startOwnNatsServer();
+const taken: number[] = [];
+const distinctPort = async () => {
+  const port = await freePort(taken);
+  taken.push(port);
+  return port;
+};
 const replicaPorts = [
-  { http: await freePort(), grpc: await freePort() },
-  { http: await freePort(), grpc: await freePort() },
+  { http: await distinctPort(), grpc: await distinctPort() },
+  { http: await distinctPort(), grpc: await distinctPort() },
 ];
 const prefix = `chaos${randomBytes(3).toString('hex')}`;
 const startReplica = (i: number) =>

@@ -14,7 +14,7 @@
  *   npx tsx bench/deploy/deploy.ts --metrics off   (GANTRY_METRICS_PORT=off; default on, /metrics scraped every second)
  *   npx tsx bench/deploy/deploy.ts --n 1 --profile /tmp/prof   (CPU profiles of the control plane and agents)
  */
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -26,6 +26,7 @@ import {
   cleanup,
   startAgent,
   startControlPlane,
+  stopProcess,
   workspaceOf,
   type Api,
   type ControlPlane,
@@ -125,6 +126,7 @@ async function setUp(n: number): Promise<{
   client: Api;
   projectId: string;
   dropDatabase: () => Promise<void>;
+  agents: ChildProcess[];
   agentPids: number[];
 }> {
   let databaseUrl: string | undefined;
@@ -177,15 +179,16 @@ async function setUp(n: number): Promise<{
     tokens.push(machine.registrationToken);
   }
   const started = performance.now();
-  const agentPids = tokens.map(
+  const agents = tokens.map(
     (token) =>
       startAgent(
         [plane.grpcAddress],
         token,
         {},
         profileDir ? ['--cpu-prof', '--cpu-prof-dir', `${profileDir}/agents`] : [],
-      ).child.pid!,
+      ).child,
   );
+  const agentPids = agents.map((agent) => agent.pid!);
   if (agentsNice !== 0) for (const pid of agentPids) os.setPriority(pid, agentsNice);
   await waitFor(
     async () => {
@@ -220,7 +223,7 @@ async function setUp(n: number): Promise<{
     'step parallelMachines',
   );
   await must(client.post('/api/release', { projectid: projectId, version: '1.0.0' }), 'release');
-  return { plane, client, projectId, dropDatabase, agentPids };
+  return { plane, client, projectId, dropDatabase, agents, agentPids };
 }
 
 /** One promote to Staging, polled every pollMs until the deployment is final. */
@@ -271,21 +274,6 @@ async function promoteOnce(client: Api, projectId: string, n: number, pollMs: nu
   };
 }
 
-/** SIGTERM, then wait until the process is gone (at most 20 s). */
-async function stopPid(pid: number): Promise<void> {
-  const alive = () => {
-    try {
-      process.kill(pid, 0);
-      return true;
-    } catch {
-      return false;
-    }
-  };
-  if (!alive()) return;
-  process.kill(pid, 'SIGTERM');
-  await waitFor(() => !alive(), { timeoutMs: 20_000, intervalMs: 100 }).catch(() => undefined);
-}
-
 async function stopPlane(plane: ControlPlane): Promise<void> {
   // SIGTERM so the embedded PostgreSQL is stopped by its owner; cleanup() SIGKILLs the rest.
   if (plane.child.exitCode === null) {
@@ -300,7 +288,7 @@ async function stopPlane(plane: ControlPlane): Promise<void> {
 async function run(n: number): Promise<Result> {
   const k = iterationsFor(n);
   console.log(`N = ${n}: setting up`);
-  const { plane, client, projectId, dropDatabase, agentPids } = await setUp(n);
+  const { plane, client, projectId, dropDatabase, agents, agentPids } = await setUp(n);
   const scraper = metricsOn
     ? setInterval(
         () =>
@@ -344,7 +332,7 @@ async function run(n: number): Promise<Result> {
   } finally {
     if (scraper) clearInterval(scraper);
     // A profile is written when the process exits on its own: the agents first, then the plane.
-    if (profileDir) await Promise.all(agentPids.map((pid) => stopPid(pid)));
+    if (profileDir) await Promise.all(agents.map((agent) => stopProcess(agent, 20_000)));
     await stopPlane(plane);
     await cleanup();
     await dropDatabase().catch((error: unknown) => console.warn(`could not drop the bench database: ${String(error)}`));

@@ -55,6 +55,8 @@ const SCRIPT = 'echo fleet';
 const REAL_AGENTS = 2;
 
 const now = () => performance.timeOrigin + performance.now();
+/** The clock of V8's CPU profiles (µs), for bench/shared/cpu-profile.ts's bounds. */
+const monotonicUs = () => process.hrtime.bigint() / 1000n;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const mark = (ok: boolean) => (ok ? '✓' : '✗');
 const mib = (kib: number) => `${(kib / 1024).toFixed(0)} MiB`;
@@ -140,11 +142,10 @@ async function runSize(n: number): Promise<Row> {
     const serverBefore = processCpu(pid).self;
     const pgBefore = await backendCpu(db);
     const idleStart = now();
-    const idleMono = process.hrtime.bigint() / 1000n;
+    const idleMono = monotonicUs();
     await sleep(IDLE_S * 1000);
     const idleMs = now() - idleStart;
-    if (PROFILE_DIR)
-      console.log(`idle window (bench/shared/cpu-profile.ts FILE ${idleMono} ${process.hrtime.bigint() / 1000n})`);
+    if (PROFILE_DIR) console.log(`idle window (bench/shared/cpu-profile.ts FILE ${idleMono} ${monotonicUs()})`);
     const idleServerPercent = ((processCpu(pid).self - serverBefore) / idleMs) * 100;
     const idlePgPercent = (cpuDelta(pgBefore, await backendCpu(db)) / idleMs) * 100;
     const rssIdleKiB = status(pid).rssKiB;
@@ -163,7 +164,7 @@ async function runSize(n: number): Promise<Row> {
     const release = await client.post('/api/release', { projectId: project.projectId, version: '1.0.0' });
     if (release.status !== 200) throw new Error(`POST /api/release: ${release.status} ${release.text}`);
     const requestedAt = now();
-    const deployMono = process.hrtime.bigint() / 1000n;
+    const deployMono = monotonicUs();
     const deployed = await client.post('/api/release/deploy', {
       releaseId: release.body.releaseId,
       environments: ['Staging'],
@@ -181,10 +182,7 @@ async function runSize(n: number): Promise<Row> {
       },
       { timeoutMs: 600_000, intervalMs: 100, description: `the deployment to ${n + REAL_AGENTS} machines` },
     );
-    if (PROFILE_DIR)
-      console.log(
-        `deployment window (bench/shared/cpu-profile.ts FILE ${deployMono} ${process.hrtime.bigint() / 1000n})`,
-      );
+    if (PROFILE_DIR) console.log(`deployment window (bench/shared/cpu-profile.ts FILE ${deployMono} ${monotonicUs()})`);
     const hwmKiB = status(pid).hwmKiB;
     const report = await reportSims(sims);
 

@@ -15,10 +15,10 @@ import {
   type Principal,
   type DeploymentStatus,
 } from '../core/index.ts';
-import { expandQuery, sortSemVerDescending } from '../core/index.ts';
 import type { Deployment, DeploymentTask, LogEntry } from '../store/index.ts';
 import type { DomainDeps } from './deps.ts';
 import { visibleProject } from './projects.ts';
+import { highestEquivalentRelease } from './releases.ts';
 import { CACHED_DEPLOYMENT_MAX_LINES, deploymentReadKey, type CachedDeploymentRead } from './read-caches.ts';
 import { canSeeWorkspace, visibleResource, visibleWithOrganization, visibleWorkspace } from './scope.ts';
 
@@ -184,15 +184,12 @@ export async function listDeployments(
     const project = await visibleProject(deps, principal, query.projectId);
     projectId = project.id;
     if (query.version) {
-      const expanded = expandQuery(query.version);
-      const matches = expanded === null ? [] : await deps.store.releases.equivalents(project.id, expanded);
-      if (matches.length === 0)
+      const found = await highestEquivalentRelease(deps, project.id, query.version);
+      if (!found)
         throw new InvalidParameterError(`No release '${query.version}' in the project`, [
           { property: 'version', messages: ['no release found'] },
         ]);
-      // Among equivalents (build metadata differs), the highest, as release reads by version pick.
-      const best = sortSemVerDescending(matches.map((m) => m.version))[0];
-      releaseId = matches.find((m) => m.version === best)!.id;
+      releaseId = found;
     }
   } else if (query.workspaceId) {
     workspaceId = (await visibleWorkspace(deps, principal, query.workspaceId)).id;

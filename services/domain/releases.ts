@@ -222,12 +222,26 @@ export interface ReleaseDetails {
 async function findByEquivalentVersion(deps: DomainDeps, projectId: string, version: string): Promise<Release | null> {
   const exact = await deps.store.releases.findByVersion(projectId, version);
   if (exact) return exact;
-  const expanded = expandQuery(version);
-  if (expanded === null) throw invalid('version', `'${version}' is not a SemVer 2.0.0 version`);
+  if (expandQuery(version) === null) throw invalid('version', `'${version}' is not a SemVer 2.0.0 version`);
+  const id = await highestEquivalentRelease(deps, projectId, version);
+  return id ? deps.store.releases.get(id) : null;
+}
+
+/**
+ * The ID of the highest release SemVer-equivalent to `query` (spec §9: `6.1` finds `6.1.0`; among
+ * equivalents, which differ by build metadata, the highest), or null (also for a query that is
+ * not a version).
+ */
+export async function highestEquivalentRelease(
+  deps: DomainDeps,
+  projectId: string,
+  query: string,
+): Promise<string | null> {
+  const expanded = expandQuery(query);
+  if (expanded === null) return null;
   const matches = await deps.store.releases.equivalents(projectId, expanded);
   const best = sortSemVerDescending(matches.map((m) => m.version))[0];
-  const id = matches.find((m) => m.version === best)?.id;
-  return id ? deps.store.releases.get(id) : null;
+  return matches.find((m) => m.version === best)?.id ?? null;
 }
 
 export async function getReleaseDetails(

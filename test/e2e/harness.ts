@@ -138,17 +138,10 @@ export async function startControlPlane(
     forFile?: boolean;
   } = {},
 ): Promise<ControlPlane> {
-  // Asked one after another, the OS may hand out the same free port twice (a CI run: metrics and
-  // HTTP on one port, and the plane refused to start): each must differ from those before it.
+  // Each differs from those before it (the plane refuses one port for two servers).
   const taken: number[] = [];
-  const otherFreePort = async (): Promise<number> => {
-    for (;;) {
-      const port = await freePort();
-      if (!taken.includes(port)) return port;
-    }
-  };
   const pick = async (given?: number) => {
-    const port = given ?? (await otherFreePort());
+    const port = given ?? (await freePort(taken));
     taken.push(port);
     return port;
   };

@@ -57,10 +57,7 @@ describe('curl … /api/agent/install.sh | sudo sh under a real systemd', () => 
     const tree = debianTree('systemd');
     databaseUrl = (await createTestDatabase()).url;
     const http = await freePort();
-    let grpc = await freePort();
-    // The OS may hand out the same free port twice in a row.
-    while (grpc === http) grpc = await freePort();
-    ports = { http, grpc };
+    ports = { http, grpc: await freePort([http]) };
     plane = await startPlane(path.dirname(agentBundle()));
     client = api(plane.url);
     const workspace = await workspaceOf(client);
