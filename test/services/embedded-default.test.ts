@@ -26,6 +26,8 @@ function config() {
   return loadConfig({
     GANTRY_DATA_DIR: dataDir,
     GANTRY_PORT: '0',
+    // Not the default 8081: another test's server may hold it (a CI run: EADDRINUSE).
+    GANTRY_GRPC_PORT: '0',
     GANTRY_HOST: '127.0.0.1',
     GANTRY_LOG_LEVEL: 'silent',
     GANTRY_METRICS_PORT: 'off',
