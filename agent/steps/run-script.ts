@@ -8,6 +8,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { findExecutable, interpreterFor } from './interpreters.ts';
 import { LineSplitter } from './line-splitter.ts';
 import { processStartTicks, signalProcessGroup } from './process-group.ts';
+import type { SpareEntries } from './spare-entries.ts';
 
 export type OutputStream = 'STDOUT' | 'STDERR';
 
@@ -21,6 +22,8 @@ export interface ScriptSpec {
    * at rest on the machine. A folder of the agent's own (0700), emptied at every agent start.
    */
   readonly scriptFile: string;
+  /** Empty 0600 files on scriptFile's file system, one renamed to scriptFile rather than creating it. */
+  readonly spareFiles?: SpareEntries;
   /** The complete environment of the script (PATH decides which interpreter is found). */
   readonly env: Readonly<Record<string, string>>;
   readonly onLine: (stream: OutputStream, text: string) => void;
@@ -68,6 +71,7 @@ export async function startScript(spec: ScriptSpec): Promise<RunningScript> {
     );
   }
   const scriptFile = spec.scriptFile + interpreter.fileExtension;
+  spec.spareFiles?.take(scriptFile);
   // Synchronous: open, write and close would each be a hand-off to libuv's thread pool.
   writeFileSync(scriptFile, spec.script, { mode: 0o600 });
   const removeScript = () => rmSync(scriptFile, { force: true });

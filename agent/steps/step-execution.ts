@@ -1,11 +1,11 @@
 // Runs one RunTask from start to finish: packages into the work folder, then the script, with
 // cancel, timeout and agent shutdown all ending in a TaskOutcome (never an exception).
-import { mkdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { extractArchive, isArchiveFormat } from '../archive/index.ts';
 import type { RunTask } from '../connection/index.ts';
 import type { PackageCache } from './package-cache.ts';
 import { startScript, type RunningScript } from './run-script.ts';
+import { emptyFolder, type SpareEntries } from './spare-entries.ts';
 
 export type LogStream = 'STDOUT' | 'STDERR' | 'SYSTEM';
 export type Outcome = 'SUCCEEDED' | 'FAILED' | 'CANCELLED';
@@ -21,6 +21,8 @@ export interface StepExecutionDeps {
   readonly workRoot: string;
   /** GANTRY_AGENT_HOME/scripts: substituted scripts while they run (see ScriptSpec.scriptFile). */
   readonly scriptsRoot: string;
+  /** Made ahead (spare-entries.ts): empty folders under workRoot, empty files under scriptsRoot. */
+  readonly spares: { readonly folders: SpareEntries; readonly files: SpareEntries };
   readonly packages: PackageCache;
   /** Inherited environment (the agent's own GANTRY_* settings already removed). */
   readonly baseEnv: Readonly<Record<string, string>>;
@@ -75,17 +77,15 @@ export class StepExecution {
     try {
       const workDir = path.join(this.#deps.workRoot, task.deploymentId, task.taskId);
       // A task runs once, so its folder is new; one left by a crash mid-preparation is emptied.
-      // Synchronous: two small calls cost less than four hand-offs to libuv's thread pool.
-      if (mkdirSync(workDir, { recursive: true, mode: 0o700 }) === undefined) {
-        rmSync(workDir, { recursive: true, force: true });
-        mkdirSync(workDir, { recursive: true, mode: 0o700 });
-      }
+      // Synchronous: a rename or two cost less than hand-offs to libuv's thread pool.
+      emptyFolder(this.#deps.spares.folders, workDir);
       const env: Record<string, string> = { ...this.#deps.baseEnv, ...task.env };
       await this.#preparePackages(workDir, env);
       if (this.#stopReason) return this.#stoppedOutcome(-1);
 
       const script = await startScript({
         scriptFile: path.join(this.#deps.scriptsRoot, task.taskId),
+        spareFiles: this.#deps.spares.files,
         language: task.scriptLanguage,
         script: task.script,
         workDir,

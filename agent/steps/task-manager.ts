@@ -13,6 +13,7 @@ import type { PackageCache } from './package-cache.ts';
 import { killOrphanGroup } from './process-group.ts';
 import { isSafePathSegment } from './safe-name.ts';
 import { StepExecution, type LogStream, type TaskOutcome } from './step-execution.ts';
+import { SpareEntries } from './spare-entries.ts';
 import type { TaskJournal, TaskRecord } from './task-journal.ts';
 import { toWireResult } from './wire.ts';
 
@@ -73,6 +74,10 @@ interface ActiveTask {
 }
 
 const NOT_CONNECTED: AgentLink = { trySend: () => false };
+
+/** Spares' folder inside the work and scripts folders: a task or deployment id never starts with '.'. */
+const SPARE_FOLDER = '.spare';
+
 /** Unsent chunks kept in memory per task; a larger backlog waits in the journal only. */
 const UNSENT_MEMORY_BYTES = 8 * 1024 * 1024;
 /** Log text sent and not yet acknowledged when the Welcome does not say (flow control). */
@@ -103,6 +108,8 @@ export class TaskManager implements SessionHandler {
   #inFlightBytes = 0;
   /** A session is welcomed: output is regulated by the backlog only while connected. */
   #connected = false;
+  /** Made at the first task, after recover() emptied the scripts folder (spare-entries.ts). */
+  #spares: { folders: SpareEntries; files: SpareEntries } | undefined;
 
   constructor(options: TaskManagerOptions) {
     this.#options = options;
@@ -295,9 +302,16 @@ export class TaskManager implements SessionHandler {
 
   async #execute(task: ActiveTask, run: RunTask): Promise<void> {
     const { record } = task;
+    const { workRoot, scriptsRoot } = this.#options;
+    // A new deployment's task takes two folders; a few more cover tasks that start together.
+    this.#spares ??= {
+      folders: new SpareEntries(path.join(workRoot, SPARE_FOLDER), 'folder', 4),
+      files: new SpareEntries(path.join(scriptsRoot, SPARE_FOLDER), 'file', 2),
+    };
     const execution = new StepExecution(run, {
-      workRoot: this.#options.workRoot,
-      scriptsRoot: this.#options.scriptsRoot,
+      workRoot,
+      scriptsRoot,
+      spares: this.#spares,
       packages: this.#options.packages,
       baseEnv: this.#options.baseEnv,
       maxUnpackedBytes: this.#options.maxUnpackedBytes,

@@ -129,7 +129,12 @@ describe('TaskManager running scripts', () => {
 });
 
 describe('TaskManager substituted scripts (they hold Sensitive values)', () => {
-  const scriptsIn = (home: string) => readdirSync(path.join(home, 'scripts'));
+  // Spares (spare-entries.ts) are empty files in scripts/.spare: they never hold a script.
+  const scriptsIn = (home: string) => readdirSync(path.join(home, 'scripts')).filter((name) => name !== '.spare');
+  const spareFilesIn = (home: string) => {
+    const dir = path.join(home, 'scripts', '.spare');
+    return existsSync(dir) ? readdirSync(dir).map((name) => statSync(path.join(dir, name))) : [];
+  };
 
   it('writes the script 0600 outside the work folder and removes it as soon as the process ends', async () => {
     const task = runTask({ script: 'echo "secret=#{x}"\nsleep 0.3', sensitiveValues: ['#{x}'] });
@@ -139,6 +144,35 @@ describe('TaskManager substituted scripts (they hold Sensitive values)', () => {
     expect(await result(task.taskId)).toMatchObject({ outcome: 'SUCCEEDED' });
     expect(scriptsIn(h.home)).toEqual([]);
     expect(readdirSync(path.join(h.home, 'work', task.deploymentId, task.taskId))).toEqual([]);
+  });
+
+  it('takes a later script file and work folder from spares made ahead, and leaves no script in them', async () => {
+    const first = runTask({ script: 'echo first' });
+    h.manager.onMessage({ runTask: first });
+    expect(await result(first.taskId)).toMatchObject({ outcome: 'SUCCEEDED' });
+    await waitFor(() => spareFilesIn(h.home).length === 2);
+    const spareFiles = new Set(spareFilesIn(h.home).map((stat) => stat.ino));
+    const workSpares = path.join(h.home, 'work', '.spare');
+    await waitFor(() => readdirSync(workSpares).length === 4);
+    const spareFolders = new Set(readdirSync(workSpares).map((name) => statSync(path.join(workSpares, name)).ino));
+
+    const task = runTask({
+      deploymentId: 'deployment-2',
+      script: 'echo "secret=#{x}"\nsleep 0.3',
+      sensitiveValues: ['#{x}'],
+    });
+    h.manager.onMessage({ runTask: task });
+    const [file] = await waitFor(() => (scriptsIn(h.home).length > 0 ? scriptsIn(h.home) : undefined));
+    const script = statSync(path.join(h.home, 'scripts', file!));
+    expect(spareFiles.has(script.ino)).toBe(true);
+    expect(script.mode & 0o777).toBe(0o600);
+    expect(readFileSync(path.join(h.home, 'scripts', file!), 'utf8')).toBe(task.script);
+    expect(spareFolders.has(statSync(path.join(h.home, 'work', 'deployment-2')).ino)).toBe(true);
+    expect(spareFolders.has(statSync(path.join(h.home, 'work', 'deployment-2', task.taskId)).ino)).toBe(true);
+    expect(await result(task.taskId)).toMatchObject({ outcome: 'SUCCEEDED' });
+    expect(scriptsIn(h.home)).toEqual([]);
+    await waitFor(() => spareFilesIn(h.home).length === 2);
+    expect(spareFilesIn(h.home).every((stat) => stat.size === 0)).toBe(true);
   });
 
   it('removes the script of a cancelled step and of a step that could not start', async () => {
