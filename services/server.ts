@@ -224,9 +224,12 @@ export async function startServer(
     deps.readCaches = readCaches;
     deps.forgetCachedReads = async () => readCaches.clear();
     engine.changes.subscribeAll((deploymentId) => readCaches.forgetDeployment(deploymentId));
-    deps.onReleaseCreated = async (releaseId) => {
-      await engine.triggerAutomaticDeployments(releaseId).catch((error: unknown) => {
-        logger.error({ err: toError(error), releaseId }, 'automatic deployments of a new release not created');
+    deps.onReleaseCreated = async (release) => {
+      await engine.triggerAutomaticDeployments(release.id, release).catch((error: unknown) => {
+        logger.error(
+          { err: toError(error), releaseId: release.id },
+          'automatic deployments of a new release not created',
+        );
       });
     };
     const packageSource: PackageSource = {

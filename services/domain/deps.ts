@@ -1,5 +1,5 @@
 import type { Clock, SecretBox } from '../core/index.ts';
-import type { Store } from '../store/index.ts';
+import type { Release, Store } from '../store/index.ts';
 import type { MachineHealthLimits } from './machine-health.ts';
 import type { ReadCaches } from './read-caches.ts';
 
@@ -23,8 +23,11 @@ export interface DomainDeps {
    * throws (best effort: the engine's sweep starts what a lost wake-up did not).
    */
   wakeDeployments?: (deploymentIds: readonly string[]) => Promise<void>;
-  /** Called after a release is committed: the engine starts its Automatic environments (contract §5). */
-  onReleaseCreated?: (releaseId: string) => Promise<void>;
+  /**
+   * Called after a release is committed, with the release as stored (so it need not be read
+   * back): the engine starts its Automatic environments (contract §5).
+   */
+  onReleaseCreated?: (release: Release) => Promise<void>;
   /** Wakes deployment followers at once; without it they re-read on their slow timer only. */
   deploymentChanges?: DeploymentChanges;
   /**

@@ -157,7 +157,7 @@ async function insertRelease(
   remember: RememberAnswer<{ releaseId: string }>,
 ): Promise<{ releaseId: string }> {
   const releaseId = newId();
-  await deps.store.transaction(async (tx) => {
+  const created = await deps.store.transaction(async (tx): Promise<Release> => {
     // Visibility and the project's lock in one read. The lock serializes releases of the project
     // (version uniqueness by precedence) and step-list edits (a consistent snapshot).
     const project = await visibleWithOrganization(
@@ -180,7 +180,7 @@ async function insertRelease(
     checkVersionUnused(input.version, inputs.versionClashes);
     const channel = checkChannel(input, inputs.channel);
     const snapshot = await takeSnapshot(tx, project, channel, inputs, input.packageVersions ?? {});
-    await tx.releases.insert({
+    const release = {
       id: releaseId,
       workspaceId: project.workspaceId,
       projectId: project.id,
@@ -190,15 +190,18 @@ async function insertRelease(
       notes: input.notes ?? null,
       packageVersions: Object.fromEntries(snapshot.packages.map((p) => [p.packageId, p.version])),
       snapshot,
-    });
+    };
+    const createdUtc = await tx.releases.insert(release);
     await remember(tx, { releaseId });
+    // The snapshot as a read would give it back (a JSON round trip), without reading it.
+    return { ...release, snapshot: JSON.parse(JSON.stringify(snapshot)) as Release['snapshot'], createdUtc };
   });
 
   if (deps.onReleaseCreated) {
     // The release exists whatever happens next: a failure to start automatic deployments must not
     // turn a committed release into an error answer (a retry would then hit "version exists").
     // The hook is expected to log its own failures.
-    await deps.onReleaseCreated(releaseId).catch(() => undefined);
+    await deps.onReleaseCreated(created).catch(() => undefined);
   }
   return { releaseId };
 }

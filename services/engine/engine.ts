@@ -51,8 +51,11 @@ export interface Engine {
   stop(): Promise<void>;
   /** Asks some replica to advance these deployments now. Never throws: a lost wake-up is swept up. */
   wake(deploymentIds: readonly string[]): Promise<void>;
-  /** Creates the automatic deployments a release has become due for (contract §5). */
-  triggerAutomaticDeployments(releaseId: string): Promise<string[]>;
+  /**
+   * Creates the automatic deployments a release has become due for (contract §5). `stored`: the
+   * release just stored, so it is not read back.
+   */
+  triggerAutomaticDeployments(releaseId: string, stored?: Release): Promise<string[]>;
   agentPort: AgentPort;
   orchestrator: Orchestrator;
   /** Live changes of deployments on every replica, for followers of their events (SSE). */
@@ -97,8 +100,9 @@ export function createEngine(options: EngineOptions): Engine {
     }
   };
 
-  const triggerAutomaticDeployments = async (releaseId: string): Promise<string[]> => {
-    const release = await releaseOf(releaseId);
+  const triggerAutomaticDeployments = async (releaseId: string, stored?: Release): Promise<string[]> => {
+    if (stored) releases.remember(releaseId, stored);
+    const release = stored ?? (await releaseOf(releaseId));
     // Nothing can be due (the common case): no reads for every deployment that finishes.
     const automatic = release?.snapshot.lifecycle?.phases.some((phase) =>
       phase.environments.some((e) => e.howToTrigger === 'Automatic'),

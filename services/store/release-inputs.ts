@@ -118,13 +118,18 @@ export function releaseInputsStore(db: Db) {
       channelName: string | null;
       ignoreDefaultChannel: boolean;
     }): Promise<ReleaseInputs> {
-      const { rows } = await db.raw<{ rows: InputsRow[] }>(INPUTS_SQL, {
-        projectId: query.projectId,
-        projectLifecycleId: query.projectLifecycleId,
-        version: query.version,
-        channelName: query.channelName,
-        ignoreDefaultChannel: query.ignoreDefaultChannel,
-      });
+      // Named (server-side prepared): PostgreSQL took 3–4 ms of CPU to parse and plan this
+      // statement on every release create, against ~0.2–0.5 ms to run it; prepared, its plan is
+      // kept per connection (bench/throughput: a release create under 50 pollers).
+      const { rows } = await db
+        .raw<{ rows: InputsRow[] }>(INPUTS_SQL, {
+          projectId: query.projectId,
+          projectLifecycleId: query.projectLifecycleId,
+          version: query.version,
+          channelName: query.channelName,
+          ignoreDefaultChannel: query.ignoreDefaultChannel,
+        })
+        .options({ name: 'gantry_release_inputs_v1' });
       const row = rows[0]!;
       return {
         versionClashes: row.clashes ?? [],

@@ -105,18 +105,22 @@ export function releasesStore(db: Db) {
         toRelease,
       );
     },
-    async insert(release: Omit<Release, 'createdUtc'>): Promise<void> {
-      await db('releases').insert({
-        id: release.id,
-        workspace_id: release.workspaceId,
-        project_id: release.projectId,
-        version: release.version,
-        channel_id: release.channelId,
-        channel_name: release.channelName,
-        notes: release.notes,
-        package_versions: JSON.stringify(release.packageVersions),
-        snapshot: JSON.stringify(release.snapshot),
-      });
+    /** Stores the release; answers its creation time. */
+    async insert(release: Omit<Release, 'createdUtc'>): Promise<Date> {
+      const [row]: Array<{ created_at: Date }> = await db('releases')
+        .insert({
+          id: release.id,
+          workspace_id: release.workspaceId,
+          project_id: release.projectId,
+          version: release.version,
+          channel_id: release.channelId,
+          channel_name: release.channelName,
+          notes: release.notes,
+          package_versions: JSON.stringify(release.packageVersions),
+          snapshot: JSON.stringify(release.snapshot),
+        })
+        .returning('created_at');
+      return row!.created_at;
     },
   };
 }

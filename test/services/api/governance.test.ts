@@ -68,7 +68,7 @@ beforeAll(async () => {
   engine = createEngine({ store: t.deps.store, clock, bus, secrets: t.deps.secrets, logger, sweepIntervalMs: 100 });
   await engine.start();
   t.app.deps.wakeDeployments = (ids) => engine.wake(ids);
-  t.app.deps.onReleaseCreated = async (releaseId) => void (await engine.triggerAutomaticDeployments(releaseId));
+  t.app.deps.onReleaseCreated = async (release) => void (await engine.triggerAutomaticDeployments(release.id, release));
   startFleet();
 });
 

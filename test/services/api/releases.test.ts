@@ -606,8 +606,12 @@ describe('POST /api/release: access and input', () => {
   it('calls onReleaseCreated after the release is committed, and answers 200 even when it fails', async () => {
     const { projectId } = await project([]);
     const seen: string[] = [];
-    t.app.deps.onReleaseCreated = async (releaseId) => {
-      seen.push((await row(releaseId)).version);
+    t.app.deps.onReleaseCreated = async (release) => {
+      // The release as stored, and committed: a read on another connection finds it.
+      expect(release.version).toBe('4.0.0');
+      expect(release.snapshot).toEqual((await row(release.id)).snapshot);
+      expect(release.createdUtc).toEqual((await row(release.id)).created_at);
+      seen.push((await row(release.id)).version);
       throw new Error('engine down');
     };
     try {
