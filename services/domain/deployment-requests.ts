@@ -159,16 +159,13 @@ export async function createDeployments(
 ): Promise<{ ids: string[]; freezeOverride?: FreezeOverride }> {
   const scheduledFor = scheduleOf(request.deploymentDateUnixMillis);
   const now = deps.clock.now();
-  // One after another: inside a request these run on its transaction's one connection, where
-  // queries sent together only queue in the driver (which pg@9 refuses).
-  const environments = await deps.store.environments.listAll(release.workspaceId);
-  const deployments = await deps.store.deployments.listForRelease(release.id);
   const facts = await deps.store.deployments.requestFacts(
     release.workspaceId,
+    release.id,
     release.snapshot.lifecycle?.lifecycleId ?? null,
     now,
   );
-  const { active, liveFreezes, phaseApprovals } = facts;
+  const { environments, releaseDeployments: deployments, active, liveFreezes, phaseApprovals } = facts;
   const targets = resolveTargets(release, environments, request);
   authorize(principal, Capability.Deploy, {
     projectId: release.projectId,

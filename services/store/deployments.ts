@@ -7,6 +7,8 @@ import type { Db } from './db.ts';
 import { pageOf } from './paging.ts';
 import { taskFromJson, type DeploymentTask } from './deployment-tasks.ts';
 import { freezeFromJson, type DeploymentFreeze } from './deployment-freezes.ts';
+import { toEnvironment, type Environment, type EnvironmentRow } from './environments.ts';
+import { jsonDate } from './json-rows.ts';
 
 export interface Deployment {
   id: string;
@@ -178,6 +180,29 @@ function toDeployment(row: DeploymentRow): Deployment {
   };
 }
 
+/** COLUMNS for row_to_json: int8 ticks as text (a JSON number would lose their low digits). */
+const JSON_COLUMNS = COLUMNS.map((column) =>
+  column === 'last_log_tick' || column === 'change_tick' ? `${column}::text AS ${column}` : column,
+).join(', ');
+
+const JSON_DATES = [
+  'scheduled_for',
+  'created_at',
+  'started_at',
+  'completed_at',
+  'cancellation_requested_at',
+  'last_update_at',
+  'last_attempt_at',
+  'lease_until',
+] as const satisfies ReadonlyArray<keyof DeploymentRow>;
+
+/** A deployment read as JSON (JSON_COLUMNS): its timestamps come as text. */
+function deploymentFromJson(json: Record<string, unknown>): Deployment {
+  const row = { ...json } as unknown as DeploymentRow;
+  for (const column of JSON_DATES) (row as unknown as Record<string, Date | null>)[column] = jsonDate(json[column]);
+  return toDeployment(row);
+}
+
 /** The gate columns of a new deployment: a gated one is looked at by the engine at once. */
 function gateColumns(d: NewDeployment, now: Date | undefined, db: Db) {
   return {
@@ -309,16 +334,21 @@ export function deploymentsStore(db: Db) {
       ).map(toDeployment);
     },
     /**
-     * What a deploy request checks besides environments and the release's deployments, in one
-     * statement (it runs inside the request's transaction, where reads cannot go in parallel):
-     * the organization's limits, its active deployments (the queue limit's count), the
-     * workspace's live freezes, and the approvals the lifecycle's phases require per environment.
+     * What a deploy request checks, in one statement (it runs inside the request's transaction,
+     * where reads cannot go in parallel, and under load each round trip waits its turn on a busy
+     * event loop): the workspace's environments (as environments.listAll), the release's
+     * deployments (as listForRelease), the organization's limits, its active deployments (the
+     * queue limit's count), the workspace's live freezes, and the approvals the lifecycle's
+     * phases require per environment.
      */
     async requestFacts(
       workspaceId: string,
+      releaseId: string,
       lifecycleId: string | null,
       now: Date,
     ): Promise<{
+      environments: Environment[];
+      releaseDeployments: Deployment[];
       maxQueuedDeployments: number;
       active: number;
       liveFreezes: DeploymentFreeze[];
@@ -326,13 +356,20 @@ export function deploymentsStore(db: Db) {
     }> {
       const { rows } = await db.raw<{
         rows: Array<{
+          environments: EnvironmentRow[] | null;
+          release_deployments: Array<Record<string, unknown>> | null;
           max_queued_deployments: number;
           active: string;
           freezes: Array<Record<string, unknown>> | null;
           approvals: Record<string, number> | null;
         }>;
       }>(
-        `SELECT o.max_queued_deployments,
+        `SELECT
+           (SELECT json_agg(row_to_json(e) ORDER BY e.sort_order, e.name) FROM environments e
+             WHERE e.workspace_id = w.id AND e.deleted_at IS NULL) AS environments,
+           (SELECT json_agg(row_to_json(d) ORDER BY d.created_at DESC)
+              FROM (SELECT ${JSON_COLUMNS} FROM deployments WHERE release_id = ?) d) AS release_deployments,
+           o.max_queued_deployments,
            (SELECT count(*) FROM deployments d JOIN workspaces dw ON dw.id = d.workspace_id
              WHERE dw.organization_id = o.id AND d.status = any(?::text[])) AS active,
            (SELECT json_agg(row_to_json(f) ORDER BY f.name) FROM deployment_freezes f
@@ -342,11 +379,13 @@ export function deploymentsStore(db: Db) {
               FROM phase_environments pe JOIN lifecycle_phases p ON p.id = pe.phase_id
               WHERE p.lifecycle_id = ? AND pe.required_approvals IS NOT NULL GROUP BY pe.environment_id) a) AS approvals
          FROM workspaces w JOIN organizations o ON o.id = w.organization_id WHERE w.id = ?`,
-        [[...ACTIVE_STATUSES], now, lifecycleId, workspaceId],
+        [releaseId, [...ACTIVE_STATUSES], now, lifecycleId, workspaceId],
       );
       const row = rows[0];
       if (!row) throw new Error(`Workspace ${workspaceId} has no organization`);
       return {
+        environments: (row.environments ?? []).map(toEnvironment),
+        releaseDeployments: (row.release_deployments ?? []).map(deploymentFromJson),
         maxQueuedDeployments: row.max_queued_deployments,
         active: Number(row.active),
         liveFreezes: (row.freezes ?? []).map(freezeFromJson),

@@ -14,7 +14,7 @@ export interface Environment {
   requiredApprovals: number;
 }
 
-interface EnvironmentRow {
+export interface EnvironmentRow {
   id: string;
   workspace_id: string;
   name: string;
@@ -26,7 +26,7 @@ interface EnvironmentRow {
   deleted_at: Date | null;
 }
 
-function toEnvironment(row: EnvironmentRow): Environment {
+export function toEnvironment(row: EnvironmentRow): Environment {
   return {
     id: row.id,
     workspaceId: row.workspace_id,
