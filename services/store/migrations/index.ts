@@ -22,6 +22,7 @@ import * as governance from './202611241120_governance.ts';
 import * as runningTasksByMachine from './202611241130_running_tasks_by_machine.ts';
 import * as phaseApprovals from './202611241140_phase_approvals.ts';
 import * as releaseVersionOrder from './202611250900_release_version_order.ts';
+import * as deploymentPlanJson from './202611270900_deployment_plan_json.ts';
 
 export interface Migration {
   up(knex: Knex): Promise<void>;
@@ -48,4 +49,5 @@ export const migrations: ReadonlyArray<readonly [string, Migration]> = [
   ['202611241130_running_tasks_by_machine', runningTasksByMachine],
   ['202611241140_phase_approvals', phaseApprovals],
   ['202611250900_release_version_order', releaseVersionOrder],
+  ['202611270900_deployment_plan_json', deploymentPlanJson],
 ];
