@@ -23,7 +23,13 @@ import type {
   Store,
 } from '../store/index.ts';
 import type { AgentLogChunk, AgentPort, ResultReceipt, RunTaskPayload } from './agent-port.ts';
-import { DEFAULT_TIMING, Orchestrator, type AdvanceResult, type OrchestratorTiming } from './orchestrator.ts';
+import {
+  DEFAULT_TIMING,
+  Orchestrator,
+  type AdvanceResult,
+  type Claimed,
+  type OrchestratorTiming,
+} from './orchestrator.ts';
 import { ProgressWriter } from './progress-writer.ts';
 import { createDeploymentChangeHub, type DeploymentChangeHub } from './deployment-changes.ts';
 import { buildRunTask, packagesOfStep } from './task-payload.ts';
@@ -86,6 +92,8 @@ export function createEngine(options: EngineOptions): Engine {
   let sweeper: NodeJS.Timeout | null = null;
   /** Deployments this replica is advancing now; `again`: a wake-up arrived meanwhile. */
   const advancing = new Map<string, { again: boolean }>();
+  /** Advances started by a task end recorded here (not by the bus): stop() lets them finish. */
+  const localAdvances = new Set<Promise<void>>();
 
   // Best effort by design: PostgreSQL holds the deployment, the bus only wakes. A wake-up that
   // cannot be published (NATS restarting) is logged, and the sweep starts the deployment within
@@ -196,6 +204,76 @@ export function createEngine(options: EngineOptions): Engine {
       for (const task of tasks) handedOver.remember(task.task.id, task);
     },
   });
+
+  /**
+   * Advances the deployment until no wake-up came meanwhile (`state.again`, set by wake-ups that
+   * find it advancing here): one lease, one advance after another. `preclaimed`: the first
+   * advance's lease was taken already (Orchestrator.finishAndClaim).
+   */
+  const advanceHere = async (
+    deploymentId: string,
+    state: { again: boolean },
+    preclaimed?: Claimed,
+  ): Promise<AdvanceResult> => {
+    let outcome: AdvanceResult;
+    let claimed = preclaimed;
+    // Wake-ups that came while a recorded end was taking the lease: that advance knows only its
+    // own task ended, so they are owed one more advance (which claims and reads every end).
+    let owed = preclaimed !== undefined && state.again;
+    do {
+      state.again = false;
+      outcome = await orchestrator.advance(deploymentId, () => state.again || owed, claimed);
+      claimed = undefined;
+      if (owed) state.again = true;
+      owed = false;
+    } while (state.again && outcome !== 'busy');
+    return outcome;
+  };
+
+  /**
+   * A task end recorded here, advancing the deployment at once when its statement also took the
+   * lease; otherwise (another replica holds it, this one does not know the run, or it is being
+   * advanced here already) the advance is asked for through the bus as any wake-up.
+   */
+  const finishHere = async (
+    task: DeploymentTask,
+    result: { status: 'Succeeded' | 'Failed' | 'Cancelled'; exitCode: number | null; message: string },
+    lastLogSeq: number | null,
+  ): Promise<{ finished: boolean; advanced: boolean }> => {
+    const { deploymentId } = task;
+    if (advancing.has(deploymentId))
+      return { finished: await orchestrator.finishTask(task.id, result, task, lastLogSeq), advanced: false };
+    // Held while the end is written, so no wake-up starts an advance meanwhile (it asks for another instead).
+    const state = { again: false };
+    advancing.set(deploymentId, state);
+    let handedOver = false;
+    try {
+      const { finished, claimed } = await orchestrator.finishAndClaim(task, result, lastLogSeq);
+      if (claimed) {
+        handedOver = true;
+        // Not awaited: the agent's session goes on reading its messages meanwhile (stop() waits).
+        const advanced: Promise<void> = advanceHere(deploymentId, state, claimed)
+          .then(
+            async (outcome) => {
+              if (outcome === 'busy') await wake([deploymentId]);
+            },
+            async (error: unknown) => {
+              logger.error({ err: toError(error), deploymentId }, 'advancing a deployment failed');
+              // The bus retries it (and gives up after ADVANCE_ATTEMPTS), as for any wake-up.
+              await wake([deploymentId]);
+            },
+          )
+          .finally(() => {
+            advancing.delete(deploymentId);
+            localAdvances.delete(advanced);
+          });
+        localAdvances.add(advanced);
+      } else if (state.again) await wake([deploymentId]);
+      return { finished, advanced: handedOver };
+    } finally {
+      if (!handedOver) advancing.delete(deploymentId);
+    }
+  };
 
   /** What agents run for these dispatched tasks; a task whose payload cannot be built fails with the reason. */
   const payloadsOf = async (rows: DispatchedTask[]): Promise<Array<{ machineId: string; payload: RunTaskPayload }>> => {
@@ -411,9 +489,10 @@ export function createEngine(options: EngineOptions): Engine {
         }
       }
       const covered = options.force ? null : result.lastLogSeq;
-      if (await orchestrator.finishTask(taskId, { status, exitCode: result.exitCode, message }, task, covered)) {
+      const { finished, advanced } = await finishHere(task, { status, exitCode: result.exitCode, message }, covered);
+      if (finished) {
         dispatched.forget(taskId);
-        await wake([task.deploymentId]);
+        if (!advanced) await wake([task.deploymentId]);
         return 'recorded';
       }
       const current = await store.deploymentTasks.get(taskId);
@@ -454,11 +533,7 @@ export function createEngine(options: EngineOptions): Engine {
           const state = { again: false };
           advancing.set(deploymentId, state);
           try {
-            let outcome: AdvanceResult;
-            do {
-              state.again = false;
-              outcome = await orchestrator.advance(deploymentId, () => state.again);
-            } while (state.again && outcome !== 'busy');
+            const outcome = await advanceHere(deploymentId, state);
             return outcome === 'busy' ? { retryInMs: 250 } : 'ack';
           } catch (error) {
             const { deliveryCount } = context;
@@ -486,6 +561,7 @@ export function createEngine(options: EngineOptions): Engine {
       sweeper = null;
       await subscription?.close();
       subscription = null;
+      await Promise.all(localAdvances);
       await changes.stop();
       await Promise.all([heartbeats.flush(), runningChecks.flush()]);
     },

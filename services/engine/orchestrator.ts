@@ -71,6 +71,11 @@ export interface OrchestratorDeps {
 
 export type AdvanceResult = 'done' | 'busy';
 
+/** A deployment's lease taken for an advance, as store.deployments.claim answers it. */
+export type Claimed = Deployment & { previousLeaseOwner: string | null; advanceSeq: number; ended: DeploymentTask[] };
+
+type TaskResult = { status: 'Succeeded' | 'Failed' | 'Cancelled'; exitCode: number | null; message: string };
+
 const stepParentLogId = (deploymentId: string, stepId: string) => `${deploymentId}.${stepId}`;
 const stepParentEntry = (deploymentId: string, task: Pick<DeploymentTask, 'stepId' | 'stepName'>): NewLogEntry => ({
   id: stepParentLogId(deploymentId, task.stepId),
@@ -120,6 +125,11 @@ interface RunState {
   unstored: Map<string, NewTask>;
   /** The claim that started this advance already read what ended (claim's `running`): no read needed. */
   endedRead: boolean;
+  /**
+   * The deployment as its last advance here claimed it: a task end recorded here may take the
+   * lease in its own statement (finishAndClaim), which reads back only what may have changed.
+   */
+  deployment: Deployment;
 }
 
 type NewTask = Pick<
@@ -145,18 +155,25 @@ export class Orchestrator {
    * `goOn`: asked at the end; true when the caller advances it again at once (a wake-up came
    * meanwhile), so the lease is kept for that advance's claim instead of released and re-taken.
    */
-  async advance(deploymentId: string, goOn: () => boolean = () => false): Promise<AdvanceResult> {
+  async advance(
+    deploymentId: string,
+    goOn: () => boolean = () => false,
+    /** The lease a task end recorded here already took (finishAndClaim): no claim of its own. */
+    preclaimed?: Claimed,
+  ): Promise<AdvanceResult> {
     const { store, clock, replicaId, timing } = this.#deps;
     const now = clock.now();
     // Only this advance touches the deployment's run state here (the engine never overlaps two).
     const run = this.#runs.get(deploymentId);
-    const claimed = await store.deployments.claim(
-      deploymentId,
-      replicaId,
-      now,
-      new Date(now.getTime() + timing.leaseMs),
-      run ? [...run.running.keys()] : [],
-    );
+    const claimed =
+      preclaimed ??
+      (await store.deployments.claim(
+        deploymentId,
+        replicaId,
+        now,
+        new Date(now.getTime() + timing.leaseMs),
+        run ? [...run.running.keys()] : [],
+      ));
     if (!claimed) {
       const current = await store.deployments.get(deploymentId);
       return current && !isFinalStatus(current.status) ? 'busy' : 'done';
@@ -171,6 +188,8 @@ export class Orchestrator {
       // The claim read the ended ones among the tasks it knew as running (nothing else can end).
       for (const task of claimed.ended) this.#learn(run, task);
       run.endedRead = true;
+      const { previousLeaseOwner: _owner, advanceSeq: _seq, ended: _ended, ...deployment } = claimed;
+      run.deployment = deployment;
     }
     this.#claims.set(deploymentId, claimed.advanceSeq);
     let keep = false;
@@ -411,7 +430,12 @@ export class Orchestrator {
     if (!outcome.running) return { ...deployment, status: 'AwaitingSlot' };
     const again = await this.#afterDecisions(deployment, written, now);
     // After the first dispatch: what follows is O(N) and only the next refill needs it.
-    const run = this.#newRun(deployment.id, plan, outcome.current, outcome.current === pending ? built : undefined);
+    const run = this.#newRun(
+      { ...deployment, status: 'Running', startedUtc: now },
+      plan,
+      outcome.current,
+      outcome.current === pending ? built : undefined,
+    );
     if (run) this.#applyWritten(deployment.id, run, outcome.decisions, outcome.written);
     if (run && this.#runs.get(deployment.id) === run) {
       // STORE_AHEAD of the rest now; later advances keep that lead (#storeAhead).
@@ -443,7 +467,7 @@ export class Orchestrator {
     const plan = await this.#plan(deployment.id);
     if (!plan) return this.#finish(deployment, 'Failed', () => 'The deployment has no plan', 'Error');
     const now = clock.now();
-    const run = await this.#currentRun(deployment.id, plan);
+    const run = await this.#currentRun(deployment, plan);
     if (await this.#failLostTasks([...run.running.values()], now, timing.agentLostMs))
       await this.#readEnded(deployment.id, run);
     const decisions = decideFor(run);
@@ -508,7 +532,8 @@ export class Orchestrator {
   }
 
   /** The deployment's tasks as this replica knows them, brought up to date: only what ended since is read. */
-  async #currentRun(deploymentId: string, plan: Plan): Promise<RunState> {
+  async #currentRun(deployment: Deployment, plan: Plan): Promise<RunState> {
+    const deploymentId = deployment.id;
     const known = this.#runs.get(deploymentId);
     if (known) {
       if (known.endedRead) known.endedRead = false;
@@ -517,13 +542,14 @@ export class Orchestrator {
     }
     const tasks = await this.#allTasks(deploymentId, plan);
     return (
-      this.#newRun(deploymentId, plan, tasks) ?? {
+      this.#newRun(deployment, plan, tasks) ?? {
         seq: -1,
         tasks: byTarget(tasks),
         running: new Map(),
         scheduler: new IncrementalScheduler(plan, statusesOf(tasks)),
         unstored: new Map(),
         endedRead: false,
+        deployment,
       }
     );
   }
@@ -556,12 +582,13 @@ export class Orchestrator {
 
   /** A run state for these tasks, remembered while this replica holds the claim (null: no claim held). */
   #newRun(
-    deploymentId: string,
+    deployment: Deployment,
     plan: Plan,
     tasks: DeploymentTask[],
     /** What validation built for these very tasks (its scheduler answered the first decision). */
     built?: Pick<RunState, 'tasks' | 'scheduler'>,
   ): RunState | null {
+    const deploymentId = deployment.id;
     const seq = this.#claims.get(deploymentId);
     if (seq === undefined) return null;
     const run: RunState = {
@@ -571,6 +598,7 @@ export class Orchestrator {
       scheduler: built?.scheduler ?? new IncrementalScheduler(plan, statusesOf(tasks)),
       unstored: new Map(),
       endedRead: false,
+      deployment,
     };
     this.#runs.remember(deploymentId, run);
     return run;
@@ -767,14 +795,62 @@ export class Orchestrator {
    */
   async finishTask(
     taskId: string,
-    result: { status: 'Succeeded' | 'Failed' | 'Cancelled'; exitCode: number | null; message: string },
+    result: TaskResult,
     known?: DeploymentTask,
     /** An agent's result covers its lines 1..lastLogSeq: the task ends only once they are stored. */
     lastLogSeq: number | null = null,
   ): Promise<boolean> {
-    const { store, clock } = this.#deps;
-    const task = known ?? (await store.deploymentTasks.get(taskId));
+    const task = known ?? (await this.#deps.store.deploymentTasks.get(taskId));
     if (!task) return false;
+    const { finished } = await this.#writeFinish(task, result, lastLogSeq, this.#deps.clock.now());
+    return finished.has(task.id);
+  }
+
+  /**
+   * finishTask for a replica about to advance the deployment itself (nothing else advances it
+   * here): the statement that records the end also takes the lease when this replica knows the
+   * deployment's run, so the window's next task starts without a claim statement (a window
+   * change at small windows was three statements in a row: the end, the claim, the start).
+   * `claimed`: what advance() takes as `preclaimed` (null: not taken; wake it through the bus).
+   * Only the task ended here is known to have ended: one that ended on another replica is
+   * learned at its own wake-up, which claims as usual.
+   */
+  async finishAndClaim(
+    task: DeploymentTask,
+    result: TaskResult,
+    lastLogSeq: number | null,
+  ): Promise<{ finished: boolean; claimed: Claimed | null }> {
+    const { clock, replicaId, timing } = this.#deps;
+    const now = clock.now();
+    const base = this.#runs.get(task.deploymentId)?.deployment;
+    const claim = base ? { owner: replicaId, leaseUntil: new Date(now.getTime() + timing.leaseMs) } : undefined;
+    const outcome = await this.#writeFinish(task, result, lastLogSeq, now, claim);
+    const finished = outcome.finished.has(task.id);
+    if (!base || !outcome.claimed) return { finished, claimed: null };
+    const ended = finished
+      ? [{ ...task, status: result.status, exitCode: result.exitCode, message: result.message, finishedUtc: now }]
+      : [];
+    return {
+      finished,
+      claimed: {
+        ...base,
+        status: outcome.claimed.status,
+        cancellationRequestedUtc: outcome.claimed.cancellationRequestedUtc,
+        previousLeaseOwner: outcome.claimed.previousLeaseOwner,
+        advanceSeq: outcome.claimed.advanceSeq,
+        ended,
+      },
+    };
+  }
+
+  /** Running → the result's status with its line, in the deployment's next progress statement. */
+  async #writeFinish(
+    task: DeploymentTask,
+    result: TaskResult,
+    lastLogSeq: number | null,
+    now: Date,
+    claim?: { owner: string; leaseUntil: Date },
+  ) {
     const plan = await this.#plan(task.deploymentId);
     const errorAction = plan ? errorActionOf(plan, task.stepId) : 'Stop';
     const level: LogLevel =
@@ -785,7 +861,7 @@ export class Orchestrator {
           : errorAction === 'Continue'
             ? 'Warning'
             : 'Error';
-    const { finished } = await this.#deps.progress.write(
+    return this.#deps.progress.write(
       task.deploymentId,
       [],
       [
@@ -794,7 +870,7 @@ export class Orchestrator {
           status: result.status,
           exitCode: result.exitCode,
           message: result.message,
-          finishedUtc: clock.now(),
+          finishedUtc: now,
           line: {
             level,
             data: `${task.stepName} on ${task.machineName}: ${result.message}`,
@@ -805,8 +881,9 @@ export class Orchestrator {
           lastLogSeq,
         },
       ],
+      [],
+      claim,
     );
-    return finished.has(task.id);
   }
 }
 

@@ -10,7 +10,7 @@
  * report is stored; a deployment's reports are written in the order they were taken.
  */
 import type { Clock } from '../core/index.ts';
-import type { NewLogChunk, NewLogEntry, Store, TaskFinish } from '../store/index.ts';
+import type { NewLogChunk, NewLogEntry, RecordClaim, RecordResult, Store, TaskFinish } from '../store/index.ts';
 
 /** What became of one report. */
 export interface ReportOutcome {
@@ -20,12 +20,15 @@ export interface ReportOutcome {
   storedChunks: Set<string>;
   /** Its chunks that were not, with their task's last stored seq (see RecordResult). */
   refusedChunks: Map<string, { lastLogSeq: number; running: boolean }>;
+  /** The lease its statement took for the report's claim; null when it asked for none or did not get it. */
+  claimed: RecordResult['claimed'];
 }
 
 interface Report {
   entries: readonly NewLogEntry[];
   finishes: readonly TaskFinish[];
   chunks: readonly NewLogChunk[];
+  claim: RecordClaim | undefined;
   resolve(outcome: ReportOutcome): void;
   reject(error: unknown): void;
 }
@@ -58,16 +61,21 @@ export class ProgressWriter {
     this.#onWritten = options.onWritten ?? (() => undefined);
   }
 
-  /** Stores the entries, chunks and task ends once they are committed; resolves with what became of them. */
+  /**
+   * Stores the entries, chunks and task ends once they are committed; resolves with what became of
+   * them. `claim`: the statement also takes the deployment's lease (RecordClaim); one caller at a
+   * time asks for it (the engine, advancing nothing else of the deployment).
+   */
   write(
     deploymentId: string,
     entries: readonly NewLogEntry[],
     finishes: readonly TaskFinish[] = [],
     chunks: readonly NewLogChunk[] = [],
+    claim?: RecordClaim,
   ): Promise<ReportOutcome> {
     return new Promise((resolve, reject) => {
       const queue = this.#queues.get(deploymentId);
-      const report = { entries, finishes, chunks, resolve, reject };
+      const report = { entries, finishes, chunks, claim, resolve, reject };
       if (queue) {
         queue.push(report);
         return;
@@ -152,10 +160,12 @@ export class ProgressWriter {
         return true;
       }),
     );
+    const claiming = batch.find((report) => report.claim);
     const result = await this.#store.deploymentLogs.record(
       deploymentId,
       batch.map((report, i) => ({ entries: report.entries, chunks: report.chunks, finishes: owned[i]! })),
       this.#clock.now(),
+      claiming?.claim,
     );
     if (result.stored.length > 0 || result.storedChunks.size > 0) this.#onWritten(deploymentId);
     batch.forEach((report, i) => {
@@ -164,6 +174,7 @@ export class ProgressWriter {
         finished: new Set(owned[i]!.map((f) => f.taskId).filter((id) => result.finished.has(id))),
         storedChunks: new Set([...taskIds].filter((id) => result.storedChunks.has(id))),
         refusedChunks: new Map([...result.refusedChunks].filter(([id]) => taskIds.has(id))),
+        claimed: report === claiming ? result.claimed : null,
       });
     });
   }

@@ -4,9 +4,10 @@
  * within its deployment and increasing in the order lines were written: ticks are allocated under
  * the deployment's row lock, so `getLogsAfter=T` (strictly after) never skips or repeats a line.
  */
-import { dateToTicks, decodeVarints, newId, ticksToDate } from '../core/index.ts';
+import { dateToTicks, decodeVarints, newId, ticksToDate, type DeploymentStatus } from '../core/index.ts';
 import type { Db } from './db.ts';
 import { MACHINE_JSON_SQL, targetMachineFromJson, type TargetMachine } from './deployment-machines.ts';
+import { jsonDate } from './json-rows.ts';
 
 export const LogLevel = {
   Trace: 'Trace',
@@ -174,13 +175,34 @@ export interface RecordResult {
   refusedChunks: Map<string, { lastLogSeq: number; running: boolean }>;
   /** Tasks that moved from Pending to Running (see LogReport.starts), with their machine (null: none, or deleted). */
   started: Map<string, TargetMachine | null>;
+  /** The lease this statement took (RecordClaim); null when none was asked for or it was not free. */
+  claimed: {
+    /** advance_seq after the claim, as deployments.claim answers it. */
+    advanceSeq: number;
+    status: DeploymentStatus;
+    cancellationRequestedUtc: Date | null;
+    /** The lease holder before (another replica's name: its lease had expired). */
+    previousLeaseOwner: string | null;
+  } | null;
+}
+
+/**
+ * A lease claim taken by the statement that records lines (deployments.claim's rule: the lease is
+ * free, already the owner's, or expired; the deployment is Running), so the replica that records a
+ * task's end can advance the deployment without a claim statement of its own. Taken only when the
+ * statement stores a line (the end moved the task).
+ */
+export interface RecordClaim {
+  owner: string;
+  leaseUntil: Date;
 }
 
 /**
  * Hot path: what happened in one deployment — engine entries, agent chunks, and tasks that ended
- * with their lines — in ONE statement. Parameters: 1 task ends (JSON), 2 deployment ID,
- * 3 chunks (JSON), 4 deployment ID, 5 deployment ID, 6 entries (JSON), 7 deployment ID,
- * 8 deployment ID, 9 now, 10 deployment ID, 11 deployment ID.
+ * with their lines — in ONE statement, optionally taking the deployment's lease (RecordClaim).
+ * Parameters, in order (record() passes them): the starts' times, IDs and deployment; task ends
+ * (JSON), deployment ID, chunks (JSON), deployment ID ×2, entries (JSON), deployment ID ×2, the
+ * claim's owner and lease end (null: no claim), now ×2, deployment ID ×2.
  *
  * Task ends: Running → final, guarded, so a result is recorded once, and only once every line it
  * covers is stored (last_log_seq). An entry with `requires_task` is stored only when that task
@@ -202,6 +224,14 @@ export interface RecordResult {
  * An entry whose id is already stored is skipped, so a caller can write a parent entry with a
  * fixed id ("Step 'Deploy'") before each batch of its children and it is stored once.
  */
+/**
+ * The lease claim a record may carry (LogReport claim below): taken as deployments.claim takes it
+ * — free, ours already, or expired — and only on a Running deployment. SET expressions see the
+ * row as it was, so each CASE tests the same old lease.
+ */
+const CLAIMABLE = `(SELECT owner FROM claim) IS NOT NULL AND status = 'Running'
+  AND (lease_owner IS NULL OR lease_owner = (SELECT owner FROM claim) OR lease_until < (SELECT now FROM claim))`;
+
 const RECORD_SQL = `
 WITH started AS (
   UPDATE deployment_tasks AS t
@@ -262,6 +292,8 @@ WITH started AS (
          c.byte_count, decode(c.levels, 'base64'), decode(c.tick_steps, 'base64'), c.data
   FROM chunk_input c JOIN ticked t ON t.ord = c.ord
   RETURNING last_tick, task_id
+), claim AS (
+  SELECT CAST(? AS text) AS owner, CAST(? AS timestamptz) AS until, CAST(? AS timestamptz) AS now
 ), upd AS (
   UPDATE deployments SET
     last_log_tick = greatest(last_log_tick, (SELECT max(tick) FROM ins), (SELECT max(last_tick) FROM chunks)),
@@ -269,9 +301,13 @@ WITH started AS (
     warning_count = warning_count + (SELECT count(*) FROM ins WHERE level = 'Warning')
       + (SELECT coalesce(sum(c.warnings), 0) FROM chunk_input c WHERE c.task_id IN (SELECT task_id FROM chunks)),
     last_update_at = ?,
-    change_tick = nextval('deployment_change_seq')
+    change_tick = nextval('deployment_change_seq'),
+    lease_owner = CASE WHEN ${CLAIMABLE} THEN (SELECT owner FROM claim) ELSE lease_owner END,
+    lease_until = CASE WHEN ${CLAIMABLE} THEN (SELECT until FROM claim) ELSE lease_until END,
+    advance_seq = CASE WHEN ${CLAIMABLE} THEN advance_seq + 1 ELSE advance_seq END
   WHERE id = ? AND (EXISTS (SELECT 1 FROM ins) OR EXISTS (SELECT 1 FROM chunks))
-  RETURNING id
+  RETURNING id, advance_seq, status, cancellation_requested_at,
+    lease_owner = (SELECT owner FROM claim) AND lease_until = (SELECT until FROM claim) AS claimed
 )
 SELECT 'entry' AS kind, ins.id, ins.deployment_id, ins.tick, ins.created_at, ins.level, ins.data, ins.exception_data,
        ins.step_id, ins.parent_log_id, ins.task_id, NULL::int AS last_log_seq, NULL::text AS status
@@ -287,13 +323,20 @@ SELECT 'chunk', task_id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, N
 UNION ALL
 SELECT 'started', s.id, NULL, NULL, NULL, NULL, (SELECT ${MACHINE_JSON_SQL}::text FROM machines m WHERE m.id = s.machine_id),
        NULL, NULL, NULL, NULL, NULL, NULL
-FROM started s`;
+FROM started s
+UNION ALL
+SELECT 'claimed', u.id, NULL, NULL, NULL, NULL,
+       json_build_object('advance_seq', u.advance_seq, 'status', u.status,
+         'cancellation_requested_at', u.cancellation_requested_at,
+         'previous_lease_owner', (SELECT old.lease_owner FROM deployments old WHERE old.id = u.id))::text,
+       NULL, NULL, NULL, NULL, NULL, NULL
+FROM upd u WHERE u.claimed`;
 
 /** PostgreSQL text cannot hold U+0000; a script may print it. */
 const storable = (text: string) => (text.includes('\u0000') ? text.replaceAll('\u0000', '\uFFFD') : text);
 
 interface RecordRow extends LogRow {
-  kind: 'entry' | 'refused' | 'moved' | 'chunk' | 'started';
+  kind: 'entry' | 'refused' | 'moved' | 'chunk' | 'started' | 'claimed';
   last_log_seq: number | null;
   status: string | null;
 }
@@ -307,7 +350,13 @@ export interface LogReport {
   finishes?: readonly TaskFinish[];
 }
 
-async function record(db: Db, deploymentId: string, reports: readonly LogReport[], now: Date): Promise<RecordResult> {
+async function record(
+  db: Db,
+  deploymentId: string,
+  reports: readonly LogReport[],
+  now: Date,
+  claim?: RecordClaim,
+): Promise<RecordResult> {
   let ord = 0;
   const nowTick = dateToTicks(now);
   // An id repeated within the batch (a parent written before each of its children) counts once.
@@ -378,7 +427,14 @@ async function record(db: Db, deploymentId: string, reports: readonly LogReport[
     }
   }
   if (entryInput.length === 0 && chunkInput.length === 0 && startIds.length === 0)
-    return { stored: [], finished: new Set(), storedChunks: new Set(), refusedChunks: new Map(), started: new Map() };
+    return {
+      stored: [],
+      finished: new Set(),
+      storedChunks: new Set(),
+      refusedChunks: new Map(),
+      started: new Map(),
+      claimed: null,
+    };
   // A named (server-side prepared) statement: planning this one took ~0.5–0.8 ms of PostgreSQL's
   // CPU per execution against ~0.2 ms to run it; prepared, its plan is kept per connection.
   const result = await db
@@ -395,15 +451,19 @@ async function record(db: Db, deploymentId: string, reports: readonly LogReport[
       JSON.stringify(entryInput),
       deploymentId,
       deploymentId,
+      claim?.owner ?? null,
+      claim?.leaseUntil ?? null,
+      now,
       now,
       deploymentId,
       deploymentId,
     ])
-    .options({ name: 'gantry_deployment_logs_record_v4' });
+    .options({ name: 'gantry_deployment_logs_record_v5' });
   const stored: LogEntry[] = [];
   const storedChunks = new Set<string>();
   const refusedChunks = new Map<string, { lastLogSeq: number; running: boolean }>();
   const started = new Map<string, TargetMachine | null>();
+  let claimed: RecordResult['claimed'] = null;
   for (const row of result.rows) {
     if (row.kind === 'entry') stored.push(toEntry(row));
     else if (row.kind === 'started')
@@ -414,6 +474,20 @@ async function record(db: Db, deploymentId: string, reports: readonly LogReport[
     else if (row.kind === 'chunk') storedChunks.add(row.id);
     else if (row.kind === 'refused')
       refusedChunks.set(row.id, { lastLogSeq: row.last_log_seq ?? 0, running: row.status === 'Running' });
+    else if (row.kind === 'claimed') {
+      const taken = JSON.parse(row.data) as {
+        advance_seq: number;
+        status: DeploymentStatus;
+        cancellation_requested_at: string | null;
+        previous_lease_owner: string | null;
+      };
+      claimed = {
+        advanceSeq: taken.advance_seq,
+        status: taken.status,
+        cancellationRequestedUtc: jsonDate(taken.cancellation_requested_at),
+        previousLeaseOwner: taken.previous_lease_owner,
+      };
+    }
   }
   stored.sort((a, b) => (a.tick < b.tick ? -1 : a.tick > b.tick ? 1 : 0));
   const storedIds = new Set(stored.map((e) => e.id));
@@ -421,7 +495,7 @@ async function record(db: Db, deploymentId: string, reports: readonly LogReport[
   const finished = new Set(
     entryInput.filter((i) => i.requires_task !== null && storedIds.has(i.id)).map((i) => i.requires_task!),
   );
-  return { stored, finished, storedChunks, refusedChunks, started };
+  return { stored, finished, storedChunks, refusedChunks, started, claimed };
 }
 
 /**
@@ -540,8 +614,8 @@ export function deploymentLogsStore(db: Db) {
      * Reports of one deployment — entries, agent chunks, task ends — in one statement (see
      * RECORD_SQL), ticked in the order given.
      */
-    record(deploymentId: string, reports: readonly LogReport[], now: Date): Promise<RecordResult> {
-      return record(db, deploymentId, reports, now);
+    record(deploymentId: string, reports: readonly LogReport[], now: Date, claim?: RecordClaim): Promise<RecordResult> {
+      return record(db, deploymentId, reports, now, claim);
     },
     /**
      * Items with tick > afterTick, in tick order: at most `limit` of them and about `maxBytes`

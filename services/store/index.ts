@@ -110,6 +110,7 @@ export type {
   NewLogChunk,
   NewLogEntry,
   TaskFinish,
+  RecordClaim,
   RecordResult,
   TaskStarts,
 } from './deployment-logs.ts';
