@@ -29,6 +29,7 @@ import {
   type AdvanceResult,
   type Claimed,
   type OrchestratorTiming,
+  type TaskEnd,
 } from './orchestrator.ts';
 import { ProgressWriter } from './progress-writer.ts';
 import { createDeploymentChangeHub, type DeploymentChangeHub } from './deployment-changes.ts';
@@ -237,7 +238,7 @@ export function createEngine(options: EngineOptions): Engine {
    */
   const finishHere = async (
     task: DeploymentTask,
-    result: { status: 'Succeeded' | 'Failed' | 'Cancelled'; exitCode: number | null; message: string },
+    result: TaskEnd,
     lastLogSeq: number | null,
   ): Promise<{ finished: boolean; advanced: boolean }> => {
     const { deploymentId } = task;
@@ -268,7 +269,10 @@ export function createEngine(options: EngineOptions): Engine {
             localAdvances.delete(advanced);
           });
         localAdvances.add(advanced);
-      } else if (state.again) await wake([deploymentId]);
+      } else if (state.again && !finished) {
+        // A wake-up that came meanwhile asks again (when the end moved, the caller wakes it anyway).
+        await wake([deploymentId]);
+      }
       return { finished, advanced: handedOver };
     } finally {
       if (!handedOver) advancing.delete(deploymentId);

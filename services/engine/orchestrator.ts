@@ -24,6 +24,7 @@ import type {
   DispatchedTask,
   LogLevel,
   NewLogEntry,
+  RecordClaim,
   Store,
   TargetMachine,
   TaskStarts,
@@ -74,7 +75,8 @@ export type AdvanceResult = 'done' | 'busy';
 /** A deployment's lease taken for an advance, as store.deployments.claim answers it. */
 export type Claimed = Deployment & { previousLeaseOwner: string | null; advanceSeq: number; ended: DeploymentTask[] };
 
-type TaskResult = { status: 'Succeeded' | 'Failed' | 'Cancelled'; exitCode: number | null; message: string };
+/** How a task ended, as its end is recorded (an agent's result, or decided here). */
+export type TaskEnd = { status: 'Succeeded' | 'Failed' | 'Cancelled'; exitCode: number | null; message: string };
 
 const stepParentLogId = (deploymentId: string, stepId: string) => `${deploymentId}.${stepId}`;
 const stepParentEntry = (deploymentId: string, task: Pick<DeploymentTask, 'stepId' | 'stepName'>): NewLogEntry => ({
@@ -795,7 +797,7 @@ export class Orchestrator {
    */
   async finishTask(
     taskId: string,
-    result: TaskResult,
+    result: TaskEnd,
     known?: DeploymentTask,
     /** An agent's result covers its lines 1..lastLogSeq: the task ends only once they are stored. */
     lastLogSeq: number | null = null,
@@ -817,7 +819,7 @@ export class Orchestrator {
    */
   async finishAndClaim(
     task: DeploymentTask,
-    result: TaskResult,
+    result: TaskEnd,
     lastLogSeq: number | null,
   ): Promise<{ finished: boolean; claimed: Claimed | null }> {
     const { clock, replicaId, timing } = this.#deps;
@@ -844,13 +846,7 @@ export class Orchestrator {
   }
 
   /** Running → the result's status with its line, in the deployment's next progress statement. */
-  async #writeFinish(
-    task: DeploymentTask,
-    result: TaskResult,
-    lastLogSeq: number | null,
-    now: Date,
-    claim?: { owner: string; leaseUntil: Date },
-  ) {
+  async #writeFinish(task: DeploymentTask, result: TaskEnd, lastLogSeq: number | null, now: Date, claim?: RecordClaim) {
     const plan = await this.#plan(task.deploymentId);
     const errorAction = plan ? errorActionOf(plan, task.stepId) : 'Stop';
     const level: LogLevel =
