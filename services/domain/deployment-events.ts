@@ -61,13 +61,6 @@ export async function readableDeployment(
   return found.deployment;
 }
 
-async function readDeployment(deps: DomainDeps, deploymentId: string): Promise<Deployment> {
-  const found = await deps.store.deployments.getWithOrganization(deploymentId);
-  // Deleted between two reads (its project was deleted): the follower is told it is unknown.
-  if (!found) throw unknownId('deploymentId');
-  return found.deployment;
-}
-
 /**
  * Checks visibility and capability (throws before anything is streamed) and returns the events.
  * `signal` ends the stream early (the client went away).
@@ -111,8 +104,8 @@ async function* events(
     let lastTick = after;
     let shownStatus = '';
     let deployment = first;
-    /** The first page of lines, when it was read together with the status (see below). */
-    let prefetched: Promise<LogPage> | null = null;
+    /** The first page of lines, read with the deployment's status (one statement, one instant). */
+    let withStatus: LogPage | null = null;
     let lastOutput = performance.now();
     const read = () => deps.store.deploymentLogs.readPage(deployment.id, lastTick, options.pageSize);
     for (;;) {
@@ -122,21 +115,17 @@ async function* events(
         yield { type: 'status', deployment };
         lastOutput = performance.now();
       }
-      // The final status commits with the last line: lines read after a final status was read
-      // are all of them. A page read together with the status may predate it, so a final
-      // deployment gets one more pass of reads before its end.
-      const passes = prefetched && FINAL.has(deployment.status) ? 2 : 1;
-      for (let pass = 0; pass < passes; pass++) {
-        let page = await (prefetched ?? read());
-        prefetched = null;
-        while (page.entries.length > 0) {
-          if (signal.aborted) return;
-          lastTick = page.entries.at(-1)!.tick;
-          yield { type: 'logs', lines: page.entries };
-          lastOutput = performance.now();
-          if (!page.more) break;
-          page = await read();
-        }
+      // The final status commits with the last line: lines read with or after a final status
+      // are all of them.
+      let page = withStatus ?? (await read());
+      withStatus = null;
+      while (page.entries.length > 0) {
+        if (signal.aborted) return;
+        lastTick = page.entries.at(-1)!.tick;
+        yield { type: 'logs', lines: page.entries };
+        lastOutput = performance.now();
+        if (!page.more) break;
+        page = await read();
       }
       if (FINAL.has(deployment.status)) {
         yield { type: 'end', deployment };
@@ -159,11 +148,13 @@ async function* events(
         yield { type: 'keepalive' };
         lastOutput = performance.now();
       }
-      // Status and the next lines in one round trip's time: a woken follower is on the path of
-      // every live line (script → SSE client).
-      prefetched = read();
-      prefetched.catch(() => undefined);
-      deployment = await readDeployment(deps, deployment.id);
+      // Status and the next lines in one statement: a woken follower is on the path of every
+      // live line (script → SSE client), and reads at every change of its deployment.
+      const next = await deps.store.deploymentLogs.readWithDeployment(deployment.id, lastTick, options.pageSize);
+      // Deleted since (its project was deleted): the follower is told it is unknown.
+      if (!next) throw unknownId('deploymentId');
+      deployment = next.deployment;
+      withStatus = next.page;
     }
   } finally {
     unsubscribe();

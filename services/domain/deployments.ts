@@ -117,25 +117,26 @@ async function readDeployment(
   after: bigint | null,
   skipLogs: boolean,
 ): Promise<CachedDeploymentRead | null> {
-  // What pipelines poll: one round trip after authentication. The lines are read beside the
-  // deployment (nothing is returned unless it is visible and readable), so either read may see
-  // the later state; a line committed in between is read again below, so that a client shown a
-  // status has every line up to it (the last one commits with the final status).
-  const read = () => deps.store.deploymentLogs.readPage(deploymentId, after, MAX_LOGS_PER_READ);
-  const [found, page] = await Promise.all([
-    deps.store.deployments.getWithOrganization(deploymentId),
-    skipLogs ? null : read(),
-  ]);
-  if (!found) return null;
-  const { deployment } = found;
-  const missedLines =
-    page !== null && !page.more && deployment.lastLogTick > (page.entries.at(-1)?.tick ?? after ?? 0n);
-  const lines = missedLines ? (await read()).entries : (page?.entries ?? null);
-  // Lines may also have been read after the deployment: shown beside its older LastLogDateTick,
-  // a client that asks for what follows it (the PowerShell SDK) would get them twice. They come
-  // with the next read instead.
-  const logs = lines && lines.filter((line) => line.tick <= deployment.lastLogTick);
-  return { view: { deployment, logs, waiting: NOT_WAITING }, organizationId: found.organizationId };
+  // What pipelines poll: one statement after authentication, which reads the deployment and its
+  // lines as of one instant, so a client shown a status has every line up to it (the last one
+  // commits with the final status) and none past its LastLogDateTick (the PowerShell SDK asks for
+  // what follows that tick: a later line shown beside it would come twice).
+  if (skipLogs) {
+    const found = await deps.store.deployments.getWithOrganization(deploymentId);
+    return (
+      found && {
+        view: { deployment: found.deployment, logs: null, waiting: NOT_WAITING },
+        organizationId: found.organizationId,
+      }
+    );
+  }
+  const read = await deps.store.deploymentLogs.readWithDeployment(deploymentId, after, MAX_LOGS_PER_READ);
+  return (
+    read && {
+      view: { deployment: read.deployment, logs: read.page.entries, waiting: NOT_WAITING },
+      organizationId: read.organizationId,
+    }
+  );
 }
 
 export async function cancelDeployment(deps: DomainDeps, principal: Principal, deploymentId: string): Promise<void> {

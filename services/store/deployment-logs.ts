@@ -7,6 +7,7 @@
 import { dateToTicks, decodeVarints, newId, ticksToDate, type DeploymentStatus } from '../core/index.ts';
 import type { Db } from './db.ts';
 import { MACHINE_JSON_SQL, targetMachineFromJson, type TargetMachine } from './deployment-machines.ts';
+import { DEPLOYMENT_JSON_COLUMNS, deploymentFromJson, type Deployment } from './deployments.ts';
 import { jsonDate } from './json-rows.ts';
 
 export const LogLevel = {
@@ -505,25 +506,37 @@ async function record(
  */
 const CHUNK_HEAD = 256;
 /**
- * The two sources of a page, each read with the deployment's last tick in the same statement
- * (`cap`, one row even when no line matches): a source is then known complete up to its own cap.
- * The two statements run at once on two connections, so on two snapshots; a page is cut at the
- * lower cap, under which both saw everything (ticks are allocated in commit order). Otherwise a
- * record that committed between them, with an entry and a chunk line, could be half read: its
- * entry missed, its line shown, and the entry never shown since the client asks for what follows.
+ * Both sources of a page in one statement, so on one snapshot, each up to the deployment's last
+ * tick: a record that committed meanwhile is wholly seen or not at all (its entry and its chunk
+ * line are never half read, which would lose the entry: the next read asks for what follows the
+ * line). Rows: `src` 'e' an entry, 'c' a chunk, 'd' the deployment itself as JSON in `data`
+ * (readWithDeployment: the status and the lines of one instant); one row of nulls when the
+ * deployment exists and nothing else matches.
  */
-const READ_ENTRIES_SQL = `
-SELECT d.last_log_tick AS cap, l.* FROM deployments d
+function pageSql(withDeployment: boolean): string {
+  // The first branch names the columns; the others fill what they lack with NULL.
+  const entryOnly = 'NULL, NULL, NULL, NULL, NULL, NULL';
+  const chunkOnly = 'NULL, NULL, NULL, NULL, NULL, NULL, NULL';
+  const deploymentRow = withDeployment
+    ? `
+  UNION ALL
+  SELECT 'd', ${entryOnly}, NULL, NULL, NULL,
+         (SELECT row_to_json(x)::text FROM (
+           SELECT ${DEPLOYMENT_JSON_COLUMNS}, w.organization_id AS workspace_organization_id FROM deployments WHERE id = d.id) x),
+         ${chunkOnly}`
+    : '';
+  return `
+SELECT s.* FROM deployments d
+${withDeployment ? 'JOIN workspaces w ON w.id = d.workspace_id AND w.deleted_at IS NULL' : ''}
 LEFT JOIN LATERAL (
-  SELECT * FROM deployment_logs WHERE deployment_id = d.id AND tick > ? AND tick <= d.last_log_tick
-  ORDER BY tick LIMIT ?) l ON true
-WHERE d.id = ?
-ORDER BY l.tick`;
-
-const READ_CHUNKS_SQL = `
-SELECT d.last_log_tick AS cap, x.* FROM deployments d
-LEFT JOIN LATERAL (
-  WITH head AS (
+  (SELECT 'e' AS src, l.id, l.deployment_id, l.tick, l.created_at, l.level, l.exception_data,
+          l.step_id, l.parent_log_id, l.task_id, l.data,
+          NULL::bigint AS first_tick, NULL::bigint AS last_tick, NULL::int AS first_seq, NULL::int AS line_count,
+          NULL::bytea AS levels, NULL::bytea AS tick_steps, NULL::bigint AS head_rows
+   FROM deployment_logs l WHERE l.deployment_id = d.id AND l.tick > ? AND l.tick <= d.last_log_tick
+   ORDER BY l.tick LIMIT ?)
+  UNION ALL
+  (WITH head AS (
     SELECT last_tick, line_count, byte_count FROM deployment_log_chunks
     WHERE deployment_id = d.id AND last_tick > ? AND last_tick <= d.last_log_tick ORDER BY last_tick LIMIT ${CHUNK_HEAD}
   ), sized AS (
@@ -533,12 +546,16 @@ LEFT JOIN LATERAL (
            count(*) OVER () AS head_rows
     FROM head WINDOW w AS (ORDER BY last_tick ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
   )
-  SELECT c.first_tick, c.last_tick, c.task_id, c.step_id, c.parent_log_id, c.first_seq, c.line_count, c.levels,
-         c.tick_steps, c.data, s.head_rows
+  SELECT 'c', ${entryOnly}, c.step_id, c.parent_log_id, c.task_id, c.data,
+         c.first_tick, c.last_tick, c.first_seq, c.line_count, c.levels, c.tick_steps, s.head_rows
   FROM sized s JOIN deployment_log_chunks c ON c.deployment_id = d.id AND c.last_tick = s.last_tick
-  WHERE s.lines_before < ? AND s.bytes_before < ?) x ON true
+  WHERE s.lines_before < ? AND s.bytes_before < ?)${deploymentRow}
+) s ON true
 WHERE d.id = ?
-ORDER BY x.last_tick`;
+ORDER BY coalesce(s.tick, s.last_tick)`;
+}
+const PAGE_SQL = pageSql(false);
+const PAGE_WITH_DEPLOYMENT_SQL = pageSql(true);
 
 /** Bytes a log item costs in a page besides its text (its JSON field names and values). */
 const ITEM_OVERHEAD_BYTES = 300;
@@ -549,29 +566,40 @@ export interface LogPage {
   more: boolean;
 }
 
+/** A row of PAGE_SQL: src null on the one row of a deployment without lines to show. */
+type PageRow = { src: 'e' | 'c' | 'd' | null } & LogRow & ChunkRow;
+
 async function readPage(
   db: Db,
   deploymentId: string,
   afterTick: bigint | null,
   limit: number,
   maxBytes: number,
-): Promise<LogPage> {
+  withDeployment = false,
+): Promise<{ page: LogPage; deployment: { deployment: Deployment; organizationId: string } | null } | null> {
   const after = afterTick ?? -1n;
-  const [entryResult, chunkResult] = await Promise.all([
-    db.raw<{ rows: Array<LogRow & { cap: string }> }>(READ_ENTRIES_SQL, [after.toString(), limit, deploymentId]),
-    db.raw<{ rows: Array<ChunkRow & { cap: string }> }>(READ_CHUNKS_SQL, [
+  // Named (server-side prepared): a follower reads one of these at every change of its deployment.
+  const { rows } = await db
+    .raw<{ rows: PageRow[] }>(withDeployment ? PAGE_WITH_DEPLOYMENT_SQL : PAGE_SQL, [
+      after.toString(),
+      limit,
       after.toString(),
       limit,
       maxBytes,
       deploymentId,
-    ]),
-  ]);
-  const entryCap = entryResult.rows[0]?.cap;
-  const chunkCap = chunkResult.rows[0]?.cap;
-  if (entryCap === undefined || chunkCap === undefined) return { entries: [], more: false };
-  const cap = BigInt(entryCap) < BigInt(chunkCap) ? BigInt(entryCap) : BigInt(chunkCap);
-  const entryRows = entryResult.rows.filter((row) => row.id !== null);
-  const chunkRows = chunkResult.rows.filter((row) => row.task_id !== null);
+    ])
+    .options({ name: withDeployment ? 'gantry_log_page_with_deployment_v1' : 'gantry_log_page_v1' });
+  if (rows.length === 0) return null;
+  const entryRows = rows.filter((row) => row.src === 'e');
+  const chunkRows = rows.filter((row) => row.src === 'c');
+  const deploymentRow = rows.find((row) => row.src === 'd');
+  const deploymentJson = deploymentRow && (JSON.parse(deploymentRow.data) as Record<string, unknown>);
+  const deployment = deploymentJson
+    ? {
+        deployment: deploymentFromJson(deploymentJson),
+        organizationId: deploymentJson.workspace_organization_id as string,
+      }
+    : null;
   // Items are only known up to the last one read of a source that has more: nothing past that
   // may be returned (a later page would otherwise skip what lies between).
   let boundary: bigint | null = null;
@@ -587,9 +615,7 @@ async function readPage(
   let bytes = 0;
   let more = boundary !== null;
   for (const entry of merged) {
-    // Past the cap lie lines of a record one statement saw and the other did not (see
-    // READ_ENTRIES_SQL); not counted as more: they were not read, a later read gets them.
-    if (entry.tick > cap || (boundary !== null && entry.tick > boundary)) break;
+    if (boundary !== null && entry.tick > boundary) break;
     const cost = entry.data.length + ITEM_OVERHEAD_BYTES;
     if (page.length >= limit || (page.length > 0 && bytes + cost > maxBytes)) {
       more = true;
@@ -598,7 +624,7 @@ async function readPage(
     page.push(entry);
     bytes += cost;
   }
-  return { entries: page, more };
+  return { page: { entries: page, more }, deployment };
 }
 
 /** A page is at most this many bytes of log items (at least one item, however long). */
@@ -622,13 +648,27 @@ export function deploymentLogsStore(db: Db) {
      * (at least one), so a page of 4 KiB lines stays as small as one of short lines; `more`
      * says whether more lines follow already.
      */
-    readPage(
+    async readPage(
       deploymentId: string,
       afterTick: bigint | null,
       limit: number,
       maxBytes: number = MAX_LOG_PAGE_BYTES,
     ): Promise<LogPage> {
-      return readPage(db, deploymentId, afterTick, limit, maxBytes);
+      return (await readPage(db, deploymentId, afterTick, limit, maxBytes))?.page ?? { entries: [], more: false };
+    },
+    /**
+     * The deployment (with its workspace's organization) and readPage's page as of one instant,
+     * in one statement: the lines stop at its LastLogDateTick, and a final status comes with every
+     * line. Null when the deployment or its workspace is gone.
+     */
+    async readWithDeployment(
+      deploymentId: string,
+      afterTick: bigint | null,
+      limit: number,
+      maxBytes: number = MAX_LOG_PAGE_BYTES,
+    ): Promise<{ deployment: Deployment; organizationId: string; page: LogPage } | null> {
+      const read = await readPage(db, deploymentId, afterTick, limit, maxBytes, true);
+      return read?.deployment ? { ...read.deployment, page: read.page } : null;
     },
     /** readPage's items alone. */
     async read(
@@ -637,7 +677,7 @@ export function deploymentLogsStore(db: Db) {
       limit: number,
       maxBytes: number = MAX_LOG_PAGE_BYTES,
     ): Promise<LogEntry[]> {
-      return (await readPage(db, deploymentId, afterTick, limit, maxBytes)).entries;
+      return (await readPage(db, deploymentId, afterTick, limit, maxBytes))?.page.entries ?? [];
     },
   };
 }

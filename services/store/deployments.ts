@@ -181,7 +181,7 @@ function toDeployment(row: DeploymentRow): Deployment {
 }
 
 /** COLUMNS for row_to_json: int8 ticks as text (a JSON number would lose their low digits). */
-const JSON_COLUMNS = COLUMNS.map((column) =>
+export const DEPLOYMENT_JSON_COLUMNS = COLUMNS.map((column) =>
   column === 'last_log_tick' || column === 'change_tick' ? `${column}::text AS ${column}` : column,
 ).join(', ');
 
@@ -196,8 +196,8 @@ const JSON_DATES = [
   'lease_until',
 ] as const satisfies ReadonlyArray<keyof DeploymentRow>;
 
-/** A deployment read as JSON (JSON_COLUMNS): its timestamps come as text. */
-function deploymentFromJson(json: Record<string, unknown>): Deployment {
+/** A deployment read as JSON (DEPLOYMENT_JSON_COLUMNS): its timestamps come as text. */
+export function deploymentFromJson(json: Record<string, unknown>): Deployment {
   const row = { ...json } as unknown as DeploymentRow;
   for (const column of JSON_DATES) (row as unknown as Record<string, Date | null>)[column] = jsonDate(json[column]);
   return toDeployment(row);
@@ -368,7 +368,7 @@ export function deploymentsStore(db: Db) {
            (SELECT json_agg(row_to_json(e) ORDER BY e.sort_order, e.name) FROM environments e
              WHERE e.workspace_id = w.id AND e.deleted_at IS NULL) AS environments,
            (SELECT json_agg(row_to_json(d) ORDER BY d.created_at DESC)
-              FROM (SELECT ${JSON_COLUMNS} FROM deployments WHERE release_id = ?) d) AS release_deployments,
+              FROM (SELECT ${DEPLOYMENT_JSON_COLUMNS} FROM deployments WHERE release_id = ?) d) AS release_deployments,
            o.max_queued_deployments,
            (SELECT count(*) FROM deployments d JOIN workspaces dw ON dw.id = d.workspace_id
              WHERE dw.organization_id = o.id AND d.status = any(?::text[])) AS active,

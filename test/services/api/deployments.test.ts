@@ -183,41 +183,36 @@ describe('GET /api/deployment', () => {
     expect(after.body.logs.map((l: { Data: string }) => l.Data)).toEqual(['two']);
   });
 
-  it('gives every line up to the status it shows, also when a line commits between its two reads', async () => {
+  it('shows the deployment and its lines of one instant, read in one statement, while lines commit', async () => {
     const id = (await t.admin.post('/api/release/deploy', { releaseId, environments: ['Staging'] })).body
       .deploymentIds[0];
     const { store } = t.deps;
-    await store.deploymentLogs.append(id, [{ level: 'Information', data: 'first' }], new Date());
-    // The order a busy database may pick: the lines are read, a line commits, then the deployment is read.
-    let committed!: () => void;
-    const lineCommitted = new Promise<void>((resolve) => (committed = resolve));
-    let raced = false;
-    const racing: typeof store = {
-      ...store,
-      deploymentLogs: {
-        ...store.deploymentLogs,
-        async readPage(...args) {
-          const lines = await store.deploymentLogs.readPage(...args);
-          if (!raced) {
-            raced = true;
-            await store.deploymentLogs.append(id, [{ level: 'Information', data: 'last' }], new Date());
-            committed();
-          }
-          return lines;
-        },
-      },
-      deployments: {
-        ...store.deployments,
-        async getWithOrganization(deploymentId) {
-          await lineCommitted;
-          return store.deployments.getWithOrganization(deploymentId);
-        },
-      },
-    };
+    await store.deploymentLogs.append(id, [{ level: 'Information', data: 'line 0' }], new Date());
     const principal = await authenticate(t.deps, ADMIN.id, ADMIN.key);
-    const view = await getDeployment({ ...t.deps, store: racing }, principal, { deploymentId: id });
-    expect(view.deployment.lastLogTick).toBe(view.logs!.at(-1)!.tick);
-    expect(view.logs!.map((l) => l.data)).toEqual(['first', 'last']);
+    // One statement, so one snapshot: a status and the lines beside it cannot come from two instants.
+    const statements: string[] = [];
+    const count = (query: { sql: string }) => statements.push(query.sql);
+    t.db.on('query', count);
+    const first = await getDeployment(t.deps, principal, { deploymentId: id });
+    t.db.off('query', count);
+    expect(statements).toHaveLength(1);
+    expect(first.logs!.map((l) => l.data)).toEqual(['line 0']);
+    // And while lines commit: every line up to the LastLogDateTick shown, none past it.
+    let writing = true;
+    const writer = (async () => {
+      for (let i = 1; writing; i++)
+        await store.deploymentLogs.append(id, [{ level: 'Information', data: `line ${i}` }], new Date());
+    })();
+    try {
+      for (let read = 0; read < 40; read++) {
+        const view = await getDeployment(t.deps, principal, { deploymentId: id });
+        expect(view.logs!.at(-1)!.tick).toBe(view.deployment.lastLogTick);
+        expect(view.logs!.map((l) => l.data)).toEqual(view.logs!.map((_, i) => `line ${i}`));
+      }
+    } finally {
+      writing = false;
+      await writer;
+    }
   });
 
   it('caps a page near 1 MiB however long the lines, and pages on with getLogsAfter without loss', async () => {

@@ -372,9 +372,9 @@ describe('deployment logs', () => {
   });
 
   it("reads no line past the deployment's last tick in that read: such a line is of a record the read did not see whole", async () => {
-    // As if a record had committed between the page's two statements: its entry and its chunk line
-    // are stored, but the deployment's last tick (which a record moves in the same commit) was read
-    // before it. The page stops at that last tick, so neither line is shown without the other.
+    // A record moves the deployment's last tick in the commit that stores its lines, so one snapshot
+    // never holds a line past it; written here by hand, such lines show that both sources (entries
+    // and chunks) stop at that last tick, so neither line is shown without the other.
     const taskId = await runningTask();
     const [before] = await append([{ level: 'Information', data: 'before' }]);
     const { last_log_tick: lastTick } = await t.db('deployments').where({ id: deploymentId }).first('last_log_tick');
@@ -409,5 +409,24 @@ describe('deployment logs', () => {
       .update({ last_log_tick: (cap + 11n).toString() });
     const next = await t.deps.store.deploymentLogs.readPage(deploymentId, cap, 5_000, 1024 * 1024);
     expect(next.entries.map((e) => e.data)).toEqual(['a later entry', 'a later line']);
+  });
+
+  it('reads the deployment with a page of its lines in one statement, as deployments.get and readPage would', async () => {
+    const [line] = await append([{ level: 'Warning', data: 'with the deployment' }]);
+    const { store } = t.deps;
+    const statements: string[] = [];
+    const count = (query: { sql: string }) => statements.push(query.sql);
+    t.db.on('query', count);
+    const read = await store.deploymentLogs.readWithDeployment(deploymentId, line!.tick - 1n, 5_000);
+    t.db.off('query', count);
+    expect(statements).toHaveLength(1);
+    expect(read!.deployment).toEqual(await store.deployments.get(deploymentId));
+    expect(read!.organizationId).toBe((await store.deployments.getWithOrganization(deploymentId))!.organizationId);
+    expect(read!.page).toEqual({ entries: [line], more: false });
+    // A short page says more follow, as readPage does.
+    const short = await store.deploymentLogs.readWithDeployment(deploymentId, 0n, 1);
+    expect(short!.page.more).toBe(true);
+    expect(short!.page).toEqual(await store.deploymentLogs.readPage(deploymentId, 0n, 1));
+    expect(await store.deploymentLogs.readWithDeployment(newId(), 0n, 5_000)).toBeNull();
   });
 });
