@@ -225,7 +225,7 @@ export function createEngine(options: EngineOptions): Engine {
       state.again = false;
       outcome = await orchestrator.advance(deploymentId, () => state.again || owed, claimed);
       claimed = undefined;
-      if (owed) state.again = true;
+      if (owed || outcome === 'again') state.again = true;
       owed = false;
     } while (state.again && outcome !== 'busy');
     return outcome;

@@ -70,7 +70,11 @@ export interface OrchestratorDeps {
   storeAhead?: number;
 }
 
-export type AdvanceResult = 'done' | 'busy';
+/**
+ * 'busy': another replica holds it; try later. 'again': advance it again now (its lease was
+ * released with its last write, and what happened after that needs another look).
+ */
+export type AdvanceResult = 'done' | 'busy' | 'again';
 
 /** A deployment's lease taken for an advance, as store.deployments.claim answers it. */
 export type Claimed = Deployment & { previousLeaseOwner: string | null; advanceSeq: number; ended: DeploymentTask[] };
@@ -147,6 +151,10 @@ export class Orchestrator {
   readonly #claims = new Map<string, number>();
   /** Deployments that reached a final status in the advance now running (their lease is released). */
   readonly #finished = new Set<string>();
+  /** Deployments whose lease the advance's last write released (RecordLease.releaseBy). */
+  readonly #released = new Set<string>();
+  /** …and that should be advanced again at once (an offline machine's task failed after that write). */
+  readonly #againAfterRelease = new Set<string>();
 
   constructor(deps: OrchestratorDeps) {
     this.#deps = deps;
@@ -201,14 +209,15 @@ export class Orchestrator {
       let deployment: Deployment | null = claimed;
       for (let pass = 0; deployment && pass < 6; pass++) deployment = await this.#step(deployment);
       keep = goOn() && !this.#finished.has(deploymentId);
-      return 'done';
+      return this.#againAfterRelease.has(deploymentId) ? 'again' : 'done';
     } catch (error) {
       this.#runs.forget(deploymentId);
       throw error;
     } finally {
       this.#claims.delete(deploymentId);
       this.#finished.delete(deploymentId);
-      if (!keep) await store.deployments.releaseLease(deploymentId, replicaId);
+      this.#againAfterRelease.delete(deploymentId);
+      if (!this.#released.delete(deploymentId) && !keep) await store.deployments.releaseLease(deploymentId, replicaId);
     }
   }
 
@@ -499,17 +508,22 @@ export class Orchestrator {
       run,
       [...decisions.start, ...decisions.skip.map((s) => s.task)].map((t) => t.id),
     );
-    // Starts alone are one statement; skips (a transition each) commit with them.
+    // Starts alone are one statement; skips (a transition each) commit with them. When that is
+    // the advance's last write (starts only, the plan all stored), the statement also releases
+    // the lease; a machine found offline then asks for another advance, which claims as usual.
+    const last = decisions.skip.length === 0 && run.unstored.size === 0;
     const written =
       decisions.skip.length === 0
-        ? await this.#writeDecisions(store, deployment.id, decisions, [], now)
+        ? await this.#writeDecisions(store, deployment.id, decisions, [], now, last)
         : await store.transaction((tx) => this.#writeDecisions(tx, deployment.id, decisions, [], now));
+    if (written.released) this.#released.add(deployment.id);
     this.#applyWritten(deployment.id, run, decisions, written);
     const again = await this.#afterDecisions(deployment, written, now);
     // The agents are woken: inserting more of the plan now costs the next refill nothing.
     if (this.#runs.get(deployment.id) === run)
       await this.#storeAhead(deployment.id, run, decisions.start.length + decisions.skip.length);
-    if (again) return this.#run(deployment);
+    if (again && written.released) this.#againAfterRelease.add(deployment.id);
+    else if (again) return this.#run(deployment);
   }
 
   /** Inserts these of the run's unstored tasks (a decision is written only for stored tasks). */
@@ -640,6 +654,8 @@ export class Orchestrator {
     decisions: Decisions,
     lines: NewLogEntry[],
     now: Date,
+    /** The advance ends with this write: release the lease in it. */
+    releaseLease = false,
   ): Promise<Written> {
     let skipped = 0;
     for (const { task, message } of decisions.skip) {
@@ -659,7 +675,12 @@ export class Orchestrator {
       taskIds: decisions.start.map((task) => task.id),
       lines: startLines(deploymentId, decisions.start),
     };
-    const result = await tx.deploymentLogs.record(deploymentId, [{ entries: lines, starts }], now);
+    const result = await tx.deploymentLogs.record(
+      deploymentId,
+      [{ entries: lines, starts }],
+      now,
+      releaseLease ? { releaseBy: this.#deps.replicaId } : {},
+    );
     const machines = new Map<string, TargetMachine>();
     for (const machine of result.started.values()) if (machine) machines.set(machine.machineId, machine);
     return {
@@ -669,6 +690,7 @@ export class Orchestrator {
       ),
       skipped,
       machines,
+      released: result.released,
     };
   }
 
@@ -894,9 +916,11 @@ interface Written {
   skipped: number;
   /** The started tasks' machines as the starting statement read them. */
   machines: ReadonlyMap<string, TargetMachine>;
+  /** The statement released the deployment's lease. */
+  released: boolean;
 }
 
-const NOTHING_WRITTEN: Written = { started: [], skipped: 0, machines: new Map() };
+const NOTHING_WRITTEN: Written = { started: [], skipped: 0, machines: new Map(), released: false };
 
 /**
  * A planned target as its stored task will read (the columns' defaults where it has nothing yet). Written out field by field: `{ ...t, ...defaults }`

@@ -165,7 +165,7 @@ export class ProgressWriter {
       deploymentId,
       batch.map((report, i) => ({ entries: report.entries, chunks: report.chunks, finishes: owned[i]! })),
       this.#clock.now(),
-      claiming?.claim,
+      { claim: claiming?.claim },
     );
     if (result.stored.length > 0 || result.storedChunks.size > 0) this.#onWritten(deploymentId);
     batch.forEach((report, i) => {

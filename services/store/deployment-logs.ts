@@ -185,6 +185,8 @@ export interface RecordResult {
     /** The lease holder before (another replica's name: its lease had expired). */
     previousLeaseOwner: string | null;
   } | null;
+  /** The lease was released (RecordLease.releaseBy), or another replica's or nobody's by now. */
+  released: boolean;
 }
 
 /**
@@ -199,11 +201,22 @@ export interface RecordClaim {
 }
 
 /**
+ * What a record does with the deployment's lease: `claim` takes it (RecordClaim); `releaseBy`
+ * releases it when that replica holds it (an advance whose last write this is: one statement
+ * less than releasing it after). Either only when the statement stores a line.
+ */
+export interface RecordLease {
+  claim?: RecordClaim | undefined;
+  releaseBy?: string | undefined;
+}
+
+/**
  * Hot path: what happened in one deployment — engine entries, agent chunks, and tasks that ended
- * with their lines — in ONE statement, optionally taking the deployment's lease (RecordClaim).
+ * with their lines — in ONE statement, optionally taking or releasing the deployment's lease (RecordLease).
  * Parameters, in order (record() passes them): the starts' times, IDs and deployment; task ends
  * (JSON), deployment ID, chunks (JSON), deployment ID ×2, entries (JSON), deployment ID ×2, the
- * claim's owner and lease end (null: no claim), now ×2, deployment ID ×2.
+ * claim's owner and lease end (null: no claim), now, the releasing owner (null: none), now,
+ * deployment ID ×2.
  *
  * Task ends: Running → final, guarded, so a result is recorded once, and only once every line it
  * covers is stored (last_log_seq). An entry with `requires_task` is stored only when that task
@@ -294,7 +307,8 @@ WITH started AS (
   FROM chunk_input c JOIN ticked t ON t.ord = c.ord
   RETURNING last_tick, task_id
 ), claim AS (
-  SELECT CAST(? AS text) AS owner, CAST(? AS timestamptz) AS until, CAST(? AS timestamptz) AS now
+  SELECT CAST(? AS text) AS owner, CAST(? AS timestamptz) AS until, CAST(? AS timestamptz) AS now,
+         CAST(? AS text) AS release_by
 ), upd AS (
   UPDATE deployments SET
     last_log_tick = greatest(last_log_tick, (SELECT max(tick) FROM ins), (SELECT max(last_tick) FROM chunks)),
@@ -303,12 +317,15 @@ WITH started AS (
       + (SELECT coalesce(sum(c.warnings), 0) FROM chunk_input c WHERE c.task_id IN (SELECT task_id FROM chunks)),
     last_update_at = ?,
     change_tick = nextval('deployment_change_seq'),
-    lease_owner = CASE WHEN ${CLAIMABLE} THEN (SELECT owner FROM claim) ELSE lease_owner END,
-    lease_until = CASE WHEN ${CLAIMABLE} THEN (SELECT until FROM claim) ELSE lease_until END,
+    lease_owner = CASE WHEN ${CLAIMABLE} THEN (SELECT owner FROM claim)
+      WHEN lease_owner = (SELECT release_by FROM claim) THEN NULL ELSE lease_owner END,
+    lease_until = CASE WHEN ${CLAIMABLE} THEN (SELECT until FROM claim)
+      WHEN lease_owner = (SELECT release_by FROM claim) THEN NULL ELSE lease_until END,
     advance_seq = CASE WHEN ${CLAIMABLE} THEN advance_seq + 1 ELSE advance_seq END
   WHERE id = ? AND (EXISTS (SELECT 1 FROM ins) OR EXISTS (SELECT 1 FROM chunks))
   RETURNING id, advance_seq, status, cancellation_requested_at,
-    lease_owner = (SELECT owner FROM claim) AND lease_until = (SELECT until FROM claim) AS claimed
+    lease_owner = (SELECT owner FROM claim) AND lease_until = (SELECT until FROM claim) AS claimed,
+    (SELECT release_by FROM claim) IS NOT NULL AND lease_owner IS DISTINCT FROM (SELECT release_by FROM claim) AS released
 )
 SELECT 'entry' AS kind, ins.id, ins.deployment_id, ins.tick, ins.created_at, ins.level, ins.data, ins.exception_data,
        ins.step_id, ins.parent_log_id, ins.task_id, NULL::int AS last_log_seq, NULL::text AS status
@@ -331,13 +348,15 @@ SELECT 'claimed', u.id, NULL, NULL, NULL, NULL,
          'cancellation_requested_at', u.cancellation_requested_at,
          'previous_lease_owner', (SELECT old.lease_owner FROM deployments old WHERE old.id = u.id))::text,
        NULL, NULL, NULL, NULL, NULL, NULL
-FROM upd u WHERE u.claimed`;
+FROM upd u WHERE u.claimed
+UNION ALL
+SELECT 'released', u.id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM upd u WHERE u.released`;
 
 /** PostgreSQL text cannot hold U+0000; a script may print it. */
 const storable = (text: string) => (text.includes('\u0000') ? text.replaceAll('\u0000', '\uFFFD') : text);
 
 interface RecordRow extends LogRow {
-  kind: 'entry' | 'refused' | 'moved' | 'chunk' | 'started' | 'claimed';
+  kind: 'entry' | 'refused' | 'moved' | 'chunk' | 'started' | 'claimed' | 'released';
   last_log_seq: number | null;
   status: string | null;
 }
@@ -356,8 +375,9 @@ async function record(
   deploymentId: string,
   reports: readonly LogReport[],
   now: Date,
-  claim?: RecordClaim,
+  lease: RecordLease = {},
 ): Promise<RecordResult> {
+  const { claim, releaseBy } = lease;
   let ord = 0;
   const nowTick = dateToTicks(now);
   // An id repeated within the batch (a parent written before each of its children) counts once.
@@ -435,6 +455,7 @@ async function record(
       refusedChunks: new Map(),
       started: new Map(),
       claimed: null,
+      released: false,
     };
   // A named (server-side prepared) statement: planning this one took ~0.5–0.8 ms of PostgreSQL's
   // CPU per execution against ~0.2 ms to run it; prepared, its plan is kept per connection.
@@ -455,16 +476,18 @@ async function record(
       claim?.owner ?? null,
       claim?.leaseUntil ?? null,
       now,
+      releaseBy ?? null,
       now,
       deploymentId,
       deploymentId,
     ])
-    .options({ name: 'gantry_deployment_logs_record_v5' });
+    .options({ name: 'gantry_deployment_logs_record_v6' });
   const stored: LogEntry[] = [];
   const storedChunks = new Set<string>();
   const refusedChunks = new Map<string, { lastLogSeq: number; running: boolean }>();
   const started = new Map<string, TargetMachine | null>();
   let claimed: RecordResult['claimed'] = null;
+  let released = false;
   for (const row of result.rows) {
     if (row.kind === 'entry') stored.push(toEntry(row));
     else if (row.kind === 'started')
@@ -475,6 +498,7 @@ async function record(
     else if (row.kind === 'chunk') storedChunks.add(row.id);
     else if (row.kind === 'refused')
       refusedChunks.set(row.id, { lastLogSeq: row.last_log_seq ?? 0, running: row.status === 'Running' });
+    else if (row.kind === 'released') released = true;
     else if (row.kind === 'claimed') {
       const taken = JSON.parse(row.data) as {
         advance_seq: number;
@@ -496,7 +520,7 @@ async function record(
   const finished = new Set(
     entryInput.filter((i) => i.requires_task !== null && storedIds.has(i.id)).map((i) => i.requires_task!),
   );
-  return { stored, finished, storedChunks, refusedChunks, started, claimed };
+  return { stored, finished, storedChunks, refusedChunks, started, claimed, released };
 }
 
 /**
@@ -640,8 +664,8 @@ export function deploymentLogsStore(db: Db) {
      * Reports of one deployment — entries, agent chunks, task ends — in one statement (see
      * RECORD_SQL), ticked in the order given.
      */
-    record(deploymentId: string, reports: readonly LogReport[], now: Date, claim?: RecordClaim): Promise<RecordResult> {
-      return record(db, deploymentId, reports, now, claim);
+    record(deploymentId: string, reports: readonly LogReport[], now: Date, lease?: RecordLease): Promise<RecordResult> {
+      return record(db, deploymentId, reports, now, lease);
     },
     /**
      * Items with tick > afterTick, in tick order: at most `limit` of them and about `maxBytes`

@@ -111,6 +111,7 @@ export type {
   NewLogEntry,
   TaskFinish,
   RecordClaim,
+  RecordLease,
   RecordResult,
   TaskStarts,
 } from './deployment-logs.ts';

@@ -26,6 +26,7 @@ let engine: Engine;
 let bus: InProcessBus;
 let staging: string;
 const claims: string[] = [];
+const releases: string[] = [];
 
 beforeAll(async () => {
   t = await testApp();
@@ -37,6 +38,12 @@ beforeAll(async () => {
   store.deployments.claim = (id, ...rest) => {
     claims.push(id);
     return claim(id, ...rest);
+  };
+  // …and the lease releases of their own (not those a record statement makes).
+  const releaseLease = store.deployments.releaseLease.bind(store.deployments);
+  store.deployments.releaseLease = (id, owner) => {
+    releases.push(id);
+    return releaseLease(id, owner);
   };
   engine = createEngine({
     store,
@@ -124,6 +131,26 @@ describe('a task end recorded here', () => {
     expect(claims.filter((claimed) => claimed === id)).toHaveLength(1);
     const row = await t.db('deployments').where({ id }).first('advance_seq', 'lease_owner');
     expect(row).toEqual({ advance_seq: 4, lease_owner: null });
+    // Released by a statement of its own after validation and at the end; the two window changes
+    // released it in the statement that started the next task.
+    expect(releases.filter((released) => released === id)).toHaveLength(2);
+  });
+
+  it("advances again at once when the statement that released the lease started an offline machine's task", async () => {
+    const { machines, id } = await rollingOfOne('gone');
+    await engine.wake([id]);
+    const seen = new Set<string>();
+    const first = await nextTask(machines, seen);
+    await leaseReleased(id);
+    // The next machine's agent went away: its task fails as soon as it is started.
+    await t.db('machines').where({ id: machines[1] }).update({ disconnected_at: new Date() });
+    await engine.agentPort.recordResult(first.machineId, first.task.taskId, succeeded);
+    // The failure is looked at by another advance at once, not by a sweep (60 s here).
+    const done = await finalStatus(id);
+    expect(done.status).toBe('Failed');
+    const tasks = await t.db('deployment_tasks').where({ deployment_id: id }).orderBy('machine_name');
+    expect(tasks.map((task: { status: string }) => task.status)).toEqual(['Succeeded', 'Failed', 'Skipped']);
+    expect(tasks[1].message).toMatch(/is offline/);
   });
 
   it('does not lose a wake-up that comes while its statement takes the lease', async () => {

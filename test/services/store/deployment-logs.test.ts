@@ -355,6 +355,34 @@ describe('deployment logs', () => {
     expect(again.stored).toEqual([]);
   });
 
+  it("releases the deployment's lease in the statement when the given replica holds it, and only then", async () => {
+    const lease = () => t.db('deployments').where({ id: deploymentId }).first('lease_owner', 'lease_until');
+    const hold = (owner: string) =>
+      t
+        .db('deployments')
+        .where({ id: deploymentId })
+        .update({ lease_owner: owner, lease_until: new Date(Date.now() + 60_000) });
+    const line = (data: string) => [{ entries: [{ level: 'Information' as const, data }] }];
+    await hold('replica-1');
+    const released = await t.deps.store.deploymentLogs.record(deploymentId, line('ours'), new Date(), {
+      releaseBy: 'replica-1',
+    });
+    expect(released.released).toBe(true);
+    expect(await lease()).toEqual({ lease_owner: null, lease_until: null });
+    // Another replica's lease stays; the answer says the asking replica holds none.
+    await hold('replica-2');
+    const other = await t.deps.store.deploymentLogs.record(deploymentId, line('theirs'), new Date(), {
+      releaseBy: 'replica-1',
+    });
+    expect(other.released).toBe(true);
+    expect((await lease()).lease_owner).toBe('replica-2');
+    // Not asked: nothing released.
+    const kept = await t.deps.store.deploymentLogs.record(deploymentId, line('kept'), new Date());
+    expect(kept.released).toBe(false);
+    expect((await lease()).lease_owner).toBe('replica-2');
+    await t.db('deployments').where({ id: deploymentId }).update({ lease_owner: null, lease_until: null });
+  });
+
   it('a claim reads which of the tasks it was given have ended since, in the same statement', async () => {
     const [running, ended] = [await runningTask(), await runningTask()];
     await record([{ finishes: [finish(ended, null, 'Failed')] }]);
