@@ -355,6 +355,74 @@ describe('deployment logs', () => {
     expect(again.stored).toEqual([]);
   });
 
+  it('starts, then ends, thousands of tasks with a line each in one statement: every line once, in order, with a chunk among them', async () => {
+    const width = 3_000;
+    const ids = Array.from({ length: width }, () => newId());
+    await t.deps.store.deploymentTasks.insertManyCounted(
+      ids.map((id, i) => ({
+        id,
+        deploymentId,
+        stageIndex: 0,
+        stepId: 'step-w',
+        stepName: 'W',
+        machineId: null,
+        machineName: `w${i}`,
+      })),
+    );
+    const line = (id: string, text: string) => ({
+      id: `${id}.${text}`,
+      level: 'Information' as const,
+      data: text,
+      taskId: id,
+    });
+    // The last line names a task that does not start here: it is not stored.
+    const started = await t.deps.store.deploymentLogs.record(
+      deploymentId,
+      [
+        {
+          starts: {
+            taskIds: ids.slice(0, width - 1),
+            lines: ids.map((id) => ({ entry: line(id, 'running'), when: [id] })),
+          },
+        },
+      ],
+      new Date(),
+    );
+    expect(started.started.size).toBe(width - 1);
+    expect(started.stored.map((e) => e.id)).toEqual(ids.slice(0, width - 1).map((id) => `${id}.running`));
+    const ticks = started.stored.map((e) => BigInt(e.tick));
+    expect(ticks.every((tick, i) => i === 0 || tick > ticks[i - 1]!)).toBe(true);
+
+    // The ends, with a chunk of the first task in the same statement (its lines take ticks among them).
+    const [first, ...rest] = ids.slice(0, width - 1);
+    const ended = await t.deps.store.deploymentLogs.record(
+      deploymentId,
+      [
+        { chunks: [chunk(first!, 1, ['one', 'two'])] },
+        {
+          finishes: rest.map((id) => ({
+            taskId: id,
+            status: 'Succeeded' as const,
+            exitCode: 0,
+            message: '',
+            finishedUtc: new Date(),
+            line: line(id, 'ended'),
+            lastLogSeq: null,
+          })),
+        },
+      ],
+      new Date(),
+    );
+    expect(ended.storedChunks).toEqual(new Set([first]));
+    expect(ended.finished.size).toBe(rest.length);
+    expect(ended.stored.map((e) => e.id)).toEqual(rest.map((id) => `${id}.ended`));
+    const all = await readAll();
+    const chunkAt = all.findIndex((e) => e.taskId === first && e.data === 'one');
+    const firstEnd = all.findIndex((e) => e.id === `${rest[0]}.ended`);
+    expect(chunkAt).toBeGreaterThanOrEqual(0);
+    expect(chunkAt).toBeLessThan(firstEnd);
+  });
+
   it("releases the deployment's lease in the statement when the given replica holds it, and only then", async () => {
     const lease = () => t.db('deployments').where({ id: deploymentId }).first('lease_owner', 'lease_until');
     const hold = (owner: string) =>
