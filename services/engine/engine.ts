@@ -209,8 +209,8 @@ export function createEngine(options: EngineOptions): Engine {
   /**
    * Advances the deployment until no wake-up came meanwhile (`state.again`, set by wake-ups that
    * find it advancing here) and the advance asks for no other ('again'): one lease, one advance
-   * after another. `preclaimed`: the first
-   * advance's lease was taken already (Orchestrator.finishAndClaim).
+   * after another. `preclaimed`: the first advance's lease was taken already
+   * (Orchestrator.finishAndClaim).
    */
   const advanceHere = async (
     deploymentId: string,

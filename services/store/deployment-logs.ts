@@ -315,7 +315,7 @@ WITH started AS (
     line_count, byte_count, levels, tick_steps, data)
   SELECT ?, t.start_tick, t.start_tick + c.span, c.task_id, c.step_id, c.parent_log_id, c.first_seq, c.line_count,
          c.byte_count, decode(c.levels, 'base64'), decode(c.tick_steps, 'base64'), c.data
-  FROM chunk_input c JOIN ticked t ON t.ord = c.ord AND NOT t.is_entry
+  FROM chunk_input c JOIN ticked t ON t.ord = c.ord
   RETURNING last_tick, task_id
 ), claim AS (
   SELECT CAST(? AS text) AS owner, CAST(? AS timestamptz) AS until, CAST(? AS timestamptz) AS now,
