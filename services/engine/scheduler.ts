@@ -357,6 +357,14 @@ class RollingCursor implements StageCursor {
   readonly #index: number;
   readonly #stage: RollingStage;
   readonly #positions: Map<string, number>;
+  /**
+   * The stage's statuses by position: member k of machine i at [i][k]. Read once from the shared
+   * map and kept by changed(), so a refill reads numbers, not a string key per member and check
+   * (four per machine in progress, every refill; 10,000 of them to build the cursor).
+   */
+  readonly #status: TaskStatus[][];
+  /** More than any machine's member count: advance() keys member k of machine i as i × width + k. */
+  readonly #width: number;
   /** Machines started and not done, by plan position. */
   readonly #active = new Set<number>();
   readonly #started: boolean[];
@@ -377,21 +385,23 @@ class RollingCursor implements StageCursor {
     this.#index = index;
     this.#stage = stage;
     this.#positions = new Map(stage.machines.map((m, i) => [m.machineId, i]));
+    this.#status = stage.machines.map((m) =>
+      m.stepIds.map((s) => statuses.get(targetKey(s, m.machineId)) ?? TaskStatus.Pending),
+    );
+    this.#width = 1 + this.#status.reduce((widest, members) => Math.max(widest, members.length), 0);
     this.#started = stage.machines.map(() => false);
     this.#failed = stage.machines.map(() => false);
-    stage.machines.forEach((m, i) => {
-      for (const s of m.stepIds)
-        if (!isTerminal(statuses.get(targetKey(s, m.machineId)) ?? TaskStatus.Pending)) this.#unfinished++;
-      this.#refresh(i, statuses);
+    this.#status.forEach((members, i) => {
+      for (const status of members) if (!isTerminal(status)) this.#unfinished++;
+      this.#refresh(i);
     });
   }
 
-  #refresh(i: number, statuses: ReadonlyMap<string, TaskStatus>): void {
-    const m = this.#stage.machines[i]!;
-    const st = (s: string) => statuses.get(targetKey(s, m.machineId)) ?? TaskStatus.Pending;
-    const started = m.stepIds.some((s) => st(s) !== TaskStatus.Pending);
-    const done = m.stepIds.every((s) => isTerminal(st(s)));
-    const failed = m.stepIds.some((s) => isFailure(st(s)));
+  #refresh(i: number): void {
+    const members = this.#status[i]!;
+    const started = members.some((st) => st !== TaskStatus.Pending);
+    const done = members.every(isTerminal);
+    const failed = members.some(isFailure);
     this.#started[i] = started;
     if (failed !== this.#failed[i]) this.#failedMachines += failed ? 1 : -1;
     this.#failed[i] = failed;
@@ -399,91 +409,89 @@ class RollingCursor implements StageCursor {
     else this.#active.delete(i);
   }
 
-  changed(
-    stepId: string,
-    machineId: string,
-    before: TaskStatus,
-    after: TaskStatus,
-    statuses: ReadonlyMap<string, TaskStatus>,
-  ): boolean {
+  changed(stepId: string, machineId: string, before: TaskStatus, after: TaskStatus): boolean {
     const i = this.#positions.get(machineId);
-    if (i === undefined || !this.#stage.machines[i]!.stepIds.includes(stepId)) return false;
+    const k = i === undefined ? -1 : this.#stage.machines[i]!.stepIds.indexOf(stepId);
+    if (i === undefined || k < 0) return false;
+    this.#status[i]![k] = after;
     this.#unfinished += Number(!isTerminal(after)) - Number(!isTerminal(before));
-    this.#refresh(i, statuses);
+    this.#refresh(i);
     return true;
   }
 
-  advance(statuses: ReadonlyMap<string, TaskStatus>): NextActions | null {
+  advance(): NextActions | null {
     if (this.#unfinished === 0) return null;
     const g = this.#stage;
     const index = this.#index;
     // This pass's decisions, on top of the stored statuses (nextActions' Working, for the window only).
-    const overlay = new Map<string, TaskStatus>();
-    const st = (s: string, machineId: string): TaskStatus => {
-      const key = targetKey(s, machineId);
-      return overlay.get(key) ?? statuses.get(key) ?? TaskStatus.Pending;
-    };
+    const width = this.#width;
+    const overlay = new Map<number, TaskStatus>();
+    const st = (i: number, k: number): TaskStatus => overlay.get(i * width + k) ?? this.#status[i]![k]!;
     const start: StartAction[] = [];
     const skip: SkipAction[] = [];
-    const begin = (stepId: string, machineId: string) => {
-      overlay.set(targetKey(stepId, machineId), TaskStatus.Running);
-      start.push({ stageIndex: index, stepId, machineId });
+    const begin = (i: number, k: number) => {
+      overlay.set(i * width + k, TaskStatus.Running);
+      start.push({ stageIndex: index, stepId: g.machines[i]!.stepIds[k]!, machineId: g.machines[i]!.machineId });
     };
     let passed = 0;
-    const pass = (stepId: string, machineId: string, reason: TargetSkipReason, message: string) => {
-      overlay.set(targetKey(stepId, machineId), TaskStatus.Skipped);
-      skip.push({ stageIndex: index, stepId, machineId, reason, message });
+    const pass = (i: number, k: number, reason: TargetSkipReason, message: string) => {
+      overlay.set(i * width + k, TaskStatus.Skipped);
+      skip.push({
+        stageIndex: index,
+        stepId: g.machines[i]!.stepIds[k]!,
+        machineId: g.machines[i]!.machineId,
+        reason,
+        message,
+      });
       passed++;
     };
+    const members = (i: number) => g.machines[i]!.stepIds.keys();
     const active = [...this.#active].sort((a, b) => a - b);
     // A failed machine is started; one with a pending member is not done: it is in `active`.
     if (g.onMemberFailure === OnMemberFailure.SkipRestOnThisMachine) {
       for (const i of active) {
         if (!this.#failed[i]) continue;
-        const m = g.machines[i]!;
-        for (const stepId of m.stepIds.filter((s) => st(s, m.machineId) === TaskStatus.Pending))
-          pass(
-            stepId,
-            m.machineId,
-            TargetSkipReason.EarlierMemberFailed,
-            `Skipped on ${m.machineName}: an earlier step of rolling group "${g.name}" failed on this machine.`,
-          );
+        for (const k of members(i))
+          if (st(i, k) === TaskStatus.Pending)
+            pass(
+              i,
+              k,
+              TargetSkipReason.EarlierMemberFailed,
+              `Skipped on ${g.machines[i]!.machineName}: an earlier step of rolling group "${g.name}" failed on this machine.`,
+            );
       }
     }
     while (this.#next < g.machines.length && this.#started[this.#next]) this.#next++;
     if (g.onMachineFailure === OnMachineFailure.StopStep && this.#failedMachines > 0) {
       for (let i = this.#next; i < g.machines.length; i++) {
         if (this.#started[i]) continue;
-        const m = g.machines[i]!;
-        for (const stepId of m.stepIds)
+        for (const k of members(i))
           pass(
-            stepId,
-            m.machineId,
+            i,
+            k,
             TargetSkipReason.GroupStopped,
-            `Skipped on ${m.machineName}: another machine failed in rolling group "${g.name}".`,
+            `Skipped on ${g.machines[i]!.machineName}: another machine failed in rolling group "${g.name}".`,
           );
       }
     }
-    const machineDone = (m: RollingMachine) => m.stepIds.every((s) => isTerminal(st(s, m.machineId)));
     let count = 0;
     let lowestRankInProgress = Infinity;
     for (const i of active) {
-      const m = g.machines[i]!;
-      if (machineDone(m)) continue;
+      const statuses = [...members(i)].map((k) => st(i, k));
+      if (statuses.every(isTerminal)) continue;
       count++;
-      lowestRankInProgress = Math.min(lowestRankInProgress, m.rank);
-      const busy = m.stepIds.some((s) => st(s, m.machineId) === TaskStatus.Running);
-      const next = m.stepIds.find((s) => st(s, m.machineId) === TaskStatus.Pending);
-      if (!busy && next !== undefined) begin(next, m.machineId);
+      lowestRankInProgress = Math.min(lowestRankInProgress, g.machines[i]!.rank);
+      const busy = statuses.includes(TaskStatus.Running);
+      const next = statuses.indexOf(TaskStatus.Pending);
+      if (!busy && next >= 0) begin(i, next);
     }
     for (let i = this.#next; i < g.machines.length && count < g.windowSize; i++) {
       const m = g.machines[i]!;
-      if (m.stepIds.some((s) => st(s, m.machineId) !== TaskStatus.Pending)) continue;
+      if ([...members(i)].some((k) => st(i, k) !== TaskStatus.Pending)) continue;
       // Machines are in rank order: an unstarted one of a lower rank would have come first.
       if (g.waitBetweenMachineGroups && lowestRankInProgress < m.rank) break;
-      const first = m.stepIds[0];
-      if (first === undefined) continue;
-      begin(first, m.machineId);
+      if (m.stepIds.length === 0) continue;
+      begin(i, 0);
       count++;
       lowestRankInProgress = Math.min(lowestRankInProgress, m.rank);
     }
