@@ -29,8 +29,18 @@ function isFailure(status: TaskStatus): boolean {
   return status === TaskStatus.Failed || status === TaskStatus.Cancelled;
 }
 
+/** Reads a target's status (missing = Pending). */
+interface StatusReader {
+  status(stepId: string, machineId: string): TaskStatus;
+}
+
+/** The statuses as they are, read in place (no decisions to accumulate). */
+const readerOf = (statuses: ReadonlyMap<string, TaskStatus>): StatusReader => ({
+  status: (stepId, machineId) => statuses.get(targetKey(stepId, machineId)) ?? TaskStatus.Pending,
+});
+
 /** Decisions accumulate on a private copy of the statuses, so later rules see earlier ones. */
-class Working {
+class Working implements StatusReader {
   readonly start: StartAction[] = [];
   readonly skip: SkipAction[] = [];
   private readonly statuses: Map<string, TaskStatus>;
@@ -60,8 +70,10 @@ function stageTargets(stage: Stage): Target[] {
   return stage.machines.flatMap((m) => m.stepIds.map((stepId) => ({ stepId, machineId: m.machineId })));
 }
 
-function isStageDone(stage: Stage, w: Working): boolean {
-  return stageTargets(stage).every((t) => isTerminal(w.status(t.stepId, t.machineId)));
+function isStageDone(stage: Stage, w: StatusReader): boolean {
+  // Without listing the targets first: a stage in progress answers at its first unfinished one.
+  if (stage.kind === 'Step') return stage.targets.every((t) => isTerminal(w.status(stage.stepId, t.machineId)));
+  return stage.machines.every((m) => m.stepIds.every((s) => isTerminal(w.status(s, m.machineId))));
 }
 
 /** A plain step runs on all its targets at once, at most `parallelism` at a time. */
@@ -136,7 +148,7 @@ function advanceGroup(index: number, g: RollingStage, w: Working): void {
 }
 
 /** errorAction Stop steps that failed in this stage (so later stages must not start). */
-function stopFailures(stage: Stage, w: Working): string[] {
+function stopFailures(stage: Stage, w: StatusReader): string[] {
   if (stage.kind === 'Step') {
     const failed =
       stage.errorAction === ErrorAction.Stop &&
@@ -282,7 +294,8 @@ export class IncrementalScheduler {
 
   /** A cursor on the stage nextActions would stop at, when every stage before it ended without a Stop failure. */
   #build(): StageCursor | null {
-    const w = new Working(this.#statuses);
+    // Read in place: building the cursor decides nothing (a copy of 10,000 statuses would be the most of it).
+    const w = readerOf(this.#statuses);
     for (const [index, stage] of this.#plan.stages.entries()) {
       if (!isStageDone(stage, w))
         return stage.kind === 'Step'
