@@ -12,9 +12,9 @@
 import { parseArgs } from 'node:util';
 import { performance } from 'node:perf_hooks';
 import { TaskStatus } from '../../services/core/index.ts';
-import { planDeployment } from '../../services/engine/planner.ts';
 import { targetKey, type Plan } from '../../services/engine/plan-types.ts';
 import { IncrementalScheduler } from '../../services/engine/scheduler.ts';
+import { group, machine, plan, step } from '../../test/helpers/plan-input.ts';
 import { median, table } from '../deploy/stats.ts';
 
 const { values } = parseArgs({
@@ -31,41 +31,14 @@ const REFILL = Number(values.refill);
 const ROUNDS = 5;
 
 function rollingPlan(n: number): Plan {
-  return planDeployment({
-    steps: [
-      {
-        stepId: 'deploy',
-        name: 'Deploy',
-        disabled: false,
-        errorAction: 'Stop',
-        parallelMachines: null,
-        environmentIds: [],
-        machineIdFilter: [],
-        machineTagFilter: [],
-        rollingGroupId: 'fleet',
-      },
-    ],
-    rollingGroups: [
-      {
-        rollingGroupId: 'fleet',
-        name: 'Fleet',
-        windowSize: WINDOW,
-        machineOrder: 'MachineName',
-        machineOrderTagIds: [],
-        waitBetweenMachineGroups: false,
-        onMachineFailure: 'StopStep',
-        onMemberFailure: 'SkipRestOnThisMachine',
-        onNoTargets: 'Skip',
-      },
-    ],
-    machines: Array.from({ length: n }, (_, i) => ({
-      machineId: `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`,
-      name: `sim-${String(i).padStart(5, '0')}`,
-      tagIds: [],
-      enabled: true,
-      online: true,
-    })),
-    request: { environmentId: 'env', excludeStepNames: [], machineMode: 'All', machineIds: [] },
+  return plan({
+    steps: [step('deploy', { name: 'Deploy', rollingGroupId: 'fleet' })],
+    rollingGroups: [group('fleet', { name: 'Fleet', windowSize: WINDOW })],
+    machines: Array.from({ length: n }, (_, i) =>
+      machine(`sim-${String(i).padStart(5, '0')}`, [], {
+        machineId: `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`,
+      }),
+    ),
     organization: { maxParallelMachines: WINDOW },
   });
 }

@@ -3,74 +3,11 @@
  * the orchestrator will: apply starts and skips, let running targets finish, ask again.
  */
 import { expect } from 'vitest';
-import { planDeployment } from '../../../services/engine/planner.ts';
 import { nextActions } from '../../../services/engine/scheduler.ts';
-import {
-  targetKey,
-  type DeploymentOutcome,
-  type Plan,
-  type PlanInput,
-  type PlanMachineInput,
-  type PlanRollingGroupInput,
-  type PlanStepInput,
-  type SkipAction,
-} from '../../../services/engine/plan-types.ts';
+import { targetKey, type DeploymentOutcome, type Plan, type SkipAction } from '../../../services/engine/plan-types.ts';
 import { TaskStatus } from '../../../services/core/index.ts';
 
-export function step(stepId: string, overrides: Partial<PlanStepInput> = {}): PlanStepInput {
-  return {
-    stepId,
-    name: stepId,
-    disabled: false,
-    errorAction: 'Stop',
-    parallelMachines: null,
-    environmentIds: [],
-    machineIdFilter: [],
-    machineTagFilter: [],
-    rollingGroupId: null,
-    ...overrides,
-  };
-}
-
-export function group(rollingGroupId: string, overrides: Partial<PlanRollingGroupInput> = {}): PlanRollingGroupInput {
-  return {
-    rollingGroupId,
-    name: rollingGroupId,
-    windowSize: 1,
-    machineOrder: 'MachineName',
-    machineOrderTagIds: [],
-    waitBetweenMachineGroups: false,
-    onMachineFailure: 'StopStep',
-    onMemberFailure: 'SkipRestOnThisMachine',
-    onNoTargets: 'Skip',
-    ...overrides,
-  };
-}
-
-/** A machine whose ID is its name lower-cased, unless overridden. */
-export function machine(
-  name: string,
-  tagIds: string[] = [],
-  overrides: Partial<PlanMachineInput> = {},
-): PlanMachineInput {
-  return { machineId: name.toLowerCase(), name, tagIds, enabled: true, online: true, ...overrides };
-}
-
-export function input(
-  parts: Partial<Omit<PlanInput, 'request'>> & { request?: Partial<PlanInput['request']> },
-): PlanInput {
-  return {
-    steps: parts.steps ?? [],
-    rollingGroups: parts.rollingGroups ?? [],
-    machines: parts.machines ?? [],
-    request: { environmentId: 'env-prod', excludeStepNames: [], machineMode: 'All', machineIds: [], ...parts.request },
-    organization: parts.organization ?? { maxParallelMachines: 8 },
-  };
-}
-
-export function plan(parts: Parameters<typeof input>[0]): Plan {
-  return planDeployment(input(parts));
-}
+export { group, input, machine, plan, step } from '../../helpers/plan-input.ts';
 
 export type Verdict = 'Succeeded' | 'Failed' | 'Cancelled';
 
