@@ -2,8 +2,9 @@
  * bench/deploy: a no-op step (`echo ready`) on N real agent processes, promoted K times. Reports
  * promote-request → first-script-line latency (as a client sees it through GET /api/deployment
  * polled every 10 ms, and through the event stream GET /api/deployment/events, as the CLI and the
- * dashboard follow a deployment) and the orchestration overhead per step × machine against running the same script directly
- * with bash in the same run. See bench/README.md for the definitions.
+ * dashboard follow a deployment) and the orchestration overhead per step × machine against
+ * running the same script directly with bash in the same run. See bench/README.md for the
+ * definitions.
  *
  *   npx tsx bench/deploy/deploy.ts                 (N = 1, 10, 50; embedded PostgreSQL, in-process bus)
  *   npx tsx bench/deploy/deploy.ts --quick         (N = 1, 10; few iterations)

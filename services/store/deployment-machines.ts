@@ -75,7 +75,7 @@ export function deploymentMachinesStore(db: Db) {
      * Every machine of the environment: what validating a deployment plans from, before its first
      * dispatch (10,000 rows for a fleet). Read lean: whether a credential is set rather than its
      * hash, and times as epoch milliseconds, which parse as numbers, not as timestamp text (a
-     * third of this read's CPU at 10,000 rows).
+     * fifth of this read's CPU at 10,000 rows).
      */
     async listInEnvironment(environmentId: string): Promise<TargetMachine[]> {
       const rows: LeanMachineRow[] = await db('machines as m')
