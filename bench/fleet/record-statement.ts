@@ -12,6 +12,7 @@
 import { newId } from '../../services/core/index.ts';
 import { createDb, createStore, type TaskFinish } from '../../services/store/index.ts';
 import { api, bashProject, cleanup, startControlPlane, workspaceOf } from '../../test/e2e/harness.ts';
+import { manualDeployment } from '../../test/helpers/deployment-row.ts';
 import { median, table } from '../deploy/stats.ts';
 import { freshDatabase } from '../shared/database.ts';
 
@@ -47,20 +48,14 @@ async function main(): Promise<void> {
       for (let run = 0; run <= RUNS; run++) {
         const deploymentId = newId();
         await store.deployments.insert([
-          {
+          manualDeployment({
             id: deploymentId,
             workspaceId: workspace.workspaceId,
             projectId,
             releaseId,
             environmentId,
             environmentName: 'Staging',
-            automatic: false,
-            excludeStepNames: [],
-            machineMode: 'All',
-            machineIds: [],
-            redownloadPackages: false,
-            scheduledFor: null,
-          },
+          }),
         ]);
         const ids = Array.from({ length: width }, () => newId());
         await store.deploymentTasks.insertManyCounted(

@@ -34,11 +34,6 @@ interface StatusReader {
   status(stepId: string, machineId: string): TaskStatus;
 }
 
-/** The statuses as they are, read in place (no decisions to accumulate). */
-const readerOf = (statuses: ReadonlyMap<string, TaskStatus>): StatusReader => ({
-  status: (stepId, machineId) => statuses.get(targetKey(stepId, machineId)) ?? TaskStatus.Pending,
-});
-
 /** Decisions accumulate on a private copy of the statuses, so later rules see earlier ones. */
 class Working implements StatusReader {
   readonly start: StartAction[] = [];
@@ -258,7 +253,7 @@ export function isFinished(plan: Plan, state: TargetStatuses): boolean {
  * itself and builds the cursor again, which happens a few times per deployment.
  * Equivalence is checked change by change against nextActions in incremental-scheduler.test.ts.
  */
-export class IncrementalScheduler {
+export class IncrementalScheduler implements StatusReader {
   readonly #plan: Plan;
   readonly #statuses: Map<string, TaskStatus>;
   #cursor: StageCursor | null = null;
@@ -295,13 +290,12 @@ export class IncrementalScheduler {
   /** A cursor on the stage nextActions would stop at, when every stage before it ended without a Stop failure. */
   #build(): StageCursor | null {
     // Read in place: building the cursor decides nothing (a copy of 10,000 statuses would be the most of it).
-    const w = readerOf(this.#statuses);
     for (const [index, stage] of this.#plan.stages.entries()) {
-      if (!isStageDone(stage, w))
+      if (!isStageDone(stage, this))
         return stage.kind === 'Step'
           ? new StepCursor(index, stage, this.#statuses)
           : RollingCursor.create(index, stage, this.#statuses);
-      if (stopFailures(stage, w).length > 0) return null;
+      if (stopFailures(stage, this).length > 0) return null;
     }
     return null;
   }

@@ -10,6 +10,8 @@ import {
   type SnapshotStep,
 } from '../../services/core/index.ts';
 import type { TestContext } from './app.ts';
+import { manualDeployment } from './deployment-row.ts';
+import { group } from './plan-input.ts';
 
 export async function environmentId(t: TestContext, name: string): Promise<string> {
   const row = await t
@@ -71,19 +73,8 @@ export function rollingGroup(
   memberStepIds: string[],
   overrides: Partial<SnapshotRollingGroup> = {},
 ): SnapshotRollingGroup {
-  return {
-    rollingGroupId: id,
-    name: id,
-    windowSize: 1,
-    machineOrder: 'MachineName',
-    machineOrderTagIds: [],
-    waitBetweenMachineGroups: false,
-    onMachineFailure: 'StopStep',
-    onMemberFailure: 'SkipRestOnThisMachine',
-    onNoTargets: 'Skip',
-    memberStepIds,
-    ...overrides,
-  };
+  // The planner input's defaults (plan-input.ts), plus the members a snapshot lists.
+  return { ...group(id), memberStepIds, ...overrides };
 }
 
 interface SnapshotParts {
@@ -142,20 +133,16 @@ export async function deployment(
   const env = await t.db('environments').where({ id: envId }).first('name');
   const id = newId();
   await t.deps.store.deployments.insert([
-    {
+    manualDeployment({
       id,
       workspaceId: t.mainWorkspaceId,
       projectId: target.projectId,
       releaseId: target.releaseId,
       environmentId: envId,
       environmentName: env.name,
-      automatic: false,
       excludeStepNames: options.excludeStepNames ?? [],
-      machineMode: 'All',
-      machineIds: [],
-      redownloadPackages: false,
       scheduledFor: options.scheduledFor ?? null,
-    },
+    }),
   ]);
   return id;
 }

@@ -3,6 +3,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '../../../services/core/index.ts';
 import { waitFor } from '../../helpers/wait-for.ts';
 import { testApp, type Client, type TestContext } from '../../helpers/app.ts';
+import { manualDeployment } from '../../helpers/deployment-row.ts';
 import { archiveFor, multipartBody } from '../packages/archives.ts';
 
 let t: TestContext;
@@ -765,20 +766,14 @@ describe('GET /api/release/details', () => {
     for (const environmentId of [dev, qa]) {
       const id = newId();
       await t.deps.store.deployments.insert([
-        {
+        manualDeployment({
           id,
           workspaceId: t.mainWorkspaceId,
           projectId,
           releaseId,
           environmentId,
           environmentName: 'x',
-          automatic: false,
-          excludeStepNames: [],
-          machineMode: 'All',
-          machineIds: [],
-          redownloadPackages: false,
-          scheduledFor: null,
-        },
+        }),
       ]);
       await t.deps.store.deployments.update(id, { status: 'Completed' }, new Date());
     }

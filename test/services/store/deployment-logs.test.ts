@@ -2,6 +2,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { dateToTicks, newId, ticksToDate } from '../../../services/core/index.ts';
 import type { LogReport, NewLogChunk, TaskFinish } from '../../../services/store/index.ts';
 import { testApp, type TestContext } from '../../helpers/app.ts';
+import { manualDeployment } from '../../helpers/deployment-row.ts';
 
 let t: TestContext;
 let deploymentId: string;
@@ -20,20 +21,14 @@ beforeAll(async () => {
   });
   deploymentId = newId();
   await t.deps.store.deployments.insert([
-    {
+    manualDeployment({
       id: deploymentId,
       workspaceId: t.mainWorkspaceId,
       projectId: project.body.projectId,
       releaseId,
       environmentId: environment.id,
       environmentName: environment.name,
-      automatic: false,
-      excludeStepNames: [],
-      machineMode: 'All',
-      machineIds: [],
-      redownloadPackages: false,
-      scheduledFor: null,
-    },
+    }),
   ]);
 });
 
