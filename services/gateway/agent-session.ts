@@ -52,6 +52,8 @@ const AGENT_LOG_WINDOW_BYTES = 1024 * 1024;
 const SEEN_EVERY_MS = 5_000;
 /** A result whose lines do not come within this long is applied anyway, saying lines are missing. */
 const RESULT_WAITS_FOR_LINES_MS = 30_000;
+/** A heartbeat's check of a call that has sent nothing allocates nothing. */
+const NONE: readonly string[] = [];
 // An agent that stops reading while we keep producing is broken; end its call rather than grow
 // memory without bound (it reconnects and gets everything again from the database).
 const MAX_OUTBOX = 10_000;
@@ -468,22 +470,27 @@ export class AgentSession {
 
   /**
    * A heartbeat's check: the machine's running tasks (one batched read for many agents) against
-   * what this call sent; a full sync only when they differ. Off the message queue: the answer
-   * comes within about a second.
+   * what this call sent; a full sync only when one is running that this call has not sent. Off
+   * the message queue: the answer comes within about a second.
    */
   #checkTasks(): void {
     if (this.#closed || !this.#welcomedHello) return;
+    // Sent before the read: one it does not show running has ended since (a task is Running before
+    // its RunTask goes out, and IDs are never reused), and is forgotten here rather than by a full
+    // sync — which, after a deployment to all, would be one more read per machine. One sent after
+    // the read began may not be in it yet, and is kept.
+    const sentBefore = this.#sentTaskIds.size > 0 ? [...this.#sentTaskIds] : NONE;
+    const cancelsBefore = this.#sentCancelIds.size > 0 ? [...this.#sentCancelIds] : NONE;
     this.#port.runningTasksOf(this.machineId).then(
       (running) => {
         if (this.#closed) return;
         const known = new Set(running.map((task) => task.taskId));
-        const differs =
-          running.some((task) =>
-            task.cancelling ? !this.#sentCancelIds.has(task.taskId) : !this.#sentTaskIds.has(task.taskId),
-          ) ||
-          [...this.#sentTaskIds].some((taskId) => !known.has(taskId)) ||
-          [...this.#sentCancelIds].some((taskId) => !known.has(taskId));
-        if (differs) this.requestTaskSync();
+        for (const taskId of sentBefore) if (!known.has(taskId)) this.#sentTaskIds.delete(taskId);
+        for (const taskId of cancelsBefore) if (!known.has(taskId)) this.#sentCancelIds.delete(taskId);
+        const unsent = running.some((task) =>
+          task.cancelling ? !this.#sentCancelIds.has(task.taskId) : !this.#sentTaskIds.has(task.taskId),
+        );
+        if (unsent) this.requestTaskSync();
       },
       (error: unknown) => {
         this.#logger.warn({ err: toError(error) }, 'checking the running tasks failed; reading them in full');

@@ -373,6 +373,63 @@ describe('Connect', () => {
     expect(stream.of('runTask').map((r) => r.taskId)).toEqual(['lost-1']);
   });
 
+  it("forgets a task that ended at the next heartbeat's check, without reading the machine's assignments", async () => {
+    // After a deployment to a whole fleet, a full sync here would be one more read per machine.
+    const { machineId, stream } = await helloedAgent();
+    port.tasks.set(machineId, [task('done-1')]);
+    stream.send({ heartbeat: { sentUnixMs: Date.now() } });
+    await waitFor(() => stream.of('runTask').length === 1, { description: 'the task' });
+    const syncs = port.callsOf('assignmentsFor', machineId).length;
+    port.tasks.set(machineId, []);
+    const checks = port.callsOf('runningTasksOf', machineId).length;
+    stream.send({ heartbeat: { sentUnixMs: Date.now() } });
+    stream.send({ heartbeat: { sentUnixMs: Date.now() } });
+    // A sync the first check asked for reads at once, before the second heartbeat is even handled.
+    await waitFor(() => port.callsOf('runningTasksOf', machineId).length === checks + 2, { description: 'two checks' });
+    expect(port.callsOf('assignmentsFor', machineId)).toHaveLength(syncs);
+    expect(stream.of('runTask').map((r) => r.taskId)).toEqual(['done-1']);
+  });
+
+  it('keeps a task sent while a check was reading: the check may not show it yet, and it is not sent twice', async () => {
+    const { machineId, stream } = await helloedAgent();
+    let answer!: () => void;
+    port.runningChecksHeld = new Promise((resolve) => (answer = resolve));
+    const checks = port.callsOf('runningTasksOf', machineId).length;
+    stream.send({ heartbeat: { sentUnixMs: Date.now() } });
+    await waitFor(() => port.callsOf('runningTasksOf', machineId).length === checks + 1, { description: 'the check' });
+    // Started after the check read the machine's tasks: sent by its wake-up while the check waits.
+    port.tasks.set(machineId, [task('new-1')]);
+    await bus.publishEvent(EventSubject.tasksDispatched('d-3'), {
+      v: 1,
+      type: 'tasks.dispatched',
+      deploymentId: 'd-3',
+      tasks: [{ taskId: 'new-1', machineId }],
+    });
+    await waitFor(() => stream.of('runTask').length === 1, { description: 'the new task' });
+    port.runningChecksHeld = null;
+    answer();
+    // The check answered without new-1. The same wake-up again, then a marker: a second new-1
+    // would come before the marker.
+    const answered = port.callsOf('runningTasksOf', machineId).length;
+    stream.send({ heartbeat: { sentUnixMs: Date.now() } });
+    await waitFor(() => port.callsOf('runningTasksOf', machineId).length > answered, { description: 'the next check' });
+    await bus.publishEvent(EventSubject.tasksDispatched('d-3'), {
+      v: 1,
+      type: 'tasks.dispatched',
+      deploymentId: 'd-3',
+      tasks: [{ taskId: 'new-1', machineId }],
+    });
+    port.tasks.set(machineId, [task('new-1'), task('marker-3')]);
+    await bus.publishEvent(EventSubject.tasksDispatched('d-4'), {
+      v: 1,
+      type: 'tasks.dispatched',
+      deploymentId: 'd-4',
+      tasks: [{ taskId: 'marker-3', machineId }],
+    });
+    await waitFor(() => stream.of('runTask').some((r) => r.taskId === 'marker-3'), { description: 'the marker' });
+    expect(stream.of('runTask').map((r) => r.taskId)).toEqual(['new-1', 'marker-3']);
+  });
+
   it('sends CancelTask when a task.cancel event names a connected machine', async () => {
     const { machineId, stream } = await helloedAgent();
     await bus.publishEvent(EventSubject.taskCancel('task-c'), {

@@ -80,13 +80,18 @@ export class FakeAgentPort implements AgentPort {
     this.#maybeFail('heartbeat', machineId);
   }
 
+  /** While set, a running-tasks check answers what was running when it was asked, once this settles (a read that took long). */
+  runningChecksHeld: Promise<void> | null = null;
+
   async runningTasksOf(machineId: string): Promise<Array<{ taskId: string; cancelling: boolean }>> {
     this.calls.push({ method: 'runningTasksOf', machineId });
     this.#maybeFail('runningTasksOf', machineId);
-    return [
+    const running = [
       ...(this.tasks.get(machineId) ?? []).map((task) => ({ taskId: task.taskId, cancelling: false })),
       ...(this.cancellations.get(machineId) ?? []).map((taskId) => ({ taskId, cancelling: true })),
     ];
+    if (this.runningChecksHeld) await this.runningChecksHeld;
+    return running;
   }
 
   async assignmentsFor(machineId: string): Promise<{ run: RunTaskPayload[]; cancel: string[] }> {
