@@ -25,7 +25,7 @@ import {
   stopProcess,
   workspaceOf,
 } from '../../test/e2e/harness.ts';
-import { processCpu } from '../deploy/cpu.ts';
+import { machineBusy, processCpu } from '../deploy/cpu.ts';
 import { percentile, table } from '../deploy/stats.ts';
 import { freshDatabase } from '../shared/database.ts';
 import { reportSims, seedSimulatedMachines, startSims, stopSim, type Sim } from './sim-control.ts';
@@ -93,11 +93,17 @@ interface Row {
   firstRunTaskMs: number;
   refillP95Ms: number;
   refillMaxMs: number;
+  refillMeanMs: number;
+  /** Little's law for a window always full of tasks that take no time: window ÷ steady tasks/s. */
+  windowOverRateMs: number;
   wallS: number;
   tasksPerSecond: number;
   exactlyOnce: boolean;
   problems: string[];
   where: string;
+  timeline: string;
+  /** CPU ms per task in the deployment's window: the server, its PostgreSQL backends, the simulators, the rest of the machine. */
+  cpuPerTask: { server: number; postgres: number; sims: number; rest: number };
 }
 
 async function runSize(n: number): Promise<Row> {
@@ -163,6 +169,14 @@ async function runSize(n: number): Promise<Row> {
     if (group.status !== 200) throw new Error(`POST /api/project/rolling-group: ${group.status} ${group.text}`);
     const release = await client.post('/api/release', { projectId: project.projectId, version: '1.0.0' });
     if (release.status !== 200) throw new Error(`POST /api/release: ${release.status} ${release.text}`);
+    // Where the two cores go during the deployment (the simulators stand for other hosts).
+    const simCpu = () => sims.reduce((sum, sim) => sum + processCpu(sim.child.pid!).self, 0);
+    const cpuBefore = {
+      server: processCpu(pid).self,
+      postgres: await backendCpu(db),
+      sims: simCpu(),
+      busy: machineBusy(),
+    };
     const requestedAt = now();
     const deployMono = monotonicUs();
     const deployed = await client.post('/api/release/deploy', {
@@ -182,6 +196,16 @@ async function runSize(n: number): Promise<Row> {
       },
       { timeoutMs: 600_000, intervalMs: 100, description: `the deployment to ${n + REAL_AGENTS} machines` },
     );
+    const tasksRun = n + REAL_AGENTS;
+    const server = (processCpu(pid).self - cpuBefore.server) / tasksRun;
+    const postgres = cpuDelta(cpuBefore.postgres, await backendCpu(db)) / tasksRun;
+    const simsCpu = (simCpu() - cpuBefore.sims) / tasksRun;
+    const cpuPerTask = {
+      server,
+      postgres,
+      sims: simsCpu,
+      rest: (machineBusy() - cpuBefore.busy) / tasksRun - server - postgres - simsCpu,
+    };
     if (PROFILE_DIR) console.log(`deployment window (bench/shared/cpu-profile.ts FILE ${deployMono} ${monotonicUs()})`);
     const hwmKiB = status(pid).hwmKiB;
     const report = await reportSims(sims);
@@ -236,6 +260,15 @@ async function runSize(n: number): Promise<Row> {
     const where = `result → stored ${p(stored)} ms; stored end → next start ${p(decided)} ms; start → RunTask at the agent ${p(delivered)} ms (p50 / p95)`;
     const completedAt = final.completed_at!.getTime();
     const wallS = (completedAt - requestedAt) / 1000;
+    // The refills' steady rate: RunTasks per second from the first refill to the last.
+    const refilled = arrivals.slice(simWindow);
+    const steadyRate =
+      refilled.length > 1 ? (refilled.length - 1) / ((refilled.at(-1)! - refilled[0]!) / 1000) : Number.NaN;
+    const at = (t: number | undefined) => (t === undefined ? '–' : `${(t - requestedAt).toFixed(0)}`);
+    const timeline =
+      `first / last start stored ${at(starts[0])} / ${at(starts.at(-1))} ms; first / last RunTask at an agent ` +
+      `${at(arrivals[0])} / ${at(arrivals.at(-1))} ms; last result sent ${at(results.at(-1))} ms, stored ` +
+      `${at(ends.at(-1))} ms; deployment Completed ${at(completedAt)} ms (after the deploy request)`;
     return {
       n,
       connectS,
@@ -247,11 +280,15 @@ async function runSize(n: number): Promise<Row> {
       firstRunTaskMs: (arrivals[0] ?? Number.NaN) - requestedAt,
       refillP95Ms: percentile(refills, 95),
       refillMaxMs: refills.length > 0 ? Math.max(...refills) : Number.NaN,
+      refillMeanMs: refills.length > 0 ? refills.reduce((a, b) => a + b, 0) / refills.length : Number.NaN,
+      windowOverRateMs: (simWindow / steadyRate) * 1000,
       wallS,
       tasksPerSecond: (n + REAL_AGENTS) / wallS,
       exactlyOnce: problems.length === 0,
       problems,
       where,
+      timeline,
+      cpuPerTask,
     };
   } finally {
     await Promise.all(sims.map(stopSim));
@@ -308,6 +345,22 @@ async function main(): Promise<void> {
   );
   console.log('\nWhere a refill goes (at ms resolution):');
   for (const r of rows) console.log(`- N = ${r.n}: ${r.where}`);
+  // With the window always full and tasks that take no time, a slot's cycle (its RunTask → the
+  // next RunTask in that slot) is the refill, and Little's law fixes its mean at window ÷ rate: a
+  // mean refill of 100 ms at window 500 is 5,000 tasks/s, whatever the pipeline.
+  console.log(`\nRefill against Little's law (window ÷ steady RunTasks/s):`);
+  for (const r of rows)
+    if (Number.isFinite(r.refillMeanMs))
+      console.log(
+        `- N = ${r.n}: refill mean ${f(r.refillMeanMs)} ms; window ÷ steady rate ${f(r.windowOverRateMs)} ms`,
+      );
+  console.log('\nCPU per task during the deployment (ms; the simulators stand for agents on hosts of their own):');
+  for (const { n, cpuPerTask: c } of rows)
+    console.log(
+      `- N = ${n}: server ${f(c.server, 2)}, PostgreSQL ${f(c.postgres, 2)}, simulators ${f(c.sims, 2)}, the rest (the real agents, this bench, the kernel) ${f(c.rest, 2)}`,
+    );
+  console.log('\nTimeline of the deployment:');
+  for (const r of rows) console.log(`- N = ${r.n}: ${r.timeline}`);
   if (rows.length > 1)
     console.log(
       `\ntasks/s across N: max/min = ${flat.toFixed(2)} ${mark(flat <= GOAL.flatRatio)} (goal ≤ ${GOAL.flatRatio}: cost per task flat in N)`,
