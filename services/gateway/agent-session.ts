@@ -475,18 +475,13 @@ export class AgentSession {
    */
   #checkTasks(): void {
     if (this.#closed || !this.#welcomedHello) return;
-    // Sent before the read: one it does not show running has ended since (a task is Running before
-    // its RunTask goes out, and IDs are never reused), and is forgotten here rather than by a full
-    // sync — which, after a deployment to all, would be one more read per machine. One sent after
-    // the read began may not be in it yet, and is kept.
-    const sentBefore = this.#sentTaskIds.size > 0 ? [...this.#sentTaskIds] : NONE;
-    const cancelsBefore = this.#sentCancelIds.size > 0 ? [...this.#sentCancelIds] : NONE;
+    // Sent tasks that ended are forgotten here rather than by a full sync, which after a
+    // deployment to all would be one more read per machine.
+    const forgetEnded = this.#forgetterOfSentSoFar();
     this.#port.runningTasksOf(this.machineId).then(
       (running) => {
         if (this.#closed) return;
-        const known = new Set(running.map((task) => task.taskId));
-        for (const taskId of sentBefore) if (!known.has(taskId)) this.#sentTaskIds.delete(taskId);
-        for (const taskId of cancelsBefore) if (!known.has(taskId)) this.#sentCancelIds.delete(taskId);
+        forgetEnded(new Set(running.map((task) => task.taskId)));
         const unsent = running.some((task) =>
           task.cancelling ? !this.#sentCancelIds.has(task.taskId) : !this.#sentTaskIds.has(task.taskId),
         );
@@ -500,17 +495,29 @@ export class AgentSession {
   }
 
   async #syncTasks(): Promise<void> {
+    const forgetEnded = this.#forgetterOfSentSoFar();
     const { run, cancel } = await this.#port.assignmentsFor(this.machineId);
     if (this.#closed) return;
     // Cancels first: a CancelTask for a task the agent never saw makes it refuse a later RunTask.
     for (const taskId of cancel) this.cancelTask(taskId);
-    const current = new Set(cancel);
-    for (const task of run) {
-      current.add(task.taskId);
-      this.offerTask(task);
-    }
-    // Forget finished tasks so a long-lived call does not grow; task IDs are never reused.
-    for (const taskId of this.#sentTaskIds) if (!current.has(taskId)) this.#sentTaskIds.delete(taskId);
-    for (const taskId of this.#sentCancelIds) if (!current.has(taskId)) this.#sentCancelIds.delete(taskId);
+    for (const task of run) this.offerTask(task);
+    // Forget finished tasks so a long-lived call does not grow.
+    forgetEnded(new Set([...cancel, ...run.map((task) => task.taskId)]));
+  }
+
+  /**
+   * Takes note of the RunTasks and CancelTasks sent so far, before a read of the machine's tasks,
+   * and returns what forgets those of them the read does not show (they have ended: a task is
+   * Running before its RunTask goes out, and task IDs are never reused). One sent while the read
+   * was in flight may be missing from it without having ended, and is kept: forgetting it would
+   * send it again at the next sync.
+   */
+  #forgetterOfSentSoFar(): (stillAssigned: ReadonlySet<string>) => void {
+    const sentBefore = this.#sentTaskIds.size > 0 ? [...this.#sentTaskIds] : NONE;
+    const cancelsBefore = this.#sentCancelIds.size > 0 ? [...this.#sentCancelIds] : NONE;
+    return (stillAssigned) => {
+      for (const taskId of sentBefore) if (!stillAssigned.has(taskId)) this.#sentTaskIds.delete(taskId);
+      for (const taskId of cancelsBefore) if (!stillAssigned.has(taskId)) this.#sentCancelIds.delete(taskId);
+    };
   }
 }

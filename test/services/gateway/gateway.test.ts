@@ -430,6 +430,46 @@ describe('Connect', () => {
     expect(stream.of('runTask').map((r) => r.taskId)).toEqual(['new-1', 'marker-3']);
   });
 
+  it('keeps a task sent while a full sync was reading: the sync may not show it yet, and it is not sent twice', async () => {
+    const { machineId, stream } = await helloedAgent();
+    let answer!: () => void;
+    port.assignmentsHeld = new Promise((resolve) => (answer = resolve));
+    // A task the call has not sent: the heartbeat's check asks for a full sync, held here.
+    port.tasks.set(machineId, [task('lost-2')]);
+    const syncs = port.callsOf('assignmentsFor', machineId).length;
+    stream.send({ heartbeat: { sentUnixMs: Date.now() } });
+    await waitFor(() => port.callsOf('assignmentsFor', machineId).length === syncs + 1, { description: 'the sync' });
+    // Started after the sync read the machine's tasks: sent by its wake-up while the sync waits.
+    port.tasks.set(machineId, [task('lost-2'), task('new-2')]);
+    await bus.publishEvent(EventSubject.tasksDispatched('d-5'), {
+      v: 1,
+      type: 'tasks.dispatched',
+      deploymentId: 'd-5',
+      tasks: [{ taskId: 'new-2', machineId }],
+    });
+    await waitFor(() => stream.of('runTask').length === 1, { description: 'the new task' });
+    port.assignmentsHeld = null;
+    answer();
+    await waitFor(() => stream.of('runTask').length === 2, { description: 'the task the sync read' });
+    // The sync answered without new-2. The same wake-up again, then a marker: a second new-2
+    // would come before the marker.
+    await bus.publishEvent(EventSubject.tasksDispatched('d-5'), {
+      v: 1,
+      type: 'tasks.dispatched',
+      deploymentId: 'd-5',
+      tasks: [{ taskId: 'new-2', machineId }],
+    });
+    port.tasks.set(machineId, [task('lost-2'), task('new-2'), task('marker-5')]);
+    await bus.publishEvent(EventSubject.tasksDispatched('d-6'), {
+      v: 1,
+      type: 'tasks.dispatched',
+      deploymentId: 'd-6',
+      tasks: [{ taskId: 'marker-5', machineId }],
+    });
+    await waitFor(() => stream.of('runTask').some((r) => r.taskId === 'marker-5'), { description: 'the marker' });
+    expect(stream.of('runTask').map((r) => r.taskId)).toEqual(['new-2', 'lost-2', 'marker-5']);
+  });
+
   it('sends CancelTask when a task.cancel event names a connected machine', async () => {
     const { machineId, stream } = await helloedAgent();
     await bus.publishEvent(EventSubject.taskCancel('task-c'), {

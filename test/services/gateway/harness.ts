@@ -94,10 +94,15 @@ export class FakeAgentPort implements AgentPort {
     return running;
   }
 
+  /** While set, a full sync's read answers what was assigned when it was asked, once this settles. */
+  assignmentsHeld: Promise<void> | null = null;
+
   async assignmentsFor(machineId: string): Promise<{ run: RunTaskPayload[]; cancel: string[] }> {
     this.calls.push({ method: 'assignmentsFor', machineId });
     this.#maybeFail('assignmentsFor', machineId);
-    return { run: this.tasks.get(machineId) ?? [], cancel: this.cancellations.get(machineId) ?? [] };
+    const assigned = { run: this.tasks.get(machineId) ?? [], cancel: this.cancellations.get(machineId) ?? [] };
+    if (this.assignmentsHeld) await this.assignmentsHeld;
+    return assigned;
   }
 
   async dispatchedTasks(taskIds: readonly string[]): Promise<Array<{ machineId: string; payload: RunTaskPayload }>> {
