@@ -8,6 +8,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from '../core/index.ts';
 import { freePort } from '../core/index.ts';
+import { stopLeftoverPostgres } from './leftover-postgres.ts';
 
 export interface EmbeddedDatabase {
   url: string;
@@ -93,6 +94,7 @@ export async function startEmbeddedPostgres(options: {
     options.logger.info({ clusterDir }, 'initialising embedded PostgreSQL');
     await server.initialise();
   }
+  await stopLeftoverPostgres(clusterDir, options.logger);
   try {
     await server.start();
   } catch (error) {

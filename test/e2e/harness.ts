@@ -35,11 +35,11 @@ if (process.env.VITEST) {
   });
 }
 
-/** Kills every process and removes every folder the harness made. Call from afterAll. */
+/** Stops every process and removes every folder the harness made. Call from afterAll. */
 export async function cleanup(): Promise<void> {
-  for (const child of processes.splice(0)) {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-  }
+  // Stopped, not killed: a control plane killed outright leaves its embedded PostgreSQL running
+  // (until it finds its folder gone, up to a minute later) beside the test files after it.
+  await Promise.all(processes.splice(0).map((child) => stopProcess(child)));
   for (const folder of folders.splice(0)) rmSync(folder, { recursive: true, force: true });
 }
 
@@ -188,16 +188,18 @@ export async function startControlPlane(
     options.forFile,
   );
   const url = `http://127.0.0.1:${httpPort}`;
-  await waitFor(
+  const listening = await waitFor(
     async () => {
-      if (child.exitCode !== null) throw new Error(`control plane exited early:\n${output()}`);
+      // An early exit ends the wait at once (a throw here would only be retried until the timeout).
+      if (child.exitCode !== null) return 'exited';
       const response = await fetch(`${url}/api/openapi.json`).catch(() => null);
-      return response?.ok === true;
+      return response?.ok === true && 'listening';
     },
     { timeoutMs: 60_000, intervalMs: 200, description: 'control plane to listen' },
   ).catch((error: unknown) => {
     throw new Error(`${String(error)}\n${output()}`);
   });
+  if (listening === 'exited') throw new Error(`control plane exited early:\n${output()}`);
   const metricsUrl = env.GANTRY_METRICS_PORT === 'off' ? null : `http://127.0.0.1:${env.GANTRY_METRICS_PORT}/metrics`;
   return { url, metricsUrl, grpcAddress: `127.0.0.1:${grpcPort}`, caFingerprint, dataDir, child, output };
 }

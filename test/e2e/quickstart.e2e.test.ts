@@ -5,6 +5,7 @@
  * no new token needed), and the control plane's secrets never reach a deployment script.
  */
 import { afterAll, describe, expect, it } from 'vitest';
+import { existsSync, readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import path from 'node:path';
 import { agentBundle } from '../helpers/agent-bundle.ts';
@@ -96,5 +97,53 @@ describe('npm start -- --local-agent', () => {
     const machines = await onlineMachines(plane);
     expect(machines.map((m) => m.machineId)).toEqual([machineId]);
     await stopCleanly(plane); // it stops its local agent first (test/setup/leak-check.ts)
+  });
+
+  /** The PID in the embedded cluster's lock file, while that process lives. */
+  function runningPostmaster(): number | null {
+    const file = path.join(dataDir, 'pg', 'postmaster.pid');
+    const pid = existsSync(file) ? Number.parseInt(readFileSync(file, 'utf8').split('\n', 1)[0]!, 10) : NaN;
+    if (!Number.isInteger(pid)) return null;
+    try {
+      process.kill(pid, 0);
+      return pid;
+    } catch {
+      return null;
+    }
+  }
+
+  it('starts again after it was killed outright, stopping the PostgreSQL the killed run left behind, with its data kept', async () => {
+    const killed = await start({});
+    killed.child.kill('SIGKILL');
+    await new Promise((resolve) => killed.child.once('exit', resolve));
+    // As after the OOM killer: the database outlives its control plane and holds the cluster's lock.
+    const orphan = runningPostmaster();
+    expect(orphan).not.toBeNull();
+
+    const plane = await start({});
+    expect(runningPostmaster()).not.toBe(orphan);
+    expect(plane.output()).toContain('stopping the embedded PostgreSQL an earlier run left running');
+    const client = api(plane.url);
+    const { workspaceId } = await workspaceOf(client);
+    const machines = (await client.get('/api/machine', { workspaceId, take: '100' })).body.machines as Array<{
+      machineId: string;
+    }>;
+    expect(machines.map((m) => m.machineId)).toEqual([machineId]);
+    await stopCleanly(plane);
+  });
+
+  it('refuses a second Gantry on the same data folder, and leaves the first one and its database running', async () => {
+    const first = await start({});
+    const postmaster = runningPostmaster();
+    const second = await start({}).then(
+      () => null,
+      (error: unknown) => String(error),
+    );
+    expect(second).toMatch(/Another Gantry \(process \d+\) is using the data folder/);
+    expect(runningPostmaster()).toBe(postmaster);
+    const client = api(first.url);
+    const { workspaceId } = await workspaceOf(client);
+    expect((await client.get('/api/machine', { workspaceId, take: '100' })).status).toBe(200);
+    await stopCleanly(first);
   });
 });
