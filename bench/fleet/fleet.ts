@@ -104,6 +104,8 @@ interface Row {
   timeline: string;
   /** CPU ms per task in the deployment's window: the server, its PostgreSQL backends, the simulators, the rest of the machine. */
   cpuPerTask: { server: number; postgres: number; sims: number; rest: number };
+  /** CPU ms per session welcomed in the connect storm (N, plus those that ended and were redone). */
+  cpuPerConnect: { server: number; postgres: number; sims: number };
 }
 
 async function runSize(n: number): Promise<Row> {
@@ -138,10 +140,18 @@ async function runSize(n: number): Promise<Row> {
     // The simulated machines, registered as an agent's Register would leave them (credential hash
     // only); then the connect storm: every simulated agent at once, as after a replica restart.
     const agents = await seedSimulatedMachines(db, workspace.workspaceId, staging, n);
+    const pid = plane.child.pid!;
+    const stormBefore = { server: processCpu(pid).self, postgres: await backendCpu(db) };
     const started = await startSims(plane, agents, SIMS);
     sims.push(...started.sims);
     const connectS = started.connectMs / 1000;
-    const pid = plane.child.pid!;
+    // Per session welcomed: a simulated agent whose session ended in the storm connected again.
+    const stormSessions = n + (await reportSims(sims)).sessionsEnded;
+    const cpuPerConnect = {
+      server: (processCpu(pid).self - stormBefore.server) / stormSessions,
+      postgres: cpuDelta(stormBefore.postgres, await backendCpu(db)) / stormSessions,
+      sims: sims.reduce((sum, sim) => sum + processCpu(sim.child.pid!).self, 0) / stormSessions,
+    };
 
     // Idle: heartbeats only (the agents beat at a random phase of the interval).
     await sleep(5_000);
@@ -289,6 +299,7 @@ async function runSize(n: number): Promise<Row> {
       where,
       timeline,
       cpuPerTask,
+      cpuPerConnect,
     };
   } finally {
     await Promise.all(sims.map(stopSim));
@@ -358,6 +369,11 @@ async function main(): Promise<void> {
   for (const { n, cpuPerTask: c } of rows)
     console.log(
       `- N = ${n}: server ${f(c.server, 2)}, PostgreSQL ${f(c.postgres, 2)}, simulators ${f(c.sims, 2)}, the rest (the real agents, this bench, the kernel) ${f(c.rest, 2)}`,
+    );
+  console.log('\nCPU per session welcomed in the connect storm (ms; N plus the sessions that ended and were redone):');
+  for (const { n, cpuPerConnect: c } of rows)
+    console.log(
+      `- N = ${n}: server ${f(c.server, 2)}, PostgreSQL ${f(c.postgres, 2)}, simulators (their start included) ${f(c.sims, 2)}`,
     );
   console.log('\nTimeline of the deployment:');
   for (const r of rows) console.log(`- N = ${r.n}: ${r.timeline}`);

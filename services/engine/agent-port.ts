@@ -86,9 +86,10 @@ export interface AgentPort {
   /**
    * A session of the machine's agent began (Hello) and is now its current one: refreshes its
    * last-seen time and reported info; if the machine had been marked disconnected, the
-   * deployments with steps running on it are told it is back.
+   * deployments with steps running on it are told it is back. Answers what pendingUpgrade would,
+   * read with the same write: 10,000 agents reconnecting after a replica restart each say Hello.
    */
-  connected(machineId: string, sessionId: string, info: AgentInfo): Promise<void>;
+  connected(machineId: string, sessionId: string, info: AgentInfo): Promise<{ pendingUpgrade: string | null }>;
   /**
    * That session ended. Unless a newer session already replaced it (on any replica), the machine
    * is offline from now, and every deployment with a step running on it says so at once and what

@@ -361,13 +361,19 @@ export function createEngine(options: EngineOptions): Engine {
   const agentPort: AgentPort = {
     async connected(machineId, sessionId, info) {
       // Also settles an upgrade to the version the agent now runs (one statement).
-      const offlineSince = await store.machines.recordConnected(machineId, sessionId, clock.now(), info);
-      if (!offlineSince) return;
+      const { offlineSince, pendingUpgrade } = await store.machines.recordConnected(
+        machineId,
+        sessionId,
+        clock.now(),
+        info,
+      );
+      if (!offlineSince) return { pendingUpgrade };
       const seconds = Math.round((clock.now().getTime() - offlineSince.getTime()) / 1000);
       await tellRunningTasks(
         machineId,
         (task) => `Machine '${task.machineName}' is back online after ${seconds} s; '${task.stepName}' goes on there`,
       );
+      return { pendingUpgrade };
     },
 
     async disconnected(machineId, sessionId) {

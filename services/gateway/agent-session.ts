@@ -177,24 +177,26 @@ export class AgentSession {
    * ships (a replica of another build leaves it to one that ships it), once per call.
    */
   offerUpgrade(): void {
-    const bundle = this.#options.agentBundle;
-    if (!bundle || !this.isReady) return;
+    if (!this.#options.agentBundle || !this.isReady) return;
     this.#port.pendingUpgrade(this.machineId).then(
-      (version) => {
-        if (version !== bundle.version || this.#upgradeSent === version || !this.isReady) return;
-        this.#upgradeSent = version;
-        this.#logger.info({ version }, 'asking the agent to upgrade');
-        this.#send({
-          upgradeAgent: {
-            version,
-            bundleName: bundle.archiveName,
-            sha256: bundle.sha256,
-            sizeBytes: String(bundle.bytes.length),
-          },
-        });
-      },
+      (version) => this.#offerUpgradeTo(version),
       (error: unknown) => this.#logger.warn({ err: toError(error) }, 'reading the pending upgrade failed'),
     );
+  }
+
+  #offerUpgradeTo(version: string | null): void {
+    const bundle = this.#options.agentBundle;
+    if (!bundle || version !== bundle.version || this.#upgradeSent === version || !this.isReady) return;
+    this.#upgradeSent = version;
+    this.#logger.info({ version }, 'asking the agent to upgrade');
+    this.#send({
+      upgradeAgent: {
+        version,
+        bundleName: bundle.archiveName,
+        sha256: bundle.sha256,
+        sizeBytes: String(bundle.bytes.length),
+      },
+    });
   }
 
   /** Tells the agent to stop a task, once per call (harmless when the agent never saw it). */
@@ -421,13 +423,13 @@ export class AgentSession {
       info.interpreters = hello.interpreters.filter((name) => /^[\w.-]{1,32}$/.test(name)).slice(0, 16);
       if (free > 0) info.homeFreeBytes = free;
     }
-    await this.#port.connected(this.machineId, this.sessionId, info);
+    const { pendingUpgrade } = await this.#port.connected(this.machineId, this.sessionId, info);
     // The agent is already running these: a RunTask would only be answered with TaskAccepted.
     for (const taskId of hello.runningTaskIds) this.#sentTaskIds.add(taskId);
     for (const result of hello.unacknowledgedResults) await this.#recordResult(result);
     this.#welcomedHello = true;
     this.requestTaskSync();
-    this.offerUpgrade();
+    this.#offerUpgradeTo(pendingUpgrade);
   }
 
   /**

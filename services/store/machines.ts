@@ -306,8 +306,13 @@ export function machinesStore(db: Db) {
     },
 
     /** The machine whose agent holds this credential, or null. Disabled machines are returned too. */
-    async findByCredentialHash(credentialHash: string): Promise<Machine | null> {
-      return one(await machines().where({ agent_credential_hash: credentialHash }).first());
+    /**
+     * Who an agent's credential proves it is: only what a connection needs (no environments), as
+     * 10,000 agents reconnecting after a replica restart each read it.
+     */
+    async findByCredentialHash(credentialHash: string): Promise<{ id: string; workspaceId: string } | null> {
+      const row = await machines().where({ agent_credential_hash: credentialHash }).first('id', 'workspace_id');
+      return row ? { id: row.id, workspaceId: row.workspace_id } : null;
     },
 
     /**
@@ -380,17 +385,25 @@ export function machinesStore(db: Db) {
 
     /**
      * A session of the machine's agent started (Hello): it becomes the current one. Returns since
-     * when the machine had been without a session, or null when it was not marked disconnected.
-     * An upgrade asked for is Succeeded once the agent runs that version, in the same statement
+     * when the machine had been without a session (null when it was not marked disconnected), and
+     * the agent version it was asked to upgrade to and has not started upgrading to (null: none),
+     * so a Hello needs no read of its own for it. An upgrade asked for is Succeeded once the agent runs that version, in the same statement
      * (a reader never sees the new version with the upgrade still Started). A session of the old
      * version settles nothing: a draining agent reconnects as itself when a replica goes away; a
      * failure is what the agent reports. One statement: a fleet reconnecting at once (a replica
      * restart) does this 10,000 times.
      */
-    async recordConnected(id: string, sessionId: string, at: Date, info: AgentInfo): Promise<Date | null> {
+    async recordConnected(
+      id: string,
+      sessionId: string,
+      at: Date,
+      info: AgentInfo,
+    ): Promise<{ offlineSince: Date | null; pendingUpgrade: string | null }> {
       const settles = `m.upgrade_version = ?::text AND m.upgrade_state IN ('Requested', 'Started')`;
       const version = info.agentVersion ?? null;
-      const result = await db.raw<{ rows: Array<{ was: Date | null }> }>(
+      const result = await db.raw<{
+        rows: Array<{ was: Date | null; upgrade_state: string | null; upgrade_version: string | null }>;
+      }>(
         `UPDATE machines AS m SET session_id = ?, disconnected_at = NULL, last_seen_at = ?,
            agent_version = coalesce(?, m.agent_version), os = coalesce(?, m.os), hostname = coalesce(?, m.hostname),
            interpreters = coalesce(?::text[], m.interpreters), home_free_bytes = coalesce(?::bigint, m.home_free_bytes),
@@ -398,7 +411,7 @@ export function machinesStore(db: Db) {
            upgrade_message = CASE WHEN ${settles} THEN NULL ELSE m.upgrade_message END,
            upgrade_updated_at = CASE WHEN ${settles} THEN ?::timestamptz ELSE m.upgrade_updated_at END
          FROM (SELECT disconnected_at FROM machines WHERE id = ? FOR UPDATE) AS before
-         WHERE m.id = ? RETURNING before.disconnected_at AS was`,
+         WHERE m.id = ? RETURNING before.disconnected_at AS was, m.upgrade_state, m.upgrade_version`,
         [
           sessionId,
           at,
@@ -415,7 +428,11 @@ export function machinesStore(db: Db) {
           id,
         ],
       );
-      return result.rows[0]?.was ?? null;
+      const row = result.rows[0];
+      return {
+        offlineSince: row?.was ?? null,
+        pendingUpgrade: row?.upgrade_state === 'Requested' ? row.upgrade_version : null,
+      };
     },
 
     /**

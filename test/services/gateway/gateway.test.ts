@@ -80,6 +80,50 @@ async function helloedAgent(hello: Record<string, unknown> = {}) {
   return { ...machine, stream };
 }
 
+describe('upgrades at Hello', () => {
+  it('sends UpgradeAgent for an upgrade asked while the agent was away, from what the connect answered, without a read of its own', async () => {
+    // A gateway that ships agent 9.9.9 (the bytes are never sent here: UpgradeAgent names them).
+    const shipping = createGateway({
+      store: t.deps.store,
+      clock: t.deps.clock,
+      bus,
+      agentPort: port,
+      logger: createLogger('silent'),
+      heartbeatIntervalMs: 1234,
+      agentBundle: {
+        version: '9.9.9',
+        archiveName: 'gantry-agent-9.9.9.tgz',
+        sha256: 'a'.repeat(64),
+        bytes: Buffer.from('x'),
+      },
+    });
+    const shippingClient = agentClient(await shipping.start(0, '127.0.0.1'));
+    try {
+      const { registrationToken } = await newMachine();
+      const { machineId, agentCredential } = await register(shippingClient, {
+        registrationToken,
+        hostname: 'host-1',
+        os: 'linux x64',
+        agentVersion: '1.0.0',
+      });
+      port.upgrades.set(machineId, '9.9.9');
+      const stream = openStream(shippingClient, agentMetadata(machineId, agentCredential));
+      streams.push(stream);
+      stream.send({ hello: { agentVersion: '1.0.0', os: 'linux x64', hostname: 'host-1' } });
+      await waitFor(() => stream.of('upgradeAgent').length === 1, { description: 'UpgradeAgent' });
+      expect(stream.of('upgradeAgent')).toEqual([
+        { version: '9.9.9', bundleName: 'gantry-agent-9.9.9.tgz', sha256: 'a'.repeat(64), sizeBytes: '1' },
+      ]);
+      expect(port.callsOf('pendingUpgrade', machineId)).toEqual([]);
+      stream.close();
+    } finally {
+      port.upgrades.clear();
+      shippingClient.close();
+      await shipping.stop();
+    }
+  });
+});
+
 describe('Register', () => {
   it('trades the token for a credential once and stores only its hash when the token is valid', async () => {
     const { machineId, registrationToken } = await newMachine();

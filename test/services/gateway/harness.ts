@@ -25,6 +25,7 @@ export type PortCall =
   | { method: 'heartbeat'; machineId: string }
   | { method: 'assignmentsFor'; machineId: string }
   | { method: 'runningTasksOf'; machineId: string }
+  | { method: 'pendingUpgrade'; machineId: string }
   | { method: 'dispatchedTasks'; machineId: ''; taskIds: string[] }
   | { method: 'recordLogs'; machineId: string; taskId: string; chunks: readonly AgentLogChunk[] }
   | {
@@ -52,9 +53,10 @@ export class FakeAgentPort implements AgentPort {
     if (this.failNext.delete(`${method}:${machineId}`)) throw new Error(`fake ${method} failure`);
   }
 
-  async connected(machineId: string, sessionId: string, info: AgentInfo): Promise<void> {
+  async connected(machineId: string, sessionId: string, info: AgentInfo): Promise<{ pendingUpgrade: string | null }> {
     this.calls.push({ method: 'connected', machineId, sessionId, info });
     this.#maybeFail('connected', machineId);
+    return { pendingUpgrade: this.upgrades.get(machineId) ?? null };
   }
 
   /** Upgrades asked of machines (pendingUpgrade answers them) and the agents' reports. */
@@ -62,6 +64,7 @@ export class FakeAgentPort implements AgentPort {
   readonly upgradeReports: Array<{ machineId: string; report: AgentUpgradeReport }> = [];
 
   async pendingUpgrade(machineId: string): Promise<string | null> {
+    this.calls.push({ method: 'pendingUpgrade', machineId });
     return this.upgrades.get(machineId) ?? null;
   }
 

@@ -11,7 +11,7 @@ import { createGateway, loadAgentProto, type Gateway, type GatewayStore } from '
 import type { AgentServiceClient } from '../../../proto/gen/gantry/agent/v1/AgentService.ts';
 import { codeOf, FakeAgentPort, register } from './harness.ts';
 
-type Machine = NonNullable<Awaited<ReturnType<GatewayStore['machines']['findByCredentialHash']>>>;
+type Machine = NonNullable<Awaited<ReturnType<GatewayStore['machines']['findByRegistrationTokenHash']>>>;
 const machine: Machine = {
   id: 'machine-tls',
   workspaceId: 'ws-1',

@@ -46,7 +46,10 @@ describe('machines store: registration', () => {
     expect(await store.findByRegistrationTokenHash(hashSecret('token-b'), now)).toBeNull();
     expect(await store.completeRegistration(id, hashSecret('cred-b2'), {})).toBe(false);
 
-    const machine = await store.findByCredentialHash(hashSecret('cred-b'));
+    const identity = await store.findByCredentialHash(hashSecret('cred-b'));
+    expect(identity).toEqual({ id, workspaceId: expect.any(String) });
+    const machine = await store.get(id);
+    expect(machine?.workspaceId).toBe(identity?.workspaceId);
     expect(machine).toMatchObject({
       id,
       isRegistered: true,
@@ -122,13 +125,16 @@ describe('machines store: a session starts', () => {
     const started = await machine('2.0.0', 'Started');
     const older = await machine('2.0.0', 'Started');
     const failed = await machine('2.0.0', 'Failed');
+    const pending: Array<string | null> = [];
     for (const [id, version] of [
       [requested, '2.0.0'],
       [started, '2.0.0'],
       [older, '1.0.0'],
       [failed, '2.0.0'],
     ] as const)
-      await store.recordConnected(id, newId(), at, { agentVersion: version });
+      pending.push((await store.recordConnected(id, newId(), at, { agentVersion: version })).pendingUpgrade);
+    // Only an upgrade still Requested after the write is pending (what a Hello sends UpgradeAgent for).
+    expect(pending).toEqual([null, null, null, null]);
     const upgrade = async (id: string) =>
       t.db('machines').where({ id }).first('upgrade_state', 'upgrade_message', 'upgrade_updated_at', 'agent_version');
     expect(await upgrade(requested)).toEqual({
@@ -146,7 +152,20 @@ describe('machines store: a session starts', () => {
     expect(await upgrade(failed)).toMatchObject({ upgrade_state: 'Failed', upgrade_message: 'was' });
     // A session that names no version settles nothing.
     const silent = await machine('2.0.0', 'Requested');
-    await store.recordConnected(silent, newId(), at, {});
+    expect(await store.recordConnected(silent, newId(), at, {})).toEqual({
+      offlineSince: null,
+      pendingUpgrade: '2.0.0',
+    });
     expect(await upgrade(silent)).toMatchObject({ upgrade_state: 'Requested' });
+    // An older agent asked to upgrade: the same answer, and since when it had been disconnected.
+    const asked = await machine('2.0.0', 'Requested');
+    await t
+      .db('machines')
+      .where({ id: asked })
+      .update({ disconnected_at: new Date(at.getTime() - HOUR_MS) });
+    expect(await store.recordConnected(asked, newId(), at, { agentVersion: '1.0.0' })).toEqual({
+      offlineSince: new Date(at.getTime() - HOUR_MS),
+      pendingUpgrade: '2.0.0',
+    });
   });
 });
