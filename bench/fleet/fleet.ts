@@ -106,6 +106,10 @@ interface Row {
   cpuPerTask: { server: number; postgres: number; sims: number; rest: number };
   /** CPU ms per session welcomed in the connect storm (N, plus those that ended and were redone). */
   cpuPerConnect: { server: number; postgres: number; sims: number };
+  /** From the simulators told to stop to every simulated machine recorded disconnected. */
+  disconnectsS: number;
+  /** CPU ms per simulated agent over that time. */
+  cpuPerDisconnect: { server: number; postgres: number };
 }
 
 async function runSize(n: number): Promise<Row> {
@@ -239,6 +243,25 @@ async function runSize(n: number): Promise<Row> {
     const repeated = report.repeatedRunTasks;
     if (repeated > 0) problems.push(`${repeated} RunTasks sent again`);
 
+    // Every simulated agent leaves at once (a network cut, or the agents of a stopping replica):
+    // until the server has recorded each of them disconnected.
+    const leaving = { at: now(), server: processCpu(pid).self, postgres: await backendCpu(db) };
+    await Promise.all(sims.map(stopSim));
+    await waitFor(
+      async () => {
+        const { rows } = await db.query<{ count: number }>(
+          'select count(*)::int as count from machines where disconnected_at is not null',
+        );
+        return rows[0]!.count >= n;
+      },
+      { timeoutMs: 120_000, intervalMs: 50, description: `${n} machines recorded disconnected` },
+    );
+    const disconnectsS = (now() - leaving.at) / 1000;
+    const cpuPerDisconnect = {
+      server: (processCpu(pid).self - leaving.server) / n,
+      postgres: cpuDelta(leaving.postgres, await backendCpu(db)) / n,
+    };
+
     // Slot free → next RunTask: the k-th result written frees the slot the (window + k)-th RunTask fills.
     const arrivals = runs.map(([, at]) => at).sort((a, b) => a - b);
     const results = runs.map(([, , done]) => done).sort((a, b) => a - b);
@@ -300,6 +323,8 @@ async function runSize(n: number): Promise<Row> {
       timeline,
       cpuPerTask,
       cpuPerConnect,
+      disconnectsS,
+      cpuPerDisconnect,
     };
   } finally {
     await Promise.all(sims.map(stopSim));
@@ -375,6 +400,9 @@ async function main(): Promise<void> {
     console.log(
       `- N = ${n}: server ${f(c.server, 2)}, PostgreSQL ${f(c.postgres, 2)}, simulators (their start included) ${f(c.sims, 2)}`,
     );
+  console.log('\nEvery simulated agent leaving at once (told to stop → all recorded disconnected; CPU ms per agent):');
+  for (const { n, disconnectsS, cpuPerDisconnect: c } of rows)
+    console.log(`- N = ${n}: ${f(disconnectsS, 2)} s; server ${f(c.server, 2)}, PostgreSQL ${f(c.postgres, 2)}`);
   console.log('\nTimeline of the deployment:');
   for (const r of rows) console.log(`- N = ${r.n}: ${r.timeline}`);
   if (rows.length > 1)

@@ -75,6 +75,8 @@ export interface Engine {
  * lost after minutes), and a wake-up the check catches was already lost once.
  */
 const HEARTBEAT_BATCH_MS = 1_000;
+/** Sessions that ended are recorded together within this: a stopping gateway waits for it. */
+const DISCONNECT_BATCH_MS = 100;
 
 /** A deployment whose advance fails this many times in a row (not for the database being down) ends Failed. */
 const ADVANCE_ATTEMPTS = 5;
@@ -326,10 +328,10 @@ export function createEngine(options: EngineOptions): Engine {
     }
   };
 
-  /** One line per running task of the machine, in each task's deployment, under the task's entry. */
-  const tellRunningTasks = async (machineId: string, say: (task: DeploymentTask) => string): Promise<void> => {
+  /** One line per running task given, in each task's deployment, under the task's entry. */
+  const tellRunningTasks = async (tasks: DispatchedTask[], say: (task: DeploymentTask) => string): Promise<void> => {
     const byDeployment = new Map<string, NewLogEntry[]>();
-    for (const { task } of await store.deploymentTasks.listDispatchedTo(machineId)) {
+    for (const { task } of tasks) {
       const lines = byDeployment.get(task.deploymentId) ?? [];
       lines.push({
         level: 'Information',
@@ -342,6 +344,22 @@ export function createEngine(options: EngineOptions): Engine {
     }
     await Promise.all([...byDeployment].map(([deploymentId, lines]) => progress.write(deploymentId, lines)));
   };
+  const lostAfterSeconds = Math.round((options.timing?.agentLostMs ?? DEFAULT_TIMING.agentLostMs) / 1000);
+  // Keyed by machine: of two sessions of one machine that ended in a window, the later one is
+  // what counts (the earlier was replaced by it, and recordDisconnects would not mark it anyway).
+  const disconnects = new TimedBatch<string, { sessionId: string; at: Date }, never>(
+    DISCONNECT_BATCH_MS,
+    async (ended) => {
+      const marked = await store.machines.recordDisconnects(
+        [...ended].map(([id, { sessionId, at }]) => ({ id, sessionId, at })),
+      );
+      await tellRunningTasks(
+        await store.deploymentTasks.listDispatchedToMachines(marked),
+        (task) =>
+          `Machine '${task.machineName}' went offline (its agent disconnected): waiting up to ${lostAfterSeconds} s for it to reconnect; '${task.stepName}' fails there if it does not`,
+      );
+    },
+  );
   const heartbeats = new TimedBatch<string, { at: Date; homeFreeBytes?: number }, never>(HEARTBEAT_BATCH_MS, (beats) =>
     store.machines.recordHeartbeats([...beats].map(([id, beat]) => ({ id, ...beat }))),
   );
@@ -356,7 +374,6 @@ export function createEngine(options: EngineOptions): Engine {
       return byMachine;
     },
   );
-  const lostAfterSeconds = Math.round((options.timing?.agentLostMs ?? DEFAULT_TIMING.agentLostMs) / 1000);
 
   const agentPort: AgentPort = {
     async connected(machineId, sessionId, info) {
@@ -370,19 +387,16 @@ export function createEngine(options: EngineOptions): Engine {
       if (!offlineSince) return { pendingUpgrade };
       const seconds = Math.round((clock.now().getTime() - offlineSince.getTime()) / 1000);
       await tellRunningTasks(
-        machineId,
+        await store.deploymentTasks.listDispatchedTo(machineId),
         (task) => `Machine '${task.machineName}' is back online after ${seconds} s; '${task.stepName}' goes on there`,
       );
       return { pendingUpgrade };
     },
 
-    async disconnected(machineId, sessionId) {
-      if (!(await store.machines.recordDisconnected(machineId, sessionId, clock.now()))) return;
-      await tellRunningTasks(
-        machineId,
-        (task) =>
-          `Machine '${task.machineName}' went offline (its agent disconnected): waiting up to ${lostAfterSeconds} s for it to reconnect; '${task.stepName}' fails there if it does not`,
-      );
+    // Batched: when a replica stops or a network cut ends thousands of sessions at once, they were
+    // two statements each (the disconnect and a read of the machine's tasks).
+    disconnected(machineId, sessionId) {
+      return disconnects.note(machineId, { sessionId, at: clock.now() }).then(noAnswer);
     },
 
     async pendingUpgrade(machineId) {
@@ -574,7 +588,7 @@ export function createEngine(options: EngineOptions): Engine {
       subscription = null;
       await Promise.all(localAdvances);
       await changes.stop();
-      await Promise.all([heartbeats.flush(), runningChecks.flush()]);
+      await Promise.all([heartbeats.flush(), runningChecks.flush(), disconnects.flush()]);
     },
     wake,
     triggerAutomaticDeployments,

@@ -170,6 +170,13 @@ export function deploymentTasksStore(db: Db) {
         query.where('t.machine_id', machineId);
       });
     },
+    /** The same for many machines in one query (those whose agents disconnected together). */
+    async listDispatchedToMachines(machineIds: readonly string[]): Promise<DispatchedTask[]> {
+      if (machineIds.length === 0) return [];
+      return listDispatched(db, (query) => {
+        whereIdIn(query, 't.machine_id', machineIds);
+      });
+    },
     /**
      * The running tasks of these machines, with whether their deployment is being cancelled: what
      * a heartbeat checks its session against, for every agent that beat in the last second at once.

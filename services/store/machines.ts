@@ -436,15 +436,22 @@ export function machinesStore(db: Db) {
     },
 
     /**
-     * The session ended: the machine is disconnected from `at`, unless another session already
-     * replaced this one (then nothing changes). True when the machine was marked disconnected.
+     * Sessions that ended, in one statement (a replica stopping, or a network cut, ends thousands
+     * at once): each machine is disconnected from its `at`, unless another session already
+     * replaced the one that ended (then nothing changes). Answers the machines marked disconnected.
      */
-    async recordDisconnected(id: string, sessionId: string, at: Date): Promise<boolean> {
-      const updated = await machines()
-        .where({ id, session_id: sessionId })
-        .whereNull('disconnected_at')
-        .update({ disconnected_at: at });
-      return updated > 0;
+    async recordDisconnects(ended: ReadonlyArray<{ id: string; sessionId: string; at: Date }>): Promise<string[]> {
+      if (ended.length === 0) return [];
+      // In ID order, as recordHeartbeats: two statements locking the same rows never deadlock.
+      const sorted = [...ended].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+      const { rows } = await db.raw<{ rows: Array<{ id: string }> }>(
+        `UPDATE machines AS m SET disconnected_at = e.at
+         FROM unnest(?::text[], ?::text[], ?::timestamptz[]) AS e(id, session_id, at)
+         WHERE m.id = e.id AND m.session_id = e.session_id AND m.disconnected_at IS NULL
+         RETURNING m.id`,
+        [sorted.map((e) => e.id), sorted.map((e) => e.sessionId), sorted.map((e) => e.at)],
+      );
+      return rows.map((row) => row.id);
     },
   };
 }

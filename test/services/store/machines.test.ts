@@ -168,4 +168,32 @@ describe('machines store: a session starts', () => {
       pendingUpgrade: '2.0.0',
     });
   });
+
+  it('records many ended sessions in one statement, marking only machines whose ended session is still their current one', async () => {
+    const store = t.deps.store.machines;
+    const at = new Date();
+    const connected = async () => {
+      const id = await pendingMachine(`token-${newId()}`, new Date(at.getTime() + HOUR_MS));
+      const sessionId = newId();
+      await store.recordConnected(id, sessionId, at, {});
+      return { id, sessionId };
+    };
+    const ended = await connected();
+    const replaced = await connected();
+    await store.recordConnected(replaced.id, newId(), at, {});
+    const already = await connected();
+    const earlier = new Date(at.getTime() - HOUR_MS);
+    await t.db('machines').where({ id: already.id }).update({ disconnected_at: earlier });
+    const later = new Date(at.getTime() + 1000);
+    const marked = await store.recordDisconnects(
+      [ended, replaced, already].map(({ id, sessionId }) => ({ id, sessionId, at: later })),
+    );
+    expect(marked).toEqual([ended.id]);
+    const disconnectedAt = async (id: string) =>
+      (await t.db('machines').where({ id }).first('disconnected_at')).disconnected_at;
+    expect(await disconnectedAt(ended.id)).toEqual(later);
+    expect(await disconnectedAt(replaced.id)).toBeNull();
+    expect(await disconnectedAt(already.id)).toEqual(earlier);
+    expect(await store.recordDisconnects([])).toEqual([]);
+  });
 });
