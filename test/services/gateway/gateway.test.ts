@@ -69,6 +69,16 @@ function connect(machineId: string, credential: string): AgentStream {
   return stream;
 }
 
+/** The engine's wake-up: this task of the deployment started on this machine. */
+function dispatched(deploymentId: string, taskId: string, machineId: string): Promise<void> {
+  return bus.publishEvent(EventSubject.tasksDispatched(deploymentId), {
+    v: 1,
+    type: 'tasks.dispatched',
+    deploymentId,
+    tasks: [{ taskId, machineId }],
+  });
+}
+
 /** A registered machine whose agent is connected and has said Hello. */
 async function helloedAgent(hello: Record<string, unknown> = {}) {
   const machine = await registeredMachine();
@@ -374,12 +384,7 @@ describe('Connect', () => {
 
     port.tasks.set(machineId, [task('late-1')]);
     port.failNext.add('dispatchedTasks:');
-    await bus.publishEvent(EventSubject.tasksDispatched('d-2'), {
-      v: 1,
-      type: 'tasks.dispatched',
-      deploymentId: 'd-2',
-      tasks: [{ taskId: 'late-1', machineId }],
-    });
+    await dispatched('d-2', 'late-1', machineId);
     await waitFor(() => port.calls.filter((c) => c.method === 'dispatchedTasks').length > before, {
       description: 'the failed read',
     });
@@ -443,12 +448,7 @@ describe('Connect', () => {
     await waitFor(() => port.callsOf('runningTasksOf', machineId).length === checks + 1, { description: 'the check' });
     // Started after the check read the machine's tasks: sent by its wake-up while the check waits.
     port.tasks.set(machineId, [task('new-1')]);
-    await bus.publishEvent(EventSubject.tasksDispatched('d-3'), {
-      v: 1,
-      type: 'tasks.dispatched',
-      deploymentId: 'd-3',
-      tasks: [{ taskId: 'new-1', machineId }],
-    });
+    await dispatched('d-3', 'new-1', machineId);
     await waitFor(() => stream.of('runTask').length === 1, { description: 'the new task' });
     port.runningChecksHeld = null;
     answer();
@@ -457,19 +457,9 @@ describe('Connect', () => {
     const answered = port.callsOf('runningTasksOf', machineId).length;
     stream.send({ heartbeat: { sentUnixMs: Date.now() } });
     await waitFor(() => port.callsOf('runningTasksOf', machineId).length > answered, { description: 'the next check' });
-    await bus.publishEvent(EventSubject.tasksDispatched('d-3'), {
-      v: 1,
-      type: 'tasks.dispatched',
-      deploymentId: 'd-3',
-      tasks: [{ taskId: 'new-1', machineId }],
-    });
+    await dispatched('d-3', 'new-1', machineId);
     port.tasks.set(machineId, [task('new-1'), task('marker-3')]);
-    await bus.publishEvent(EventSubject.tasksDispatched('d-4'), {
-      v: 1,
-      type: 'tasks.dispatched',
-      deploymentId: 'd-4',
-      tasks: [{ taskId: 'marker-3', machineId }],
-    });
+    await dispatched('d-4', 'marker-3', machineId);
     await waitFor(() => stream.of('runTask').some((r) => r.taskId === 'marker-3'), { description: 'the marker' });
     expect(stream.of('runTask').map((r) => r.taskId)).toEqual(['new-1', 'marker-3']);
   });
@@ -485,31 +475,16 @@ describe('Connect', () => {
     await waitFor(() => port.callsOf('assignmentsFor', machineId).length === syncs + 1, { description: 'the sync' });
     // Started after the sync read the machine's tasks: sent by its wake-up while the sync waits.
     port.tasks.set(machineId, [task('lost-2'), task('new-2')]);
-    await bus.publishEvent(EventSubject.tasksDispatched('d-5'), {
-      v: 1,
-      type: 'tasks.dispatched',
-      deploymentId: 'd-5',
-      tasks: [{ taskId: 'new-2', machineId }],
-    });
+    await dispatched('d-5', 'new-2', machineId);
     await waitFor(() => stream.of('runTask').length === 1, { description: 'the new task' });
     port.assignmentsHeld = null;
     answer();
     await waitFor(() => stream.of('runTask').length === 2, { description: 'the task the sync read' });
     // The sync answered without new-2. The same wake-up again, then a marker: a second new-2
     // would come before the marker.
-    await bus.publishEvent(EventSubject.tasksDispatched('d-5'), {
-      v: 1,
-      type: 'tasks.dispatched',
-      deploymentId: 'd-5',
-      tasks: [{ taskId: 'new-2', machineId }],
-    });
+    await dispatched('d-5', 'new-2', machineId);
     port.tasks.set(machineId, [task('lost-2'), task('new-2'), task('marker-5')]);
-    await bus.publishEvent(EventSubject.tasksDispatched('d-6'), {
-      v: 1,
-      type: 'tasks.dispatched',
-      deploymentId: 'd-6',
-      tasks: [{ taskId: 'marker-5', machineId }],
-    });
+    await dispatched('d-6', 'marker-5', machineId);
     await waitFor(() => stream.of('runTask').some((r) => r.taskId === 'marker-5'), { description: 'the marker' });
     expect(stream.of('runTask').map((r) => r.taskId)).toEqual(['new-2', 'lost-2', 'marker-5']);
   });
