@@ -19,9 +19,8 @@ const POLL_MS = 100;
 export async function stopLeftoverPostgres(clusterDir: string, logger: Logger): Promise<void> {
   const pid = await lockedBy(clusterDir);
   if (pid === null || !isAlive(pid)) return;
-  const argv = await commandLine(pid);
   // Not (or no longer) the postmaster of this cluster: PostgreSQL's own check decides.
-  if (!argv || !servesCluster(argv, clusterDir)) return;
+  if (!(await servesCluster(pid, clusterDir))) return;
   const parent = await parentOf(pid);
   const parentArgv = parent === null ? null : await commandLine(parent);
   if (parent !== null && parent !== 1 && parentArgv && /^node/.test(path.basename(parentArgv[0] ?? ''))) {
@@ -62,9 +61,15 @@ async function commandLine(pid: number): Promise<string[] | null> {
   return raw ? raw.split('\0').filter((arg) => arg.length > 0) : null;
 }
 
-function servesCluster(argv: string[], clusterDir: string): boolean {
-  const at = argv.indexOf('-D');
-  return at >= 0 && path.resolve(argv[at + 1] ?? '') === path.resolve(clusterDir);
+/** A postgres process working in this cluster's folder (the postmaster changes into it at start). */
+async function servesCluster(pid: number, clusterDir: string): Promise<boolean> {
+  const argv = await commandLine(pid);
+  if (!argv || path.basename(argv[0] ?? '') !== 'postgres') return false;
+  const [cwd, cluster] = await Promise.all([
+    fs.realpath(`/proc/${pid}/cwd`).catch(() => null),
+    fs.realpath(clusterDir).catch(() => null),
+  ]);
+  return cwd !== null && cwd === cluster;
 }
 
 async function parentOf(pid: number): Promise<number | null> {

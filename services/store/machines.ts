@@ -305,10 +305,10 @@ export function machinesStore(db: Db) {
         .update({ ...infoColumns(info), agent_credential_hash: credentialHash, last_seen_at: at });
     },
 
-    /** The machine whose agent holds this credential, or null. Disabled machines are returned too. */
     /**
-     * Who an agent's credential proves it is: only what a connection needs (no environments), as
-     * 10,000 agents reconnecting after a replica restart each read it.
+     * The machine whose agent holds this credential (disabled ones too), or null: only what a
+     * connection needs (no environments), as 10,000 agents reconnecting after a replica restart
+     * each read it.
      */
     async findByCredentialHash(credentialHash: string): Promise<{ id: string; workspaceId: string } | null> {
       const row = await machines().where({ agent_credential_hash: credentialHash }).first('id', 'workspace_id');
