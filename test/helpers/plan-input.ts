@@ -3,6 +3,7 @@
  * scheduler tests use them (through test/services/engine/plan-fixtures.ts), and so does
  * bench/fleet/scheduler.ts.
  */
+import { DEFAULT_GROUP_SETTINGS } from '../../services/domain/rolling-group-rules.ts';
 import { planDeployment } from '../../services/engine/planner.ts';
 import type {
   Plan,
@@ -28,18 +29,8 @@ export function step(stepId: string, overrides: Partial<PlanStepInput> = {}): Pl
 }
 
 export function group(rollingGroupId: string, overrides: Partial<PlanRollingGroupInput> = {}): PlanRollingGroupInput {
-  return {
-    rollingGroupId,
-    name: rollingGroupId,
-    windowSize: 1,
-    machineOrder: 'MachineName',
-    machineOrderTagIds: [],
-    waitBetweenMachineGroups: false,
-    onMachineFailure: 'StopStep',
-    onMemberFailure: 'SkipRestOnThisMachine',
-    onNoTargets: 'Skip',
-    ...overrides,
-  };
+  // The spec's defaults, as a group created without settings gets them.
+  return { rollingGroupId, name: rollingGroupId, ...DEFAULT_GROUP_SETTINGS, machineOrderTagIds: [], ...overrides };
 }
 
 /** A machine whose ID is its name lower-cased, unless overridden. */
