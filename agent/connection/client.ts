@@ -1,14 +1,8 @@
 // gRPC channel setup shared by registration, the session and package downloads.
-import { readFileSync } from 'node:fs';
 import * as grpc from '@grpc/grpc-js';
 import type { AgentIdentity } from './identity.ts';
-import { pinnedServerName } from './pinned-ca.ts';
+import { channelTrust } from './pinned-ca.ts';
 import { loadAgentProto, METADATA_AGENT_CREDENTIAL, METADATA_MACHINE_ID, type AgentServiceClient } from './proto.ts';
-
-/** TLS when a CA file is given, otherwise plaintext (loopback, tests, TLS-terminating proxies). */
-export function createChannelCredentials(caFile: string | undefined): grpc.ChannelCredentials {
-  return caFile ? grpc.credentials.createSsl(readFileSync(caFile)) : grpc.credentials.createInsecure();
-}
 
 const CHANNEL_OPTIONS: grpc.ChannelOptions = {
   // Notice a dead connection within ~40 s even when nothing is being sent (stack-notes §4.2).
@@ -30,10 +24,10 @@ export function createAgentClient(
   extra: grpc.ChannelOptions = {},
 ): AgentServiceClient {
   const { AgentService } = loadAgentProto().gantry.agent.v1;
-  const serverName = pinnedServerName(address, credentials);
-  return new AgentService(address, credentials, {
+  const trust = channelTrust(address, credentials);
+  return new AgentService(address, trust.credentials, {
     ...CHANNEL_OPTIONS,
-    ...(serverName ? { 'grpc.ssl_target_name_override': serverName } : {}),
+    ...(trust.serverName ? { 'grpc.ssl_target_name_override': trust.serverName } : {}),
     ...extra,
   });
 }

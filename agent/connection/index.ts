@@ -2,9 +2,10 @@
 // the Connect session). Imports only proto/ and npm packages.
 export { AgentConnection, type AgentConnectionOptions } from './agent-connection.ts';
 export { backoffDelayMs, DEFAULT_BACKOFF, type BackoffOptions } from './backoff.ts';
-export { authMetadata, createAgentClient, createChannelCredentials } from './client.ts';
+export { authMetadata, createAgentClient } from './client.ts';
 export {
   agentChannelCredentials,
+  hostCheckedCredentials,
   learnPinnedCa,
   PinMismatchError,
   PINNED_CA_FILE,

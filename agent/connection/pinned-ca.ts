@@ -28,18 +28,52 @@ function pause(ms: number, signal: AbortSignal): Promise<void> {
 
 export const PINNED_CA_FILE = 'server-ca.pem';
 
-/** Credentials that trust the pinned CA and check no host name (see pinnedServerName). */
+/** Credentials that trust the pinned CA and check no host name (see channelTrust). */
 const pinnedCredentials = new WeakSet<grpc.ChannelCredentials>();
 
+/** Credentials that check the host against the certificate, with the roots they trust (undefined: the system's). */
+const hostChecked = new WeakMap<grpc.ChannelCredentials, { roots: Buffer | undefined }>();
+/** Per host-checked credentials and IP address: the credentials that check that IP (see channelTrust). */
+const ipChecked = new WeakMap<grpc.ChannelCredentials, Map<string, grpc.ChannelCredentials>>();
+
+/** The TLS server name sent instead of an IP address; never checked as a name (see channelTrust). */
+const FIXED_SERVER_NAME = 'gantry-control-plane';
+
+/** TLS that trusts `roots` (a CA file's PEM; undefined: the system's CAs) and checks the server's host. */
+export function hostCheckedCredentials(roots: Buffer | undefined): grpc.ChannelCredentials {
+  const credentials = grpc.credentials.createSsl(roots);
+  hostChecked.set(credentials, { roots });
+  return credentials;
+}
+
 /**
- * The TLS server name (SNI) to send to `address` with these credentials, when it must not be the
- * host: an IP address is not a server name (RFC 6066; Node warns DEP0123 on every agent that
- * connects to one, as grpc-js sends the host). With pinned credentials no name is checked, so a
- * fixed one is sent; with a CA file the host is checked against the certificate and stays.
+ * How to dial `address` with these credentials: the credentials, and the TLS server name (SNI) to
+ * send when it must not be the host. An IP address is not a server name (RFC 6066; Node warns
+ * DEP0123 at every agent start that sends one, and grpc-js sends the host). So to an IP a fixed
+ * name is sent: pinned credentials check no name; host-checked ones still check the IP, against
+ * the certificate's IP entries, through credentials of its own (one per IP, so that the register
+ * and session clients share one connection as they do to a host name).
  */
-export function pinnedServerName(address: string, credentials: grpc.ChannelCredentials): string | null {
-  if (!pinnedCredentials.has(credentials)) return null;
-  return isIP(hostOf(address)) === 0 ? null : 'gantry-control-plane';
+export function channelTrust(
+  address: string,
+  credentials: grpc.ChannelCredentials,
+): { credentials: grpc.ChannelCredentials; serverName: string | null } {
+  const host = hostOf(address);
+  if (isIP(host) === 0) return { credentials, serverName: null };
+  if (pinnedCredentials.has(credentials)) return { credentials, serverName: FIXED_SERVER_NAME };
+  const checked = hostChecked.get(credentials);
+  if (!checked) return { credentials, serverName: null }; // plaintext: no TLS, no name
+  let byIp = ipChecked.get(credentials);
+  if (!byIp) ipChecked.set(credentials, (byIp = new Map<string, grpc.ChannelCredentials>()));
+  let forIp = byIp.get(host);
+  if (!forIp) {
+    // grpc-js passes the name it sent; the IP dialled is what the certificate must hold.
+    forIp = grpc.credentials.createSsl(checked.roots, null, null, {
+      checkServerIdentity: (_sentName, cert) => tls.checkServerIdentity(host, cert),
+    });
+    byIp.set(host, forIp);
+  }
+  return { credentials: forIp, serverName: FIXED_SERVER_NAME };
 }
 
 /** `host:port` or `[v6]:port` → the host. */
@@ -163,8 +197,8 @@ export async function agentChannelCredentials(
     logger.warn('GANTRY_AGENT_INSECURE=1: plaintext to the control plane; the credential crosses the network in clear');
     return grpc.credentials.createInsecure();
   }
-  if (settings.caFile) return grpc.credentials.createSsl(readFileSync(settings.caFile));
-  if (!settings.caFingerprint) return grpc.credentials.createSsl();
+  if (settings.caFile) return hostCheckedCredentials(readFileSync(settings.caFile));
+  if (!settings.caFingerprint) return hostCheckedCredentials(undefined);
   const fingerprint = settings.caFingerprint;
   const ca = await learnPinnedCa({ servers: settings.servers, homeDir: settings.homeDir, fingerprint }, logger, signal);
   const credentials = grpc.credentials.createSsl(Buffer.from(ca), null, null, {

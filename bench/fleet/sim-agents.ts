@@ -12,10 +12,10 @@
  */
 import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
-import * as grpc from '@grpc/grpc-js';
 import pino from 'pino';
 import {
   AgentConnection,
+  hostCheckedCredentials,
   type AgentLink,
   type HelloState,
   type ServerMessage,
@@ -32,7 +32,8 @@ interface SimConfig {
 const config = JSON.parse(readFileSync(process.argv[2]!, 'utf8')) as SimConfig;
 const now = () => performance.timeOrigin + performance.now();
 const logger = pino({ level: 'silent' });
-const credentials = grpc.credentials.createSsl(readFileSync(config.caFile));
+// As the agent with GANTRY_AGENT_CA_FILE trusts the control plane (the server's IP checked against its certificate).
+const credentials = hostCheckedCredentials(readFileSync(config.caFile));
 
 /** [agent index, RunTask arrival (ms, epoch), result written (ms, epoch)] per RunTask received. */
 const runs: Array<[number, number, number]> = [];

@@ -4,12 +4,12 @@
  * 127.0.0.1 signed by a test CA). An agent that trusts that CA (GANTRY_AGENT_CA_FILE) registers
  * and runs a step; one that trusts another CA, or speaks plaintext, never registers.
  */
-import { execFileSync } from 'node:child_process';
 import { once } from 'node:events';
 import { X509Certificate } from 'node:crypto';
-import { readFileSync, statSync, writeFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { makeCertificates, type Certificates } from '../helpers/certificates.ts';
 import { waitFor } from '../helpers/wait-for.ts';
 import { createTestDatabase } from '../helpers/database.ts';
 import {
@@ -26,54 +26,6 @@ import {
   type Api,
   type ControlPlane,
 } from './harness.ts';
-
-interface Certificates {
-  ca: string;
-  otherCa: string;
-  cert: string;
-  key: string;
-}
-
-/** A CA, a server certificate for 127.0.0.1 and localhost signed by it, and an unrelated CA. */
-function makeCertificates(dir: string): Certificates {
-  const openssl = (...args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: 'pipe' });
-  const ecKey = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
-  openssl('req', '-x509', ...ecKey, '-keyout', 'ca.key', '-out', 'ca.pem', '-days', '2', '-subj', '/CN=Gantry test CA');
-  openssl(
-    'req',
-    '-x509',
-    ...ecKey,
-    '-keyout',
-    'other-ca.key',
-    '-out',
-    'other-ca.pem',
-    '-days',
-    '2',
-    '-subj',
-    '/CN=Some other CA',
-  );
-  openssl('req', ...ecKey, '-keyout', 'server.key', '-out', 'server.csr', '-subj', '/CN=gantry-control-plane');
-  writeFileSync(path.join(dir, 'san.ext'), 'subjectAltName=IP:127.0.0.1,DNS:localhost\n');
-  openssl(
-    'x509',
-    '-req',
-    '-in',
-    'server.csr',
-    '-CA',
-    'ca.pem',
-    '-CAkey',
-    'ca.key',
-    '-CAcreateserial',
-    '-out',
-    'server.pem',
-    '-days',
-    '2',
-    '-extfile',
-    'san.ext',
-  );
-  const file = (name: string) => path.join(dir, name);
-  return { ca: file('ca.pem'), otherCa: file('other-ca.pem'), cert: file('server.pem'), key: file('server.key') };
-}
 
 describe('agents over TLS (real certificates)', () => {
   let certificates: Certificates;
@@ -120,6 +72,10 @@ describe('agents over TLS (real certificates)', () => {
     }).catch((error: unknown) => {
       throw new Error(`${String(error)}\n${agent.output()}`);
     });
+    // Dialled by IP, checked against the certificate's IP entry: no IP was sent as the TLS server
+    // name (RFC 6066), which Node would report on the agent's stderr at every start (DEP0123).
+    expect(plane.grpcAddress).toMatch(/^\d+\.\d+\.\d+\.\d+:\d+$/);
+    expect(agent.output()).not.toContain('DEP0123');
     const { projectId } = await bashProject(client, workspaceId, lifecycleId, [
       { name: 'Over TLS', script: 'echo "hello over $Transport"' },
     ]);
