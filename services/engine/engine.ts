@@ -347,17 +347,32 @@ export function createEngine(options: EngineOptions): Engine {
   const lostAfterSeconds = Math.round((options.timing?.agentLostMs ?? DEFAULT_TIMING.agentLostMs) / 1000);
   // Keyed by machine: of two sessions of one machine that ended in a window, the later one is
   // what counts (the earlier was replaced by it, and recordDisconnects would not mark it anyway).
+  // A failure is the batch's: logged here once, not by each of its (up to thousands of) sessions.
   const disconnects = new TimedBatch<string, { sessionId: string; at: Date }, never>(
     DISCONNECT_BATCH_MS,
     async (ended) => {
-      const marked = await store.machines.recordDisconnects(
-        [...ended].map(([id, { sessionId, at }]) => ({ id, sessionId, at })),
-      );
-      await tellRunningTasks(
-        await store.deploymentTasks.listDispatchedToMachines(marked),
-        (task) =>
-          `Machine '${task.machineName}' went offline (its agent disconnected): waiting up to ${lostAfterSeconds} s for it to reconnect; '${task.stepName}' fails there if it does not`,
-      );
+      let marked: string[];
+      try {
+        marked = await store.machines.recordDisconnects(
+          [...ended].map(([id, { sessionId, at }]) => ({ id, sessionId, at })),
+        );
+      } catch (error) {
+        logger.error({ err: toError(error), sessions: ended.size }, 'recording agent disconnects failed');
+        return;
+      }
+      try {
+        await tellRunningTasks(
+          await store.deploymentTasks.listDispatchedToMachines(marked),
+          (task) =>
+            `Machine '${task.machineName}' went offline (its agent disconnected): waiting up to ${lostAfterSeconds} s for it to reconnect; '${task.stepName}' fails there if it does not`,
+        );
+      } catch (error) {
+        // The disconnects are stored; only the lines saying so in their deployments' logs are missing.
+        logger.error(
+          { err: toError(error), machines: marked.length },
+          "writing agent disconnects to their deployments' logs failed",
+        );
+      }
     },
   );
   const heartbeats = new TimedBatch<string, { at: Date; homeFreeBytes?: number }, never>(HEARTBEAT_BATCH_MS, (beats) =>

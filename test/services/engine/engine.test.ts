@@ -3,6 +3,7 @@
  * engine's AgentPort (the gateway's side), so these tests pin the orchestration itself; the e2e
  * suite runs the same flows through gRPC with real agent processes.
  */
+import pino from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger, isFinalStatus } from '../../../services/core/index.ts';
 import { EventSubject, InProcessBus, type TasksDispatchedEvent } from '../../../services/bus/index.ts';
@@ -399,6 +400,52 @@ describe('engine', () => {
         .where({ id: organization.organization_id })
         .update({ max_concurrent_deployments: before.max_concurrent_deployments });
     }
+  });
+
+  it("stores a batch of disconnects even when their deployments' logs cannot be written, and logs that once", async () => {
+    // An engine of its own whose read of the machines' running tasks fails (the step after the
+    // disconnects are stored), logging into `logged`.
+    const logged: Array<{ level: number; msg: string; sessions?: number; machines?: number }> = [];
+    const logger = pino({ level: 'info' }, { write: (line: string) => void logged.push(JSON.parse(line)) });
+    const store = {
+      ...t.deps.store,
+      deploymentTasks: {
+        ...t.deps.store.deploymentTasks,
+        listDispatchedToMachines: () => Promise.reject(new Error('the log side is down')),
+      },
+    };
+    const own = createEngine({ store, clock, bus, secrets: t.deps.secrets, logger });
+    const machines = await Promise.all(['dc-1', 'dc-2', 'dc-3'].map((name) => onlineMachine(t, name, staging)));
+    for (const machineId of machines) await own.agentPort.connected(machineId, `session-${machineId}`, {});
+    // One window: every session's promise settles without an error of its own.
+    await Promise.all(machines.map((machineId) => own.agentPort.disconnected(machineId, `session-${machineId}`)));
+    const rows = await t.db('machines').whereIn('id', machines).select('disconnected_at');
+    expect(rows.map((row: { disconnected_at: Date | null }) => row.disconnected_at !== null)).toEqual([
+      true,
+      true,
+      true,
+    ]);
+    const errors = logged.filter((entry) => entry.level >= 50);
+    expect(errors.map((entry) => [entry.msg, entry.machines])).toEqual([
+      ["writing agent disconnects to their deployments' logs failed", 3],
+    ]);
+  });
+
+  it('logs a batch of disconnects it could not store once, not once per session', async () => {
+    const logged: Array<{ level: number; msg: string; sessions?: number }> = [];
+    const logger = pino({ level: 'info' }, { write: (line: string) => void logged.push(JSON.parse(line)) });
+    const store = {
+      ...t.deps.store,
+      machines: {
+        ...t.deps.store.machines,
+        recordDisconnects: () => Promise.reject(new Error('the database is down')),
+      },
+    };
+    const own = createEngine({ store, clock, bus, secrets: t.deps.secrets, logger });
+    const machines = await Promise.all(['dr-1', 'dr-2', 'dr-3'].map((name) => onlineMachine(t, name, staging)));
+    await Promise.all(machines.map((machineId) => own.agentPort.disconnected(machineId, `session-${machineId}`)));
+    const errors = logged.filter((entry) => entry.level >= 50);
+    expect(errors.map((entry) => [entry.msg, entry.sessions])).toEqual([['recording agent disconnects failed', 3]]);
   });
 
   it('announces the tasks it starts over the bus in one event, and the port reads them back in one call', async () => {
