@@ -402,50 +402,54 @@ describe('engine', () => {
     }
   });
 
-  it("stores a batch of disconnects even when their deployments' logs cannot be written, and logs that once", async () => {
-    // An engine of its own whose read of the machines' running tasks fails (the step after the
-    // disconnects are stored), logging into `logged`.
+  /**
+   * An engine of its own over a store with `parts` replaced, logging into `errors` (what it logged
+   * at error level: message, and how many sessions or machines it says), and three machines whose
+   * sessions it saw begin and end in one disconnect window.
+   */
+  async function disconnectsWith(parts: Partial<typeof t.deps.store>, names: string[]) {
     const logged: Array<{ level: number; msg: string; sessions?: number; machines?: number }> = [];
     const logger = pino({ level: 'info' }, { write: (line: string) => void logged.push(JSON.parse(line)) });
-    const store = {
-      ...t.deps.store,
-      deploymentTasks: {
-        ...t.deps.store.deploymentTasks,
-        listDispatchedToMachines: () => Promise.reject(new Error('the log side is down')),
-      },
-    };
-    const own = createEngine({ store, clock, bus, secrets: t.deps.secrets, logger });
-    const machines = await Promise.all(['dc-1', 'dc-2', 'dc-3'].map((name) => onlineMachine(t, name, staging)));
+    const own = createEngine({ store: { ...t.deps.store, ...parts }, clock, bus, secrets: t.deps.secrets, logger });
+    const machines = await Promise.all(names.map((name) => onlineMachine(t, name, staging)));
     for (const machineId of machines) await own.agentPort.connected(machineId, `session-${machineId}`, {});
-    // One window: every session's promise settles without an error of its own.
+    // Every session's promise settles without an error of its own.
     await Promise.all(machines.map((machineId) => own.agentPort.disconnected(machineId, `session-${machineId}`)));
+    const errors = logged.filter((entry) => entry.level >= 50).map((e) => [e.msg, e.sessions ?? e.machines]);
+    return { machines, errors };
+  }
+
+  it("stores a batch of disconnects even when their deployments' logs cannot be written, and logs that once", async () => {
+    // The read of the machines' running tasks, the step after the disconnects are stored, fails.
+    const { machines, errors } = await disconnectsWith(
+      {
+        deploymentTasks: {
+          ...t.deps.store.deploymentTasks,
+          listDispatchedToMachines: () => Promise.reject(new Error('the log side is down')),
+        },
+      },
+      ['dc-1', 'dc-2', 'dc-3'],
+    );
     const rows = await t.db('machines').whereIn('id', machines).select('disconnected_at');
     expect(rows.map((row: { disconnected_at: Date | null }) => row.disconnected_at !== null)).toEqual([
       true,
       true,
       true,
     ]);
-    const errors = logged.filter((entry) => entry.level >= 50);
-    expect(errors.map((entry) => [entry.msg, entry.machines])).toEqual([
-      ["writing agent disconnects to their deployments' logs failed", 3],
-    ]);
+    expect(errors).toEqual([["writing agent disconnects to their deployments' logs failed", 3]]);
   });
 
   it('logs a batch of disconnects it could not store once, not once per session', async () => {
-    const logged: Array<{ level: number; msg: string; sessions?: number }> = [];
-    const logger = pino({ level: 'info' }, { write: (line: string) => void logged.push(JSON.parse(line)) });
-    const store = {
-      ...t.deps.store,
-      machines: {
-        ...t.deps.store.machines,
-        recordDisconnects: () => Promise.reject(new Error('the database is down')),
+    const { errors } = await disconnectsWith(
+      {
+        machines: {
+          ...t.deps.store.machines,
+          recordDisconnects: () => Promise.reject(new Error('the database is down')),
+        },
       },
-    };
-    const own = createEngine({ store, clock, bus, secrets: t.deps.secrets, logger });
-    const machines = await Promise.all(['dr-1', 'dr-2', 'dr-3'].map((name) => onlineMachine(t, name, staging)));
-    await Promise.all(machines.map((machineId) => own.agentPort.disconnected(machineId, `session-${machineId}`)));
-    const errors = logged.filter((entry) => entry.level >= 50);
-    expect(errors.map((entry) => [entry.msg, entry.sessions])).toEqual([['recording agent disconnects failed', 3]]);
+      ['dr-1', 'dr-2', 'dr-3'],
+    );
+    expect(errors).toEqual([['recording agent disconnects failed', 3]]);
   });
 
   it('announces the tasks it starts over the bus in one event, and the port reads them back in one call', async () => {
