@@ -414,9 +414,8 @@ export function createEngine(options: EngineOptions): Engine {
       return disconnects.note(machineId, { sessionId, at: clock.now() }).then(noAnswer);
     },
 
-    async pendingUpgrade(machineId) {
-      const upgrade = (await store.machines.get(machineId))?.upgrade;
-      return upgrade?.state === 'Requested' ? upgrade.version : null;
+    pendingUpgrade(machineId) {
+      return store.machines.pendingUpgrade(machineId);
     },
 
     async upgradeReported(machineId, report) {

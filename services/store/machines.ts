@@ -122,6 +122,11 @@ function infoColumns(info: AgentInfo): Partial<MachineRow> {
   return row;
 }
 
+/** The version a machine's agent was asked to upgrade to and has not started on; null: none. */
+function pendingUpgradeOf(row: Pick<MachineRow, 'upgrade_state' | 'upgrade_version'> | undefined): string | null {
+  return row?.upgrade_state === 'Requested' ? row.upgrade_version : null;
+}
+
 export function machinesStore(db: Db) {
   const machines = () => db<MachineRow>('machines');
 
@@ -155,6 +160,11 @@ export function machinesStore(db: Db) {
   return {
     async get(id: string): Promise<Machine | null> {
       return one(await machines().where({ id }).first());
+    },
+
+    /** See pendingUpgradeOf; read alone, as every session of a fleet asked to upgrade reads it. */
+    async pendingUpgrade(id: string): Promise<string | null> {
+      return pendingUpgradeOf(await machines().where({ id }).first('upgrade_state', 'upgrade_version'));
     },
 
     /** Names are unique per workspace, case-insensitively. */
@@ -386,8 +396,8 @@ export function machinesStore(db: Db) {
     /**
      * A session of the machine's agent started (Hello): it becomes the current one. Returns since
      * when the machine had been without a session (null when it was not marked disconnected), and
-     * the agent version it was asked to upgrade to and has not started upgrading to (null: none),
-     * so a Hello needs no read of its own for it. An upgrade asked for is Succeeded once the agent runs that version, in the same statement
+     * its pending upgrade (pendingUpgradeOf), so a Hello needs no read of its own for it. An
+     * upgrade asked for is Succeeded once the agent runs that version, in the same statement
      * (a reader never sees the new version with the upgrade still Started). A session of the old
      * version settles nothing: a draining agent reconnects as itself when a replica goes away; a
      * failure is what the agent reports. One statement: a fleet reconnecting at once (a replica
@@ -429,10 +439,7 @@ export function machinesStore(db: Db) {
         ],
       );
       const row = result.rows[0];
-      return {
-        offlineSince: row?.was ?? null,
-        pendingUpgrade: row?.upgrade_state === 'Requested' ? row.upgrade_version : null,
-      };
+      return { offlineSince: row?.was ?? null, pendingUpgrade: pendingUpgradeOf(row) };
     },
 
     /**

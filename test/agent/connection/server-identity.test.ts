@@ -4,7 +4,9 @@
  * certificate's IP entries but never sent as the TLS server name (RFC 6066; Node's DEP0123), and a
  * host name is sent and checked as before.
  */
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import http2 from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import type { TLSSocket } from 'node:tls';
@@ -12,18 +14,22 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createAgentClient, waitForChannel } from '../../../agent/connection/client.ts';
 import { hostCheckedCredentials } from '../../../agent/connection/pinned-ca.ts';
 import { makeCertificates, type Certificates } from '../../helpers/certificates.ts';
-import { tempDir } from '../../e2e/harness.ts';
 
+let dir: string;
 let certificates: Certificates;
 const closers: Array<() => void> = [];
 const warnings: string[] = [];
 const onWarning = (warning: Error & { code?: string }) => warnings.push(warning.code ?? warning.message);
 
 beforeAll(() => {
-  certificates = makeCertificates(tempDir('gantry-agent-tls-'));
+  dir = mkdtempSync(path.join(tmpdir(), 'gantry-agent-tls-'));
+  certificates = makeCertificates(dir);
   process.on('warning', onWarning);
 });
-afterAll(() => process.off('warning', onWarning));
+afterAll(() => {
+  process.off('warning', onWarning);
+  rmSync(dir, { recursive: true, force: true });
+});
 afterEach(() => {
   for (const close of closers.splice(0)) close();
 });
