@@ -836,8 +836,10 @@ export class Orchestrator {
    * deployment's run, so the window's next task starts without a claim statement (a window
    * change at small windows was three statements in a row: the end, the claim, the start).
    * `claimed`: what advance() takes as `preclaimed` (null: not taken; wake it through the bus).
-   * Only the task ended here is known to have ended: one that ended on another replica is
-   * learned at its own wake-up, which claims as usual.
+   * Known to have ended: this task and the others whose ends the same statement recorded (a
+   * burst of results shares one), so that advance refills every slot they freed rather than one;
+   * an end recorded by another statement or replica is learned at its own wake-up, which claims
+   * as usual.
    */
   async finishAndClaim(
     task: DeploymentTask,
@@ -846,14 +848,21 @@ export class Orchestrator {
   ): Promise<{ finished: boolean; claimed: Claimed | null }> {
     const { clock, replicaId, timing } = this.#deps;
     const now = clock.now();
-    const base = this.#runs.get(task.deploymentId)?.deployment;
+    const run = this.#runs.get(task.deploymentId);
+    const base = run?.deployment;
     const claim = base ? { owner: replicaId, leaseUntil: new Date(now.getTime() + timing.leaseMs) } : undefined;
     const outcome = await this.#writeFinish(task, result, lastLogSeq, now, claim);
     const finished = outcome.finished.has(task.id);
     if (!base || !outcome.claimed) return { finished, claimed: null };
-    const ended = finished
-      ? [{ ...task, status: result.status, exitCode: result.exitCode, message: result.message, finishedUtc: now }]
-      : [];
+    // The tasks as the run knew them (Running), moved as the statement moved them; one the run
+    // does not know as running is left to the next claim's read.
+    const ended = outcome.endedWithClaim.flatMap((end) => {
+      const known = end.taskId === task.id ? task : run.running.get(end.taskId);
+      if (!known) return [];
+      return [
+        { ...known, status: end.status, exitCode: end.exitCode, message: end.message, finishedUtc: end.finishedUtc },
+      ];
+    });
     return {
       finished,
       claimed: {

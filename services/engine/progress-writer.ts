@@ -22,6 +22,11 @@ export interface ReportOutcome {
   refusedChunks: Map<string, { lastLogSeq: number; running: boolean }>;
   /** The lease its statement took for the report's claim; null when it asked for none or did not get it. */
   claimed: RecordResult['claimed'];
+  /**
+   * With `claimed`: every task end its statement recorded, the other reports' too (the same
+   * deployment's), so the advance that lease starts knows all the slots they freed. Empty otherwise.
+   */
+  endedWithClaim: readonly TaskFinish[];
 }
 
 interface Report {
@@ -168,6 +173,7 @@ export class ProgressWriter {
       { claim: claiming?.claim },
     );
     if (result.stored.length > 0 || result.storedChunks.size > 0) this.#onWritten(deploymentId);
+    const ended = result.claimed ? owned.flat().filter((finish) => result.finished.has(finish.taskId)) : [];
     batch.forEach((report, i) => {
       const taskIds = new Set(report.chunks.map((c) => c.taskId));
       report.resolve({
@@ -175,6 +181,7 @@ export class ProgressWriter {
         storedChunks: new Set([...taskIds].filter((id) => result.storedChunks.has(id))),
         refusedChunks: new Map([...result.refusedChunks].filter(([id]) => taskIds.has(id))),
         claimed: report === claiming ? result.claimed : null,
+        endedWithClaim: report === claiming ? ended : [],
       });
     });
   }

@@ -7,7 +7,7 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger, isFinalStatus } from '../../../services/core/index.ts';
-import { InProcessBus } from '../../../services/bus/index.ts';
+import { EventSubject, InProcessBus } from '../../../services/bus/index.ts';
 import { createEngine, type Engine } from '../../../services/engine/engine.ts';
 import type { RunTaskPayload } from '../../../services/engine/agent-port.ts';
 import { testApp, type TestContext } from '../../helpers/app.ts';
@@ -177,6 +177,36 @@ describe('a task end recorded here', () => {
       next.map(({ machineId, task }) => engine.agentPort.recordResult(machineId, task.taskId, succeeded)),
     );
     expect((await finalStatus(id)).status).toBe('Completed');
+  });
+
+  it('learns every end its statement recorded: a burst of results refills all the slots they freed in one advance', async () => {
+    const { machines, id } = await rolling('burst', 4, 2);
+    // What each advance started, one event per advance that started tasks.
+    const dispatches: string[][] = [];
+    const subscription = await bus.subscribeEvents(EventSubject.tasksDispatched(id), (message) => {
+      const { tasks } = message as { tasks: Array<{ machineId: string }> };
+      dispatches.push(tasks.map((task) => task.machineId).sort());
+    });
+    try {
+      await engine.wake([id]);
+      const seen = new Set<string>();
+      const first = [await nextTask(machines, seen), await nextTask(machines, seen)];
+      await leaseReleased(id);
+      // Both results in one turn, as agents answering together are read: one statement records
+      // both ends, and the one that takes the lease starts both next tasks, not one.
+      await Promise.all(
+        first.map(({ machineId, task }) => engine.agentPort.recordResult(machineId, task.taskId, succeeded)),
+      );
+      const next = [await nextTask(machines, seen), await nextTask(machines, seen)];
+      expect(next.map((n) => n.machineId).sort()).toEqual(machines.slice(2).sort());
+      expect(dispatches).toEqual([machines.slice(0, 2).sort(), machines.slice(2).sort()]);
+      await Promise.all(
+        next.map(({ machineId, task }) => engine.agentPort.recordResult(machineId, task.taskId, succeeded)),
+      );
+      expect((await finalStatus(id)).status).toBe('Completed');
+    } finally {
+      await subscription.close();
+    }
   });
 
   it('is recorded while another replica holds the lease, which the deployment then waits for', async () => {
