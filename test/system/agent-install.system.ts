@@ -176,6 +176,14 @@ describe('curl … /api/agent/install.sh | sudo sh under a real systemd', () => 
       timeoutMs: 30_000,
       description: 'the unit to restart',
     });
+    // The new process welcomed: until then the machine may still read Online from the old session,
+    // whose end the server records a moment later, and a deployment then finds it offline.
+    const pid = await mainPid();
+    await waitFor(
+      async () =>
+        (await host.run(`journalctl _PID=${pid} -o cat --no-pager`)).stdout.includes('connected to the control plane'),
+      { timeoutMs: 30_000, intervalMs: 250, description: 'the new process to connect' },
+    );
     await waitFor(async () => (await machine())?.status === 'Online', { timeoutMs: 30_000, intervalMs: 250 });
     expect(await deployAndRead('1.0.1')).toContain('ran as gantry-agent');
   });
