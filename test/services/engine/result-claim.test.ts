@@ -184,8 +184,7 @@ describe('a task end recorded here', () => {
     // What each advance started, one event per advance that started tasks.
     const dispatches: string[][] = [];
     const subscription = await bus.subscribeEvents(EventSubject.tasksDispatched(id), (message) => {
-      const { tasks } = message as { tasks: Array<{ machineId: string }> };
-      dispatches.push(tasks.map((task) => task.machineId).sort());
+      if (message.type === 'tasks.dispatched') dispatches.push(message.tasks.map((task) => task.machineId).sort());
     });
     try {
       await engine.wake([id]);
