@@ -158,25 +158,20 @@ async function insertRelease(
 ): Promise<{ releaseId: string }> {
   const releaseId = newId();
   const created = await deps.store.transaction(async (tx): Promise<Release> => {
-    // Visibility and the project's lock in one read. The lock serializes releases of the project
-    // (version uniqueness by precedence) and step-list edits (a consistent snapshot).
-    const project = await visibleWithOrganization(
-      principal,
-      tx.projects.getWithOrganization(input.projectId, { lock: true }),
-      'projectId',
-    );
-    authorize(principal, Capability.CreateRelease, { projectId: project.id });
-    // Validity is decided on the raw string: `v1.2.3` or ` 1.2.3` are refused, never coerced.
-    if (!isValidSemVer(input.version))
-      throw invalid('version', `Release version '${input.version}' is not a valid SemVer 2.0.0 version`);
-    // Everything else the snapshot needs, in one statement (store/release-inputs.ts).
-    const inputs = await tx.releaseInputs.read({
-      projectId: project.id,
-      projectLifecycleId: project.lifecycleId,
+    // The project's lock, its visibility and everything else the snapshot needs, in one statement
+    // (store/release-inputs.ts). The lock serializes releases of the project (version uniqueness
+    // by precedence) and step-list edits (a consistent snapshot).
+    const { project: locked, inputs } = await tx.releaseInputs.lockProjectAndRead({
+      projectId: input.projectId,
       version: input.version,
       channelName: input.channelName?.trim() || null,
       ignoreDefaultChannel: input.ignoreDefaultChannel === true,
     });
+    const project = await visibleWithOrganization(principal, locked, 'projectId');
+    authorize(principal, Capability.CreateRelease, { projectId: project.id });
+    // Validity is decided on the raw string: `v1.2.3` or ` 1.2.3` are refused, never coerced.
+    if (!isValidSemVer(input.version))
+      throw invalid('version', `Release version '${input.version}' is not a valid SemVer 2.0.0 version`);
     checkVersionUnused(input.version, inputs.versionClashes);
     const channel = checkChannel(input, inputs.channel);
     const snapshot = await takeSnapshot(tx, project, channel, inputs, input.packageVersions ?? {});
@@ -191,7 +186,12 @@ async function insertRelease(
       packageVersions: Object.fromEntries(snapshot.packages.map((p) => [p.packageId, p.version])),
       snapshot,
     };
-    const createdUtc = await tx.releases.insert(release);
+    const createdUtc = await tx.releases.insertUnlessVersionTaken(release);
+    // Taken by a release create that committed while this one waited for the lock.
+    if (createdUtc === null) {
+      checkVersionUnused(input.version, await tx.releases.equivalents(project.id, input.version));
+      throw invalid('version', `Release version '${input.version}' already exists in the project`);
+    }
     await remember(tx, { releaseId });
     // The snapshot as a read would give it back (a JSON round trip), without reading it.
     return { ...release, snapshot: JSON.parse(JSON.stringify(snapshot)) as Release['snapshot'], createdUtc };

@@ -50,7 +50,8 @@ export async function visibleResource<T extends { workspaceId: string }>(
  */
 export async function visibleWithOrganization<T extends { workspaceId: string }>(
   principal: Principal,
-  load: Promise<{ resource: T; organizationId: string } | null>,
+  /** The read, or what it found when the caller read it together with more (release-inputs.ts). */
+  load: Promise<{ resource: T; organizationId: string } | null> | { resource: T; organizationId: string } | null,
   property: string,
 ): Promise<T> {
   const found = await load;

@@ -11,7 +11,7 @@ export interface Project {
   createdUtc: Date;
 }
 
-interface ProjectRow {
+export interface ProjectRow {
   id: string;
   workspace_id: string;
   name: string;
@@ -21,7 +21,7 @@ interface ProjectRow {
   deleted_at: Date | null;
 }
 
-function toProject(row: ProjectRow): Project {
+export function toProject(row: ProjectRow): Project {
   return {
     id: row.id,
     workspaceId: row.workspace_id,

@@ -10,8 +10,16 @@
  * out, the same order) and maps through that store's row mapper. Rows come back as JSON, so a part
  * whose mapper needs a timestamp must read it with jsonDate (none does today).
  *
- * Call it after the project is locked: one statement reads one snapshot, so what it reads is what
- * the lock holds still. The templates are read FOR SHARE (not deleted before the release commits).
+ * The same statement locks the project (FOR UPDATE, as projects.getWithOrganization with `lock`):
+ * the lock serializes the project's release creates and step-list edits, and taking it here saves
+ * a round trip, which under load is a turn of a busy event loop (bench/throughput). The statement
+ * reads one snapshot, taken before it waited for the lock, so what another holder of the lock
+ * committed meanwhile is not in it. Everything returned, the project's own row included, comes
+ * from that snapshot (the locked row only says the project is still there): one consistent state,
+ * as if this release had been created just before that holder's change. The one thing such a
+ * change could make wrong is a version, added by another release create: so the insert checks the
+ * version again against what is committed when it runs (releases.insertUnlessVersionTaken). The
+ * templates are read FOR SHARE (not deleted before the release commits).
  */
 import type { Db } from './db.ts';
 import { toChannel, type Channel, type ChannelRow } from './channels.ts';
@@ -26,6 +34,7 @@ import {
   type LifecycleRow,
 } from './lifecycles.ts';
 import { toProjectStep, type ProjectStep, type ProjectStepRow } from './project-steps.ts';
+import { toProject, type Project, type ProjectRow } from './projects.ts';
 import { toRollingGroup, type RollingGroupRecord, type RollingGroupRow } from './rolling-groups.ts';
 import { toScriptModule, type ScriptModule, type ScriptModuleRow } from './script-modules.ts';
 import { toStepTemplate, type StepTemplate, type StepTemplateRow } from './step-templates.ts';
@@ -54,7 +63,15 @@ export interface ReleaseInputs {
   lifecycle: { lifecycle: Lifecycle; phases: Phase[] } | null;
 }
 
-interface InputsRow {
+/** A live project of a live workspace (its row as the statement's snapshot has it), locked, with its workspace's organization. */
+export interface LockedProject {
+  resource: Project;
+  organizationId: string;
+}
+
+interface InputsRow extends Partial<ProjectRow> {
+  /** Null when the project is missing or deleted, or its workspace is (then so is every project field). */
+  organization_id: string | null;
   clashes: Array<{ id: string; version: string }> | null;
   channel: ChannelRow | null;
   steps: ProjectStepRow[] | null;
@@ -67,7 +84,11 @@ interface InputsRow {
 }
 
 const INPUTS_SQL = `
-WITH live_project AS (SELECT id, workspace_id FROM projects WHERE id = :projectId AND deleted_at IS NULL),
+WITH locked_project AS MATERIALIZED (
+  SELECT p.id, w.organization_id FROM projects p JOIN workspaces w ON w.id = p.workspace_id
+  WHERE p.id = :projectId AND p.deleted_at IS NULL AND w.deleted_at IS NULL
+  FOR UPDATE OF p),
+live_project AS (SELECT * FROM projects WHERE id = :projectId AND deleted_at IS NULL),
 channel AS (
   SELECT c.*, p.workspace_id FROM channels c JOIN live_project p ON p.id = c.project_id
   WHERE CASE WHEN :channelName::text IS NOT NULL THEN lower(c.name) = lower(:channelName::text)
@@ -82,9 +103,10 @@ seen_variables AS (
   SELECT v.*, 1 AS part FROM variables v JOIN project_workspace_variables i ON i.variable_id = v.id
   WHERE i.project_id = :projectId AND v.deleted_at IS NULL),
 lifecycle AS (
-  SELECT * FROM lifecycles WHERE id = coalesce((SELECT lifecycle_id FROM channel), :projectLifecycleId::text)),
+  SELECT * FROM lifecycles WHERE id = coalesce((SELECT lifecycle_id FROM channel), (SELECT lifecycle_id FROM live_project))),
 phases AS (SELECT * FROM lifecycle_phases WHERE lifecycle_id IN (SELECT id FROM lifecycle))
 SELECT
+  lp.id, lp.workspace_id, lp.name, lp.description, lp.lifecycle_id, lp.created_at, lp.deleted_at, lk.organization_id,
   (SELECT json_agg(json_build_object('id', r.id, 'version', r.version)) FROM releases r
     WHERE r.project_id = :projectId AND (r.version = :version OR r.version_order = semver_order_key(:version))) AS clashes,
   (SELECT row_to_json(channel) FROM channel) AS channel,
@@ -106,51 +128,61 @@ SELECT
                         'required_approvals', pe.required_approvals) ORDER BY e.sort_order, e.name)
                       FROM phase_environments pe JOIN environments e ON e.id = pe.environment_id
                       WHERE pe.phase_id = ph.id AND e.deleted_at IS NULL)) ORDER BY ph.sort_order, ph.id)
-   FROM phases ph) AS phases`;
+   FROM phases ph) AS phases
+FROM (SELECT) AS one_row LEFT JOIN (live_project lp JOIN locked_project lk ON lk.id = lp.id) ON true`;
 
 export function releaseInputsStore(db: Db) {
   return {
-    async read(query: {
+    /**
+     * Locks the project and reads its release inputs, in one statement. `project` is null when the
+     * project or its workspace is missing or deleted: then nothing else read may be used.
+     */
+    async lockProjectAndRead(query: {
       projectId: string;
-      /** The project's own lifecycle, used when the channel has none. */
-      projectLifecycleId: string | null;
       version: string;
       channelName: string | null;
       ignoreDefaultChannel: boolean;
-    }): Promise<ReleaseInputs> {
+    }): Promise<{ project: LockedProject | null; inputs: ReleaseInputs }> {
       // Named (server-side prepared): PostgreSQL took 3–4 ms of CPU to parse and plan this
       // statement on every release create, against ~0.2–0.5 ms to run it; prepared, its plan is
       // kept per connection (bench/throughput: a release create under 50 pollers).
       const { rows } = await db
         .raw<{ rows: InputsRow[] }>(INPUTS_SQL, {
           projectId: query.projectId,
-          projectLifecycleId: query.projectLifecycleId,
           version: query.version,
           channelName: query.channelName,
           ignoreDefaultChannel: query.ignoreDefaultChannel,
         })
-        .options({ name: 'gantry_release_inputs_v1' });
+        .options({ name: 'gantry_release_inputs_v2' });
       const row = rows[0]!;
-      return {
-        versionClashes: row.clashes ?? [],
-        channel: row.channel ? toChannel(row.channel) : null,
-        steps: (row.steps ?? []).map(toProjectStep),
-        templates: new Map((row.templates ?? []).map((t) => [t.id, toStepTemplate(t)])),
-        rollingGroups: (row.rolling_groups ?? []).map(toRollingGroup),
-        variables: (row.variables ?? []).flatMap(({ variable, values }) => {
-          const mapped = toVariable(variable);
-          return (values ?? []).map((value) => ({ variable: mapped, value: toValue(value) }));
-        }),
-        scriptModules: (row.script_modules ?? []).map(toScriptModule),
-        lifecycle: row.lifecycle
-          ? {
-              lifecycle: toLifecycle(row.lifecycle),
-              phases: (row.phases ?? []).map(({ phase, environments }) =>
-                toPhase(phase, (environments ?? []).map(toPhaseEnvironment)),
-              ),
-            }
-          : null,
-      };
+      const project =
+        row.organization_id != null
+          ? { resource: toProject(row as ProjectRow), organizationId: row.organization_id }
+          : null;
+      return { project, inputs: toInputs(row) };
     },
+  };
+}
+
+function toInputs(row: InputsRow): ReleaseInputs {
+  return {
+    versionClashes: row.clashes ?? [],
+    channel: row.channel ? toChannel(row.channel) : null,
+    steps: (row.steps ?? []).map(toProjectStep),
+    templates: new Map((row.templates ?? []).map((t) => [t.id, toStepTemplate(t)])),
+    rollingGroups: (row.rolling_groups ?? []).map(toRollingGroup),
+    variables: (row.variables ?? []).flatMap(({ variable, values }) => {
+      const mapped = toVariable(variable);
+      return (values ?? []).map((value) => ({ variable: mapped, value: toValue(value) }));
+    }),
+    scriptModules: (row.script_modules ?? []).map(toScriptModule),
+    lifecycle: row.lifecycle
+      ? {
+          lifecycle: toLifecycle(row.lifecycle),
+          phases: (row.phases ?? []).map(({ phase, environments }) =>
+            toPhase(phase, (environments ?? []).map(toPhaseEnvironment)),
+          ),
+        }
+      : null,
   };
 }

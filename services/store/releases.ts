@@ -105,22 +105,32 @@ export function releasesStore(db: Db) {
         toRelease,
       );
     },
-    /** Stores the release; answers its creation time. */
-    async insert(release: Omit<Release, 'createdUtc'>): Promise<Date> {
-      const [row]: Array<{ created_at: Date }> = await db('releases')
-        .insert({
+    /**
+     * Stores the release unless the project has one of the same version (equal, or equal once
+     * build metadata is dropped) by what is committed now; answers its creation time, or null
+     * when the version is taken. Call it with the project locked (release-inputs.ts says why the
+     * version is checked again here).
+     */
+    async insertUnlessVersionTaken(release: Omit<Release, 'createdUtc'>): Promise<Date | null> {
+      const { rows }: { rows: Array<{ created_at: Date }> } = await db.raw(
+        `INSERT INTO releases (id, workspace_id, project_id, version, channel_id, channel_name, notes, package_versions, snapshot)
+         SELECT :id, :workspaceId, :projectId, :version, :channelId, :channelName, :notes, :packageVersions::jsonb, :snapshot::jsonb
+         WHERE NOT EXISTS (SELECT 1 FROM releases WHERE project_id = :projectId
+                           AND (version = :version OR version_order = semver_order_key(:version)))
+         RETURNING created_at`,
+        {
           id: release.id,
-          workspace_id: release.workspaceId,
-          project_id: release.projectId,
+          workspaceId: release.workspaceId,
+          projectId: release.projectId,
           version: release.version,
-          channel_id: release.channelId,
-          channel_name: release.channelName,
+          channelId: release.channelId,
+          channelName: release.channelName,
           notes: release.notes,
-          package_versions: JSON.stringify(release.packageVersions),
+          packageVersions: JSON.stringify(release.packageVersions),
           snapshot: JSON.stringify(release.snapshot),
-        })
-        .returning('created_at');
-      return row!.created_at;
+        },
+      );
+      return rows[0]?.created_at ?? null;
     },
   };
 }

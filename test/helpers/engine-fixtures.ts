@@ -110,7 +110,7 @@ export async function release(t: TestContext, parts: SnapshotParts): Promise<{ r
   const projectId = project.body.projectId as string;
   const snapshot = snapshotOf(parts, { projectId, name: 'Engine test', workspaceId: t.mainWorkspaceId });
   const releaseId = newId();
-  await t.deps.store.releases.insert({
+  await t.deps.store.releases.insertUnlessVersionTaken({
     id: releaseId,
     workspaceId: t.mainWorkspaceId,
     projectId,

@@ -236,6 +236,38 @@ describe('POST /api/release: version', () => {
     expect(responses.map((r) => r.status).sort()).toEqual([200, 400, 400]);
     expect(await t.db('releases').where({ project_id: projectId })).toHaveLength(1);
   });
+  it('refuses a version that another create committed while this one waited for the project lock', async () => {
+    // The create locks the project and reads the versions in one statement, whose snapshot is
+    // taken before it waits: the insert must check the version again (store/release-inputs.ts).
+    const { projectId } = await project([]);
+    const holder = await t.db.transaction();
+    try {
+      await holder.raw('SELECT 1 FROM projects WHERE id = ? FOR UPDATE', [projectId]);
+      await holder('releases').insert({
+        id: newId(),
+        workspace_id: t.mainWorkspaceId,
+        project_id: projectId,
+        version: '6.0.0+a',
+        snapshot: {},
+      });
+      const waiting = create({ projectId, version: '6.0.0+b' });
+      await waitFor(
+        async () =>
+          (
+            await t.db.raw(
+              `SELECT 1 FROM pg_stat_activity
+               WHERE datname = current_database() AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()`,
+            )
+          ).rows.length > 0,
+        { description: 'the create waiting for the project lock' },
+      );
+      await holder.commit();
+      expectRefused(await waiting, 'version', "already exists in the project as '6.0.0+a'");
+    } finally {
+      if (!holder.isCompleted()) await holder.rollback();
+    }
+    expect((await t.db('releases').where({ project_id: projectId })).map((r) => r.version)).toEqual(['6.0.0+a']);
+  });
 });
 
 describe('POST /api/release: channels', () => {

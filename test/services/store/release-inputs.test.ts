@@ -279,15 +279,16 @@ async function buildRichProject(): Promise<Rich> {
   };
 }
 
-const read = (query: Partial<Parameters<TestContext['deps']['store']['releaseInputs']['read']>[0]> = {}) =>
-  t.deps.store.releaseInputs.read({
+type ReadQuery = Parameters<TestContext['deps']['store']['releaseInputs']['lockProjectAndRead']>[0];
+const lockAndRead = (query: Partial<ReadQuery> = {}) =>
+  t.deps.store.releaseInputs.lockProjectAndRead({
     projectId: rich.projectId,
-    projectLifecycleId: rich.projectLifecycleId,
     version: '9.9.9',
     channelName: null,
     ignoreDefaultChannel: false,
     ...query,
   });
+const read = async (query: Partial<ReadQuery> = {}) => (await lockAndRead(query)).inputs;
 
 beforeAll(async () => {
   t = await testApp();
@@ -370,9 +371,55 @@ describe('store.releaseInputs.read equals the per-store reads it replaced', () =
   });
 
   it('a project with no lifecycle of its own and no channel: lifecycle null', async () => {
-    const inputs = await read({ projectLifecycleId: null, ignoreDefaultChannel: true });
+    const { projectId } = await ok(
+      t.admin.post('/api/project', { workspaceId: t.mainWorkspaceId, name: unique('No lifecycle') }),
+    );
+    const inputs = await read({ projectId, ignoreDefaultChannel: true });
     expect(inputs.lifecycle).toBeNull();
     expect(inputs.channel).toBeNull();
+  });
+});
+
+describe('store.releaseInputs.lockProjectAndRead: the project', () => {
+  it('answers the live project as projects.getWithOrganization does, and its lifecycle decides', async () => {
+    const { project } = await lockAndRead();
+    expect(project).toEqual(await t.deps.store.projects.getWithOrganization(rich.projectId));
+    expect(project?.resource.lifecycleId).toBe(rich.projectLifecycleId);
+    expect(project?.resource.createdUtc).toBeInstanceOf(Date);
+  });
+
+  it('answers null for a project that does not exist or is deleted', async () => {
+    expect((await lockAndRead({ projectId: 'Projects-none' })).project).toBeNull();
+    const { projectId } = await ok(
+      t.admin.post('/api/project', { workspaceId: t.mainWorkspaceId, name: unique('Gone') }),
+    );
+    expect((await lockAndRead({ projectId })).project?.resource.id).toBe(projectId);
+    await ok(t.admin.delete('/api/project', { projectId }));
+    expect((await lockAndRead({ projectId })).project).toBeNull();
+  });
+
+  it('holds the project locked until its transaction ends', async () => {
+    const holder = await t.db.transaction();
+    try {
+      await t.deps.store.transaction(async (tx) => {
+        await tx.releaseInputs.lockProjectAndRead({
+          projectId: rich.projectId,
+          version: '9.9.9',
+          channelName: null,
+          ignoreDefaultChannel: false,
+        });
+        // Another transaction cannot take the lock meanwhile.
+        const attempt = await holder
+          .raw('SELECT id FROM projects WHERE id = ? FOR UPDATE NOWAIT', [rich.projectId])
+          .then(
+            () => 'locked',
+            (error: { code?: string }) => error.code,
+          );
+        expect(attempt).toBe('55P03');
+      });
+    } finally {
+      await holder.rollback();
+    }
   });
 });
 
@@ -393,9 +440,7 @@ describe('store.releaseInputs.read: version clashes', () => {
   });
 
   const clashes = async (version: string) =>
-    (await read({ projectId, projectLifecycleId: null, version })).versionClashes.sort((a, b) =>
-      a.version.localeCompare(b.version),
-    );
+    (await read({ projectId, version })).versionClashes.sort((a, b) => a.version.localeCompare(b.version));
 
   it('finds the exact version', async () => {
     expect(await clashes('1.0.0+a')).toEqual([{ id: ids['1.0.0+a'], version: '1.0.0+a' }]);
@@ -432,7 +477,7 @@ describe('store.releaseInputs.read: what is gone', () => {
     // The API refuses to delete a template in use, so it is soft-deleted underneath (as a race would leave it).
     expect(await t.db('step_templates').where({ id: doomed }).update({ deleted_at: new Date() })).toBe(1);
 
-    const inputs = await read({ projectId, projectLifecycleId: null });
+    const inputs = await read({ projectId });
     expectSameInputs(
       inputs,
       await perStoreReads({ projectId, projectLifecycleId: null, channelName: null, ignoreDefaultChannel: false }),
@@ -456,7 +501,7 @@ describe('store.releaseInputs.read: what is gone', () => {
     ];
     await ok(t.admin.post('/api/project/channel', { projectId, name: 'Default', isDefault: true }));
     await ok(t.admin.post('/api/project/rolling-group', { projectId, name: unique('G'), memberStepIds: stepIds }));
-    const before = await read({ projectId, projectLifecycleId: null, channelName: 'default' });
+    const before = await read({ projectId, channelName: 'default' });
     expect(before.steps).toHaveLength(2);
     expect(before.channel).not.toBeNull();
     expect(before.rollingGroups).toHaveLength(1);
@@ -464,7 +509,7 @@ describe('store.releaseInputs.read: what is gone', () => {
 
     await ok(t.admin.delete('/api/project', { projectId }));
     for (const query of [{ channelName: 'default' }, { channelName: null }]) {
-      const after = await read({ projectId, projectLifecycleId: null, ...query });
+      const after = await read({ projectId, ...query });
       expect(after.steps).toEqual([]);
       expect(after.channel).toBeNull();
       expect(after.rollingGroups).toEqual([]);
