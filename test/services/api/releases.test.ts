@@ -256,7 +256,8 @@ describe('POST /api/release: version', () => {
           (
             await t.db.raw(
               `SELECT 1 FROM pg_stat_activity
-               WHERE datname = current_database() AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()`,
+               WHERE datname = current_database() AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()
+                 AND query LIKE '%locked_project%'`,
             )
           ).rows.length > 0,
         { description: 'the create waiting for the project lock' },
