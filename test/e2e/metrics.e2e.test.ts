@@ -80,7 +80,17 @@ describe('Prometheus metrics of a control plane, across real deployments', () =>
     const onApi = await fetch(`${plane.url}/metrics`);
     expect(onApi.status).not.toBe(200);
     expect(await onApi.text()).not.toContain('gantry_');
-    const metrics = await scrape();
+    // The machine reads Online from its registration, a moment before the gateway adopts its
+    // session (startMachines waits for Online): the gauge may still read 0 then, never more than 1.
+    const metrics = await waitFor(
+      async () => {
+        const scraped = await scrape();
+        const connected = scraped.get('gantry_agents_connected');
+        expect(connected).toBeLessThanOrEqual(1);
+        return connected === 1 ? scraped : null;
+      },
+      { description: 'gantry_agents_connected to read 1' },
+    );
     expect(metrics.get('gantry_agents_connected')).toBe(1);
     expect(metrics.get('gantry_process_cpu_user_seconds_total')).toBeGreaterThan(0);
     expect(metrics.text).toContain('# TYPE gantry_http_request_duration_seconds histogram');
