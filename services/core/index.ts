@@ -30,6 +30,7 @@ export {
 export { isStorableText, findUnstorableText } from './text.ts';
 export { encodeVarints, decodeVarints } from './varints.ts';
 export { BoundedCache } from './bounded-cache.ts';
+export { CoalescedBatch } from './coalesced-batch.ts';
 export { ExpiringCache } from './expiring-cache.ts';
 export { freePort } from './free-port.ts';
 export { checkReadiness } from './readiness.ts';

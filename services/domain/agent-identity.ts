@@ -9,7 +9,10 @@ import type { Store } from '../store/index.ts';
 
 /** The slice of the store agent identity needs. */
 export interface AgentIdentityStore {
-  machines: Pick<Store['machines'], 'findByRegistrationTokenHash' | 'completeRegistration' | 'findByCredentialHash'>;
+  machines: Pick<
+    Store['machines'],
+    'findByRegistrationTokenHash' | 'completeRegistration' | 'findByCredentialHash' | 'findByCredentialHashes'
+  >;
 }
 
 export type AgentMachine = NonNullable<Awaited<ReturnType<AgentIdentityStore['machines']['findByCredentialHash']>>>;

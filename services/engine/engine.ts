@@ -4,7 +4,15 @@
  * serves the agent gateway through the AgentPort.
  */
 import type { Clock, Logger, Metrics, SecretBox } from '../core/index.ts';
-import { BoundedCache, createMetrics, dateToTicks, encodeVarints, newId, toError } from '../core/index.ts';
+import {
+  BoundedCache,
+  CoalescedBatch,
+  createMetrics,
+  dateToTicks,
+  encodeVarints,
+  newId,
+  toError,
+} from '../core/index.ts';
 import { WorkQueue, type Bus, type Subscription } from '../bus/index.ts';
 import {
   approvalsByPhase,
@@ -22,7 +30,7 @@ import type {
   Release,
   Store,
 } from '../store/index.ts';
-import type { AgentLogChunk, AgentPort, ResultReceipt, RunTaskPayload } from './agent-port.ts';
+import type { AgentInfo, AgentLogChunk, AgentPort, ResultReceipt, RunTaskPayload } from './agent-port.ts';
 import {
   DEFAULT_TIMING,
   Orchestrator,
@@ -77,6 +85,8 @@ export interface Engine {
 const HEARTBEAT_BATCH_MS = 1_000;
 /** Sessions that ended are recorded together within this: a stopping gateway waits for it. */
 const DISCONNECT_BATCH_MS = 100;
+/** Hellos and task syncs within this of the last one's statement are answered by the next (CoalescedBatch). */
+const CONNECT_BATCH_GAP_MS = 20;
 
 /** A deployment whose advance fails this many times in a row (not for the database being down) ends Failed. */
 const ADVANCE_ATTEMPTS = 5;
@@ -390,22 +400,57 @@ export function createEngine(options: EngineOptions): Engine {
     },
   );
 
+  // Agents connecting together (10,000 after a replica restart) are recorded, and read their
+  // tasks, one statement per batch instead of one each (a lone agent's connect waits for nothing).
+  const hellos = new CoalescedBatch<string, { sessionId: string; info: AgentInfo }, { pendingUpgrade: string | null }>(
+    CONNECT_BATCH_GAP_MS,
+    async (batch) => {
+      const at = clock.now();
+      // Also settles upgrades to the versions the agents now run (the same statement).
+      const recorded = await store.machines.recordConnectedMany(
+        [...batch].map(([id, { sessionId, info }]) => ({ id, sessionId, at, info })),
+      );
+      const offlineSince = new Map<string, Date>();
+      for (const [id, { offlineSince: since }] of recorded) if (since) offlineSince.set(id, since);
+      if (offlineSince.size > 0) {
+        try {
+          await tellRunningTasks(
+            await store.deploymentTasks.listDispatchedToMachines([...offlineSince.keys()]),
+            (task) => {
+              const since = offlineSince.get(task.machineId ?? '') ?? at;
+              const seconds = Math.round((clock.now().getTime() - since.getTime()) / 1000);
+              return `Machine '${task.machineName}' is back online after ${seconds} s; '${task.stepName}' goes on there`;
+            },
+          );
+        } catch (error) {
+          // The sessions are recorded; only the lines saying so in their deployments' logs are missing.
+          logger.error(
+            { err: toError(error), machines: offlineSince.size },
+            "writing agent reconnects to their deployments' logs failed",
+          );
+        }
+      }
+      return new Map([...recorded].map(([id, { pendingUpgrade }]) => [id, { pendingUpgrade }]));
+    },
+  );
+  const assignments = new CoalescedBatch<string, null, { run: RunTaskPayload[]; cancel: string[] }>(
+    CONNECT_BATCH_GAP_MS,
+    async (machines) => {
+      const answers = new Map(
+        [...machines.keys()].map((id) => [id, { run: [] as RunTaskPayload[], cancel: [] as string[] }]),
+      );
+      const dispatchedTo = await store.deploymentTasks.listDispatchedToMachines([...machines.keys()]);
+      for (const { task, deployment } of dispatchedTo)
+        if (deployment.cancellationRequestedUtc) answers.get(task.machineId ?? '')?.cancel.push(task.id);
+      // payloadsOf leaves out the tasks of deployments being cancelled.
+      for (const { machineId, payload } of await payloadsOf(dispatchedTo)) answers.get(machineId)?.run.push(payload);
+      return answers;
+    },
+  );
+
   const agentPort: AgentPort = {
     async connected(machineId, sessionId, info) {
-      // Also settles an upgrade to the version the agent now runs (one statement).
-      const { offlineSince, pendingUpgrade } = await store.machines.recordConnected(
-        machineId,
-        sessionId,
-        clock.now(),
-        info,
-      );
-      if (!offlineSince) return { pendingUpgrade };
-      const seconds = Math.round((clock.now().getTime() - offlineSince.getTime()) / 1000);
-      await tellRunningTasks(
-        await store.deploymentTasks.listDispatchedTo(machineId),
-        (task) => `Machine '${task.machineName}' is back online after ${seconds} s; '${task.stepName}' goes on there`,
-      );
-      return { pendingUpgrade };
+      return (await hellos.get(machineId, { sessionId, info })) ?? { pendingUpgrade: null };
     },
 
     // Batched: when a replica stops or a network cut ends thousands of sessions at once, they were
@@ -434,13 +479,7 @@ export function createEngine(options: EngineOptions): Engine {
     },
 
     async assignmentsFor(machineId: string) {
-      const dispatchedTo = await store.deploymentTasks.listDispatchedTo(machineId);
-      const cancel = dispatchedTo
-        .filter(({ deployment }) => deployment.cancellationRequestedUtc)
-        .map(({ task }) => task.id);
-      // payloadsOf leaves out the tasks of deployments being cancelled.
-      const run = (await payloadsOf(dispatchedTo)).map(({ payload }) => payload);
-      return { run, cancel };
+      return (await assignments.get(machineId, null)) ?? { run: [], cancel: [] };
     },
 
     async dispatchedTasks(taskIds: readonly string[]) {

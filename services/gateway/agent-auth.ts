@@ -2,7 +2,7 @@
 // DownloadPackage, checked for shape here and redeemed by the domain (domain/agent-identity.ts).
 // Neither secret is ever logged.
 import * as grpc from '@grpc/grpc-js';
-import type { Clock } from '../core/index.ts';
+import { CoalescedBatch, type Clock } from '../core/index.ts';
 import {
   machineForCredential,
   redeemRegistrationToken,
@@ -24,6 +24,24 @@ export type Enroll = (enrollmentKey: string, report: EnrollmentReport) => Promis
 export type AuthenticatedMachine = AgentMachine;
 
 const MAX_SECRET_LENGTH = 512;
+/** Calls within this of a credential read are answered by the next one (CoalescedBatch). */
+const CREDENTIAL_BATCH_GAP_MS = 20;
+
+/**
+ * The store with credential lookups of calls that arrive together answered by one read: a fleet
+ * reconnecting after a replica restart authenticates hundreds of calls a second.
+ */
+export function batchedCredentials(store: GatewayStore): GatewayStore {
+  const lookups = new CoalescedBatch<string, null, AuthenticatedMachine>(CREDENTIAL_BATCH_GAP_MS, (hashes) =>
+    store.machines.findByCredentialHashes([...hashes.keys()]),
+  );
+  return {
+    machines: {
+      ...store.machines,
+      findByCredentialHash: async (credentialHash) => (await lookups.get(credentialHash, null)) ?? null,
+    },
+  };
+}
 
 export async function registerAgent(
   store: GatewayStore,

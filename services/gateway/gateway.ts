@@ -6,7 +6,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { toError, type Clock, type Logger } from '../core/index.ts';
 import { EventSubject, isMessageEnvelope, type Bus, type EventMessage, type Subscription } from '../bus/index.ts';
 import type { AgentPort } from '../engine/index.ts';
-import { authenticateAgent, registerAgent, type Enroll, type GatewayStore } from './agent-auth.ts';
+import { authenticateAgent, batchedCredentials, registerAgent, type Enroll, type GatewayStore } from './agent-auth.ts';
 import { AgentSession, type AgentBundle, type AgentCall } from './agent-session.ts';
 import { grpcStatus, toGrpcStatus } from './grpc-errors.ts';
 import {
@@ -99,6 +99,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     onDead: (peer) => logger.warn({ peer }, 'agent connection ended: silent, and no answer to a ping'),
   });
   let server: grpc.Server | null = null;
+  const identity = batchedCredentials(options.store);
 
   /** Watches a download's connection (ended with UNAVAILABLE when out of reach). */
   const watchDownload = (call: DownloadCall | BundleDownloadCall): Watched =>
@@ -174,7 +175,7 @@ export function createGateway(options: GatewayOptions): Gateway {
           ? session.close(grpcStatus(grpc.status.UNAVAILABLE, 'The connection stopped answering; reconnect'))
           : call.emit('error', grpcStatus(grpc.status.UNAVAILABLE, 'The connection stopped answering')),
       );
-      authenticateAgent(options.store, call.metadata).then(
+      authenticateAgent(identity, call.metadata).then(
         (machine) => {
           if (call.cancelled) return;
           session = new AgentSession({
@@ -203,7 +204,7 @@ export function createGateway(options: GatewayOptions): Gateway {
 
     DownloadPackage(call: DownloadCall) {
       watchDownload(call);
-      authenticateAgent(options.store, call.metadata)
+      authenticateAgent(identity, call.metadata)
         .then(async (machine) => {
           const { packageId, version } = call.request;
           // The slot first: a flood of calls is turned away before it costs a query each.
@@ -235,7 +236,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     /** The bundle an UpgradeAgent named: the same bytes (and sha256) GET /api/agent/bundle serves. */
     DownloadAgentBundle(call: BundleDownloadCall) {
       watchDownload(call);
-      authenticateAgent(options.store, call.metadata)
+      authenticateAgent(identity, call.metadata)
         .then(async (machine) => {
           const bundle = options.agentBundle;
           if (!bundle || call.request.version !== bundle.version)

@@ -123,12 +123,72 @@ function infoColumns(info: AgentInfo): Partial<MachineRow> {
 }
 
 /** The version a machine's agent was asked to upgrade to and has not started on; null: none. */
+/** recordConnected's answer for a machine that no longer exists. */
+const NOT_CONNECTED = { offlineSince: null, pendingUpgrade: null } as const;
+
 function pendingUpgradeOf(row: Pick<MachineRow, 'upgrade_state' | 'upgrade_version'> | undefined): string | null {
   return row?.upgrade_state === 'Requested' ? row.upgrade_version : null;
 }
 
 export function machinesStore(db: Db) {
   const machines = () => db<MachineRow>('machines');
+
+  /** The machines these credential hashes belong to, by hash (agents connecting together: one statement). */
+  async function findByCredentialHashes(
+    credentialHashes: readonly string[],
+  ): Promise<Map<string, { id: string; workspaceId: string }>> {
+    if (credentialHashes.length === 0) return new Map();
+    const rows: Array<{ id: string; workspace_id: string; agent_credential_hash: string }> = await whereIdIn(
+      machines(),
+      'agent_credential_hash',
+      credentialHashes,
+    ).select('id', 'workspace_id', 'agent_credential_hash');
+    return new Map(rows.map((row) => [row.agent_credential_hash, { id: row.id, workspaceId: row.workspace_id }]));
+  }
+
+  /**
+   * recordConnected for many machines in one statement (agents connecting together), answered
+   * by machine ID; a machine that does not exist (deleted meanwhile) has no answer.
+   */
+  async function recordConnectedMany(
+    hellos: ReadonlyArray<{ id: string; sessionId: string; at: Date; info: AgentInfo }>,
+  ): Promise<Map<string, { offlineSince: Date | null; pendingUpgrade: string | null }>> {
+    if (hellos.length === 0) return new Map();
+    const settles = `m.upgrade_version = h.agent_version AND m.upgrade_state IN ('Requested', 'Started')`;
+    // Locked in ID order, as recordHeartbeats and recordDisconnects: batches never deadlock.
+    const sorted = [...hellos].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    const input = sorted.map((h) => ({
+      id: h.id,
+      session_id: h.sessionId,
+      at: h.at.toISOString(),
+      agent_version: h.info.agentVersion ?? null,
+      os: h.info.os ?? null,
+      hostname: h.info.hostname ?? null,
+      interpreters: h.info.interpreters ?? null,
+      home_free_bytes: h.info.homeFreeBytes || null,
+    }));
+    const result = await db.raw<{
+      rows: Array<{ id: string; was: Date | null; upgrade_state: string | null; upgrade_version: string | null }>;
+    }>(
+      `UPDATE machines AS m SET session_id = h.session_id, disconnected_at = NULL, last_seen_at = h.at,
+         agent_version = coalesce(h.agent_version, m.agent_version), os = coalesce(h.os, m.os),
+         hostname = coalesce(h.hostname, m.hostname), interpreters = coalesce(h.interpreters, m.interpreters),
+         home_free_bytes = coalesce(h.home_free_bytes, m.home_free_bytes),
+         upgrade_state = CASE WHEN ${settles} THEN 'Succeeded' ELSE m.upgrade_state END,
+         upgrade_message = CASE WHEN ${settles} THEN NULL ELSE m.upgrade_message END,
+         upgrade_updated_at = CASE WHEN ${settles} THEN h.at ELSE m.upgrade_updated_at END
+       FROM jsonb_to_recordset(?::jsonb) AS h(id text, session_id text, at timestamptz, agent_version text,
+              os text, hostname text, interpreters text[], home_free_bytes bigint)
+       JOIN (SELECT id, disconnected_at FROM machines WHERE id = ANY(?::text[]) ORDER BY id FOR UPDATE) AS before
+         ON before.id = h.id
+       WHERE m.id = h.id
+       RETURNING m.id, before.disconnected_at AS was, m.upgrade_state, m.upgrade_version`,
+      [JSON.stringify(input), sorted.map((h) => h.id)],
+    );
+    return new Map(
+      result.rows.map((row) => [row.id, { offlineSince: row.was, pendingUpgrade: pendingUpgradeOf(row) }]),
+    );
+  }
 
   /** The live environments of each machine, keyed by machine ID. */
   async function environmentsOf(machineIds: readonly string[]): Promise<Map<string, MachineEnvironment[]>> {
@@ -321,9 +381,9 @@ export function machinesStore(db: Db) {
      * each read it.
      */
     async findByCredentialHash(credentialHash: string): Promise<{ id: string; workspaceId: string } | null> {
-      const row = await machines().where({ agent_credential_hash: credentialHash }).first('id', 'workspace_id');
-      return row ? { id: row.id, workspaceId: row.workspace_id } : null;
+      return (await findByCredentialHashes([credentialHash])).get(credentialHash) ?? null;
     },
+    findByCredentialHashes,
 
     /**
      * Many agents' heartbeats in one statement (a fleet of 10,000 beats ~670 times a second).
@@ -400,8 +460,8 @@ export function machinesStore(db: Db) {
      * upgrade asked for is Succeeded once the agent runs that version, in the same statement
      * (a reader never sees the new version with the upgrade still Started). A session of the old
      * version settles nothing: a draining agent reconnects as itself when a replica goes away; a
-     * failure is what the agent reports. One statement: a fleet reconnecting at once (a replica
-     * restart) does this 10,000 times.
+     * failure is what the agent reports. A fleet reconnecting at once (a replica restart) says
+     * 10,000 Hellos: the engine records those that come together with recordConnectedMany.
      */
     async recordConnected(
       id: string,
@@ -409,38 +469,9 @@ export function machinesStore(db: Db) {
       at: Date,
       info: AgentInfo,
     ): Promise<{ offlineSince: Date | null; pendingUpgrade: string | null }> {
-      const settles = `m.upgrade_version = ?::text AND m.upgrade_state IN ('Requested', 'Started')`;
-      const version = info.agentVersion ?? null;
-      const result = await db.raw<{
-        rows: Array<{ was: Date | null; upgrade_state: string | null; upgrade_version: string | null }>;
-      }>(
-        `UPDATE machines AS m SET session_id = ?, disconnected_at = NULL, last_seen_at = ?,
-           agent_version = coalesce(?, m.agent_version), os = coalesce(?, m.os), hostname = coalesce(?, m.hostname),
-           interpreters = coalesce(?::text[], m.interpreters), home_free_bytes = coalesce(?::bigint, m.home_free_bytes),
-           upgrade_state = CASE WHEN ${settles} THEN 'Succeeded' ELSE m.upgrade_state END,
-           upgrade_message = CASE WHEN ${settles} THEN NULL ELSE m.upgrade_message END,
-           upgrade_updated_at = CASE WHEN ${settles} THEN ?::timestamptz ELSE m.upgrade_updated_at END
-         FROM (SELECT disconnected_at FROM machines WHERE id = ? FOR UPDATE) AS before
-         WHERE m.id = ? RETURNING before.disconnected_at AS was, m.upgrade_state, m.upgrade_version`,
-        [
-          sessionId,
-          at,
-          version,
-          info.os ?? null,
-          info.hostname ?? null,
-          info.interpreters ?? null,
-          info.homeFreeBytes || null,
-          version,
-          version,
-          version,
-          at,
-          id,
-          id,
-        ],
-      );
-      const row = result.rows[0];
-      return { offlineSince: row?.was ?? null, pendingUpgrade: pendingUpgradeOf(row) };
+      return (await recordConnectedMany([{ id, sessionId, at, info }])).get(id) ?? NOT_CONNECTED;
     },
+    recordConnectedMany,
 
     /**
      * Sessions that ended, in one statement (a replica stopping, or a network cut, ends thousands

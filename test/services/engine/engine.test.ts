@@ -478,4 +478,61 @@ describe('engine', () => {
     fleet([a, b], () => ({ outcome: 'SUCCEEDED' }));
     expect((await finalStatus(id)).status).toBe('Completed');
   });
+  it('records agents connecting together, and reads their tasks, in one statement per batch, each answered for its own machine', async () => {
+    const names = ['sync-a', 'sync-b', 'sync-c'];
+    const machines = await Promise.all(names.map((name) => onlineMachine(t, name, staging)));
+    const events: TasksDispatchedEvent[] = [];
+    const subscription = await bus.subscribeEvents(EventSubject.allTasksDispatched, (message) => {
+      if (message.type === 'tasks.dispatched') events.push(message);
+    });
+    const id = await deployment(t, await release(t, { steps: [step('Sync')] }), staging);
+    await engine.wake([id]);
+    await waitFor(() => events.length > 0, { timeoutMs: 10_000, description: 'tasks.dispatched' });
+    await subscription.close();
+    const taskOf = new Map(events[0]!.tasks.map((task) => [task.machineId, task.taskId]));
+    // sync-b's agent had been gone for a minute.
+    await t
+      .db('machines')
+      .where({ id: machines[1] })
+      .update({ disconnected_at: new Date(clock.now().getTime() - 60_000) });
+    const hellos: number[] = [];
+    const reads: number[] = [];
+    const own = createEngine({
+      store: {
+        ...t.deps.store,
+        machines: {
+          ...t.deps.store.machines,
+          recordConnectedMany: (batch) => (hellos.push(batch.length), t.deps.store.machines.recordConnectedMany(batch)),
+        },
+        deploymentTasks: {
+          ...t.deps.store.deploymentTasks,
+          listDispatchedToMachines: (ids) => (
+            reads.push(ids.length),
+            t.deps.store.deploymentTasks.listDispatchedToMachines(ids)
+          ),
+        },
+      },
+      clock,
+      bus,
+      secrets: t.deps.secrets,
+      logger: createLogger('silent'),
+    });
+    const answers = await Promise.all(machines.map((m) => own.agentPort.connected(m, `session-${m}`, {})));
+    expect(answers).toEqual(machines.map(() => ({ pendingUpgrade: null })));
+    expect(hellos).toEqual([3]);
+    // The machine back from offline is said so in its deployment's log (one read of its tasks).
+    expect(reads).toEqual([1]);
+    const back = await t.db('deployment_logs').where({ deployment_id: id }).andWhereLike('data', '%back online%');
+    expect(back.map((line: { data: string }) => line.data)).toEqual([
+      "Machine 'sync-b' is back online after 60 s; 'Sync' goes on there",
+    ]);
+    reads.length = 0;
+    const assigned = await Promise.all(machines.map((m) => own.agentPort.assignmentsFor(m)));
+    expect(reads).toEqual([3]);
+    expect(assigned.map(({ run, cancel }) => [run.map((task) => task.taskId), cancel])).toEqual(
+      machines.map((m) => [[taskOf.get(m)], []]),
+    );
+    fleet(machines, () => ({ outcome: 'SUCCEEDED' }));
+    expect((await finalStatus(id)).status).toBe('Completed');
+  });
 });

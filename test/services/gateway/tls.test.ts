@@ -41,6 +41,7 @@ const store: GatewayStore = {
       return true;
     },
     findByCredentialHash: async () => null,
+    findByCredentialHashes: async () => new Map(),
   },
 };
 

@@ -169,6 +169,87 @@ describe('machines store: a session starts', () => {
     });
   });
 
+  it('records many Hellos in one statement, each answered as recordConnected answers it alone', async () => {
+    const store = t.deps.store.machines;
+    const at = new Date();
+    const machine = async () => pendingMachine(`token-${newId()}`, new Date(at.getTime() + HOUR_MS));
+    const back = await machine();
+    const upgrading = await machine();
+    const plain = await machine();
+    const earlier = new Date(at.getTime() - HOUR_MS);
+    await t.db('machines').where({ id: back }).update({ disconnected_at: earlier });
+    await t.db('machines').where({ id: upgrading }).update({ upgrade_version: '2.0.0', upgrade_state: 'Requested' });
+    const asked = await machine();
+    await t.db('machines').where({ id: asked }).update({ upgrade_version: '3.0.0', upgrade_state: 'Requested' });
+    const sessions = [newId(), newId(), newId(), newId()];
+    const answers = await store.recordConnectedMany([
+      { id: plain, sessionId: sessions[0]!, at, info: { agentVersion: '1.0.0', interpreters: ['bash', 'sh'] } },
+      { id: back, sessionId: sessions[1]!, at, info: { hostname: 'box', homeFreeBytes: 5_000 } },
+      { id: upgrading, sessionId: sessions[2]!, at, info: { agentVersion: '2.0.0' } },
+      { id: asked, sessionId: sessions[3]!, at, info: { agentVersion: '1.0.0', interpreters: [] } },
+      { id: newId(), sessionId: newId(), at, info: {} }, // deleted meanwhile: no answer
+    ]);
+    expect(answers).toEqual(
+      new Map([
+        [plain, { offlineSince: null, pendingUpgrade: null }],
+        [back, { offlineSince: earlier, pendingUpgrade: null }],
+        [upgrading, { offlineSince: null, pendingUpgrade: null }],
+        [asked, { offlineSince: null, pendingUpgrade: '3.0.0' }],
+      ]),
+    );
+    const row = (id: string) =>
+      t
+        .db('machines')
+        .where({ id })
+        .first(
+          'session_id',
+          'disconnected_at',
+          'last_seen_at',
+          'agent_version',
+          'hostname',
+          'interpreters',
+          'home_free_bytes',
+          'upgrade_state',
+        );
+    expect(await row(plain)).toMatchObject({
+      session_id: sessions[0],
+      agent_version: '1.0.0',
+      interpreters: ['bash', 'sh'],
+      last_seen_at: at,
+    });
+    expect(await row(back)).toMatchObject({
+      session_id: sessions[1],
+      disconnected_at: null,
+      hostname: 'box',
+      home_free_bytes: '5000',
+    });
+    expect(await row(upgrading)).toMatchObject({ session_id: sessions[2], upgrade_state: 'Succeeded' });
+    expect(await row(asked)).toMatchObject({ upgrade_state: 'Requested', interpreters: [] });
+    expect(await store.recordConnectedMany([])).toEqual(new Map());
+  });
+
+  it('finds many machines by their credential hashes in one read', async () => {
+    const store = t.deps.store.machines;
+    const registered = async (credential: string) => {
+      const id = await pendingMachine(`token-${newId()}`, new Date(Date.now() + HOUR_MS));
+      expect(await store.completeRegistration(id, hashSecret(credential), {})).toBe(true);
+      return id;
+    };
+    const [one, two] = [await registered('cred-many-1'), await registered('cred-many-2')];
+    const found = await store.findByCredentialHashes([
+      hashSecret('cred-many-1'),
+      hashSecret('cred-many-2'),
+      hashSecret('unknown'),
+    ]);
+    expect(found).toEqual(
+      new Map([
+        [hashSecret('cred-many-1'), { id: one, workspaceId: t.mainWorkspaceId }],
+        [hashSecret('cred-many-2'), { id: two, workspaceId: t.mainWorkspaceId }],
+      ]),
+    );
+    expect(await store.findByCredentialHashes([])).toEqual(new Map());
+  });
+
   it('records many ended sessions in one statement, marking only machines whose ended session is still their current one', async () => {
     const store = t.deps.store.machines;
     const at = new Date();
