@@ -86,6 +86,8 @@ interface Row {
   n: number;
   connectS: number;
   sessionsEnded: number;
+  /** Sessions that ended or could not start during the connect storm, by reason. */
+  stormEndReasons: Record<string, number>;
   rssIdleKiB: number;
   hwmKiB: number;
   idleServerPercent: number;
@@ -150,7 +152,8 @@ async function runSize(n: number): Promise<Row> {
     sims.push(...started.sims);
     const connectS = started.connectMs / 1000;
     // Per session welcomed: a simulated agent whose session ended in the storm connected again.
-    const stormSessions = n + (await reportSims(sims)).sessionsEnded;
+    const stormReport = await reportSims(sims);
+    const stormSessions = n + stormReport.sessionsEnded;
     const cpuPerConnect = {
       server: (processCpu(pid).self - stormBefore.server) / stormSessions,
       postgres: cpuDelta(stormBefore.postgres, await backendCpu(db)) / stormSessions,
@@ -306,6 +309,7 @@ async function runSize(n: number): Promise<Row> {
       n,
       connectS,
       sessionsEnded: report.sessionsEnded,
+      stormEndReasons: stormReport.endReasons,
       rssIdleKiB,
       hwmKiB,
       idleServerPercent,
@@ -400,6 +404,13 @@ async function main(): Promise<void> {
     console.log(
       `- N = ${n}: server ${f(c.server, 2)}, PostgreSQL ${f(c.postgres, 2)}, simulators (their start included) ${f(c.sims, 2)}`,
     );
+  console.log('\nSessions that ended or could not start in the connect storm, by the reason the agent logged:');
+  for (const { n, stormEndReasons } of rows) {
+    const reasons = Object.entries(stormEndReasons).sort((a, b) => b[1] - a[1]);
+    console.log(
+      `- N = ${n}: ${reasons.length === 0 ? 'none' : reasons.map(([why, count]) => `${count} × ${why}`).join('; ')}`,
+    );
+  }
   console.log('\nEvery simulated agent leaving at once (told to stop → all recorded disconnected; CPU ms per agent):');
   for (const { n, disconnectsS, cpuPerDisconnect: c } of rows)
     console.log(`- N = ${n}: ${f(disconnectsS, 2)} s; server ${f(c.server, 2)}, PostgreSQL ${f(c.postgres, 2)}`);

@@ -8,7 +8,8 @@
  *
  * Forked by bench/fleet/fleet.ts with an IPC channel. Argument: a JSON file
  * { server, caFile, agents: [{ machineId, credential, name }] }. Sends { type: 'welcomed', count }
- * as sessions open; answers { type: 'report' } with every RunTask's arrival and result times.
+ * as sessions open; answers { type: 'report' } with every RunTask's arrival and result times, and
+ * why sessions ended or could not start (counted by reason).
  */
 import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
@@ -31,7 +32,22 @@ interface SimConfig {
 
 const config = JSON.parse(readFileSync(process.argv[2]!, 'utf8')) as SimConfig;
 const now = () => performance.timeOrigin + performance.now();
-const logger = pino({ level: 'silent' });
+/**
+ * Why sessions ended or could not start, counted (the agent's code logs each at warn with its
+ * reason; the server's address is left out so that the same reason counts once).
+ */
+const endReasons: Record<string, number> = {};
+const logger = pino(
+  { level: 'warn' },
+  {
+    write(line: string) {
+      const { reason } = JSON.parse(line) as { reason?: unknown };
+      if (typeof reason !== 'string') return;
+      const key = reason.replaceAll(config.server, 'SERVER').slice(0, 120);
+      endReasons[key] = (endReasons[key] ?? 0) + 1;
+    },
+  },
+);
 // As the agent with GANTRY_AGENT_CA_FILE trusts the control plane (the server's IP checked against its certificate).
 const credentials = hostCheckedCredentials(readFileSync(config.caFile));
 
@@ -114,7 +130,7 @@ const tick = setInterval(() => {
 
 process.on('message', (message: { type: string }) => {
   if (message.type === 'report') {
-    process.send?.({ type: 'report', runs, sessionsEnded, repeatedRunTasks, welcomed });
+    process.send?.({ type: 'report', runs, sessionsEnded, endReasons, repeatedRunTasks, welcomed });
   } else if (message.type === 'stop') {
     clearInterval(tick);
     void Promise.all(connections.map((c) => c.stop())).then(() => process.exit(0));

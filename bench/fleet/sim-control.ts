@@ -32,6 +32,8 @@ export interface SimReport {
   /** [agent index (in the whole list), RunTask arrival, result written] (ms since the epoch, sub-ms). */
   runs: Array<[number, number, number]>;
   sessionsEnded: number;
+  /** Sessions that ended or could not start, by the reason the agent's code logged. */
+  endReasons: Record<string, number>;
   repeatedRunTasks: number;
   welcomed: number;
 }
@@ -131,6 +133,10 @@ export async function reportSims(sims: Sim[]): Promise<SimReport> {
   return {
     runs: reports.flatMap((r) => r.runs),
     sessionsEnded: reports.reduce((sum, r) => sum + r.sessionsEnded, 0),
+    endReasons: reports.reduce<Record<string, number>>((all, r) => {
+      for (const [reason, count] of Object.entries(r.endReasons)) all[reason] = (all[reason] ?? 0) + count;
+      return all;
+    }, {}),
     repeatedRunTasks: reports.reduce((sum, r) => sum + r.repeatedRunTasks, 0),
     welcomed: reports.reduce((sum, r) => sum + r.welcomed, 0),
   };

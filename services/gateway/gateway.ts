@@ -2,6 +2,7 @@
 // authenticates agents, holds their Connect calls on this replica, forwards bus wake-ups to them
 // and hands everything they report to the engine through the AgentPort. It decides nothing.
 import * as grpc from '@grpc/grpc-js';
+import net from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
 import { toError, type Clock, type Logger } from '../core/index.ts';
 import { EventSubject, isMessageEnvelope, type Bus, type EventMessage, type Subscription } from '../bus/index.ts';
@@ -87,6 +88,14 @@ const SERVER_CHANNEL_OPTIONS: grpc.ChannelOptions = {
 const DOWNLOADS_PER_MACHINE = 4;
 const DOWNLOADS_PER_GATEWAY = 64;
 const STOP_GRACE_MS = 5_000;
+/**
+ * Connections the kernel may hold for the gateway before it accepts them (capped by the kernel at
+ * net.core.somaxconn). grpc-js listens with Node's default of 511, and a fleet reconnecting at once
+ * overflowed that on a busy event loop: the kernel dropped the rest, and agents waited out SYN
+ * retransmits and their backoff (27,007 failed attempts for 10,000 agents in one bench/fleet storm;
+ * TcpExtListenOverflows). So the gateway listens itself and hands each socket to grpc-js.
+ */
+export const ACCEPT_BACKLOG = 8_192;
 
 export function createGateway(options: GatewayOptions): Gateway {
   const logger = options.logger.child({ component: 'gateway' });
@@ -98,7 +107,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     heartbeatIntervalMs: options.heartbeatIntervalMs,
     onDead: (peer) => logger.warn({ peer }, 'agent connection ended: silent, and no answer to a ping'),
   });
-  let server: grpc.Server | null = null;
+  let server: { instance: grpc.Server; accepting: net.Server } | null = null;
   const identity = batchedCredentials(options.store);
 
   /** Watches a download's connection (ended with UNAVAILABLE when out of reach). */
@@ -276,12 +285,17 @@ export function createGateway(options: GatewayOptions): Gateway {
             false,
           )
         : grpc.ServerCredentials.createInsecure();
+      const injector = instance.createConnectionInjector(credentials);
+      const accepting = net.createServer((socket) => injector.injectConnection(socket));
       const bound = await new Promise<number>((resolve, reject) => {
-        instance.bindAsync(`${host.includes(':') ? `[${host}]` : host}:${port}`, credentials, (error, boundPort) =>
-          error ? reject(error) : resolve(boundPort),
-        );
+        accepting.once('error', reject);
+        accepting.listen({ host, port, backlog: ACCEPT_BACKLOG }, () => {
+          accepting.off('error', reject);
+          resolve((accepting.address() as net.AddressInfo).port);
+        });
       });
-      server = instance;
+      accepting.on('error', (error) => logger.error({ err: error }, 'the agent gateway listener failed'));
+      server = { instance, accepting };
       connections.start();
       logger.info({ host, port: bound, tls: Boolean(options.tls) }, 'agent gateway listening');
       return bound;
@@ -294,7 +308,9 @@ export function createGateway(options: GatewayOptions): Gateway {
         session.close(grpcStatus(grpc.status.UNAVAILABLE, 'The control plane is shutting down; reconnect'));
       }
       sessions.clear();
-      const instance = server;
+      const instance = server?.instance;
+      // No new connections; those open are ended below.
+      server?.accepting.close();
       server = null;
       if (instance) {
         await new Promise<void>((resolve) => {

@@ -1,8 +1,11 @@
 import * as grpc from '@grpc/grpc-js';
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createBus, EventSubject, type Bus } from '../../../services/bus/index.ts';
 import { createLogger, hashSecret } from '../../../services/core/index.ts';
 import { createGateway, type Gateway } from '../../../services/gateway/index.ts';
+import { ACCEPT_BACKLOG } from '../../../services/gateway/gateway.ts';
 import type { AgentServiceClient } from '../../../proto/gen/gantry/agent/v1/AgentService.ts';
 import { testApp, type TestContext } from '../../helpers/app.ts';
 import { waitFor } from '../../helpers/wait-for.ts';
@@ -21,6 +24,7 @@ let t: TestContext;
 let bus: Bus;
 let gateway: Gateway;
 let client: AgentServiceClient;
+let listeningPort: number;
 const port = new FakeAgentPort();
 const streams: AgentStream[] = [];
 
@@ -36,7 +40,8 @@ beforeAll(async () => {
     logger,
     heartbeatIntervalMs: 1234,
   });
-  client = agentClient(await gateway.start(0, '127.0.0.1'));
+  listeningPort = await gateway.start(0, '127.0.0.1');
+  client = agentClient(listeningPort);
 });
 
 afterAll(async () => {
@@ -89,6 +94,19 @@ async function helloedAgent(hello: Record<string, unknown> = {}) {
   });
   return { ...machine, stream };
 }
+
+describe('listening', () => {
+  it('listens with an accept backlog a fleet reconnecting at once fits in, not Node default of 511', () => {
+    // `ss` shows a listening socket's backlog as its Send-Q; the kernel caps it at somaxconn.
+    const [line] = execFileSync('ss', ['-ltnH', `sport = :${listeningPort}`], { encoding: 'utf8' })
+      .trim()
+      .split('\n');
+    const backlog = Number(line!.trim().split(/\s+/)[2]);
+    const somaxconn = Number(readFileSync('/proc/sys/net/core/somaxconn', 'utf8'));
+    expect(backlog).toBe(Math.min(ACCEPT_BACKLOG, somaxconn));
+    expect(backlog).toBeGreaterThan(511);
+  });
+});
 
 describe('upgrades at Hello', () => {
   it('sends UpgradeAgent for an upgrade asked while the agent was away, from what the connect answered, without a read of its own', async () => {
