@@ -402,37 +402,38 @@ export function createEngine(options: EngineOptions): Engine {
 
   // Agents connecting together (10,000 after a replica restart) are recorded, and read their
   // tasks, one statement per batch instead of one each (a lone agent's connect waits for nothing).
-  const hellos = new CoalescedBatch<string, { sessionId: string; info: AgentInfo }, { pendingUpgrade: string | null }>(
-    CONNECT_BATCH_GAP_MS,
-    async (batch) => {
-      const at = clock.now();
-      // Also settles upgrades to the versions the agents now run (the same statement).
-      const recorded = await store.machines.recordConnectedMany(
-        [...batch].map(([id, { sessionId, info }]) => ({ id, sessionId, at, info })),
-      );
-      const offlineSince = new Map<string, Date>();
-      for (const [id, { offlineSince: since }] of recorded) if (since) offlineSince.set(id, since);
-      if (offlineSince.size > 0) {
-        try {
-          await tellRunningTasks(
-            await store.deploymentTasks.listDispatchedToMachines([...offlineSince.keys()]),
-            (task) => {
-              const since = offlineSince.get(task.machineId ?? '') ?? at;
-              const seconds = Math.round((clock.now().getTime() - since.getTime()) / 1000);
-              return `Machine '${task.machineName}' is back online after ${seconds} s; '${task.stepName}' goes on there`;
-            },
-          );
-        } catch (error) {
-          // The sessions are recorded; only the lines saying so in their deployments' logs are missing.
-          logger.error(
-            { err: toError(error), machines: offlineSince.size },
-            "writing agent reconnects to their deployments' logs failed",
-          );
-        }
+  const hellos = new CoalescedBatch<
+    string,
+    { sessionId: string; info: AgentInfo },
+    { offlineSince: Date | null; pendingUpgrade: string | null }
+  >(CONNECT_BATCH_GAP_MS, async (batch) => {
+    const at = clock.now();
+    // Also settles upgrades to the versions the agents now run (the same statement).
+    const recorded = await store.machines.recordConnectedMany(
+      [...batch].map(([id, { sessionId, info }]) => ({ id, sessionId, at, info })),
+    );
+    const offlineSince = new Map<string, Date>();
+    for (const [id, { offlineSince: since }] of recorded) if (since) offlineSince.set(id, since);
+    if (offlineSince.size > 0) {
+      try {
+        await tellRunningTasks(
+          await store.deploymentTasks.listDispatchedToMachines([...offlineSince.keys()]),
+          (task) => {
+            const since = offlineSince.get(task.machineId ?? '') ?? at;
+            const seconds = Math.round((clock.now().getTime() - since.getTime()) / 1000);
+            return `Machine '${task.machineName}' is back online after ${seconds} s; '${task.stepName}' goes on there`;
+          },
+        );
+      } catch (error) {
+        // The sessions are recorded; only the lines saying so in their deployments' logs are missing.
+        logger.error(
+          { err: toError(error), machines: offlineSince.size },
+          "writing agent reconnects to their deployments' logs failed",
+        );
       }
-      return new Map([...recorded].map(([id, { pendingUpgrade }]) => [id, { pendingUpgrade }]));
-    },
-  );
+    }
+    return recorded;
+  });
   const assignments = new CoalescedBatch<string, null, { run: RunTaskPayload[]; cancel: string[] }>(
     CONNECT_BATCH_GAP_MS,
     async (machines) => {
@@ -450,7 +451,7 @@ export function createEngine(options: EngineOptions): Engine {
 
   const agentPort: AgentPort = {
     async connected(machineId, sessionId, info) {
-      return (await hellos.get(machineId, { sessionId, info })) ?? { pendingUpgrade: null };
+      return { pendingUpgrade: (await hellos.get(machineId, { sessionId, info }))?.pendingUpgrade ?? null };
     },
 
     // Batched: when a replica stops or a network cut ends thousands of sessions at once, they were

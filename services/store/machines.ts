@@ -122,10 +122,16 @@ function infoColumns(info: AgentInfo): Partial<MachineRow> {
   return row;
 }
 
-/** The version a machine's agent was asked to upgrade to and has not started on; null: none. */
+/**
+ * In ID order: the batched writes below lock their rows in it, so two of them touching the same
+ * machines never deadlock.
+ */
+const byId = (a: { id: string }, b: { id: string }): number => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+
 /** recordConnected's answer for a machine that no longer exists. */
 const NOT_CONNECTED = { offlineSince: null, pendingUpgrade: null } as const;
 
+/** The version a machine's agent was asked to upgrade to and has not started on; null: none. */
 function pendingUpgradeOf(row: Pick<MachineRow, 'upgrade_state' | 'upgrade_version'> | undefined): string | null {
   return row?.upgrade_state === 'Requested' ? row.upgrade_version : null;
 }
@@ -156,17 +162,9 @@ export function machinesStore(db: Db) {
     if (hellos.length === 0) return new Map();
     const settles = `m.upgrade_version = h.agent_version AND m.upgrade_state IN ('Requested', 'Started')`;
     // Locked in ID order, as recordHeartbeats and recordDisconnects: batches never deadlock.
-    const sorted = [...hellos].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-    const input = sorted.map((h) => ({
-      id: h.id,
-      session_id: h.sessionId,
-      at: h.at.toISOString(),
-      agent_version: h.info.agentVersion ?? null,
-      os: h.info.os ?? null,
-      hostname: h.info.hostname ?? null,
-      interpreters: h.info.interpreters ?? null,
-      home_free_bytes: h.info.homeFreeBytes || null,
-    }));
+    const sorted = [...hellos].sort(byId);
+    // A field the agent did not report is absent, so null here: the stored value stays.
+    const input = sorted.map((h) => ({ id: h.id, session_id: h.sessionId, at: h.at, ...infoColumns(h.info) }));
     const result = await db.raw<{
       rows: Array<{ id: string; was: Date | null; upgrade_state: string | null; upgrade_version: string | null }>;
     }>(
@@ -391,7 +389,7 @@ export function machinesStore(db: Db) {
      */
     async recordHeartbeats(beats: ReadonlyArray<{ id: string; at: Date; homeFreeBytes?: number }>): Promise<void> {
       if (beats.length === 0) return;
-      const sorted = [...beats].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+      const sorted = [...beats].sort(byId);
       await db.raw(
         `UPDATE machines AS m SET last_seen_at = greatest(m.last_seen_at, b.at),
            home_free_bytes = coalesce(b.free, m.home_free_bytes)
@@ -481,7 +479,7 @@ export function machinesStore(db: Db) {
     async recordDisconnects(ended: ReadonlyArray<{ id: string; sessionId: string; at: Date }>): Promise<string[]> {
       if (ended.length === 0) return [];
       // In ID order, as recordHeartbeats: two statements locking the same rows never deadlock.
-      const sorted = [...ended].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+      const sorted = [...ended].sort(byId);
       const { rows } = await db.raw<{ rows: Array<{ id: string }> }>(
         `UPDATE machines AS m SET disconnected_at = e.at
          FROM unnest(?::text[], ?::text[], ?::timestamptz[]) AS e(id, session_id, at)
