@@ -8,7 +8,7 @@
  * consumer (the HTTP response, under socket backpressure) asks for the next event.
  */
 import { authorize, Capability, parseTicks, unknownId, type Principal, FINAL_STATUSES } from '../core/index.ts';
-import { type Deployment, type LogEntry, type LogPage } from '../store/index.ts';
+import { type Deployment, type LogEntry } from '../store/index.ts';
 import type { DomainDeps } from './deps.ts';
 import { canSeeWorkspace } from './scope.ts';
 
@@ -103,13 +103,18 @@ async function* events(
   try {
     let lastTick = after;
     let shownStatus = '';
-    let deployment = first;
-    /** The first page of lines, read with the deployment's status (one statement, one instant). */
-    let withStatus: LogPage | null = null;
     let lastOutput = performance.now();
-    const read = () => deps.store.deploymentLogs.readPage(deployment.id, lastTick, options.pageSize);
     for (;;) {
+      // Cleared before the read, not after it: a change that commits while the read is in flight
+      // may be newer than what the read saw, so its wake-up must still count.
       woken = false;
+      // Status and the next lines in one statement (one instant), read after subscribing: the
+      // status read to authorize (`first`) may predate the subscription. A woken follower is on
+      // the path of every live line (script → SSE client), and reads at every change.
+      const next = await deps.store.deploymentLogs.readWithDeployment(first.id, lastTick, options.pageSize);
+      // Deleted since (its project was deleted): the follower is told it is unknown.
+      if (!next) throw unknownId('deploymentId');
+      const deployment = next.deployment;
       if (statusKey(deployment) !== shownStatus) {
         shownStatus = statusKey(deployment);
         yield { type: 'status', deployment };
@@ -117,15 +122,14 @@ async function* events(
       }
       // The final status commits with the last line: lines read with or after a final status
       // are all of them.
-      let page = withStatus ?? (await read());
-      withStatus = null;
+      let page = next.page;
       while (page.entries.length > 0) {
         if (signal.aborted) return;
         lastTick = page.entries.at(-1)!.tick;
         yield { type: 'logs', lines: page.entries };
         lastOutput = performance.now();
         if (!page.more) break;
-        page = await read();
+        page = await deps.store.deploymentLogs.readPage(first.id, lastTick, options.pageSize);
       }
       if (FINAL.has(deployment.status)) {
         yield { type: 'end', deployment };
@@ -148,13 +152,6 @@ async function* events(
         yield { type: 'keepalive' };
         lastOutput = performance.now();
       }
-      // Status and the next lines in one statement: a woken follower is on the path of every
-      // live line (script → SSE client), and reads at every change of its deployment.
-      const next = await deps.store.deploymentLogs.readWithDeployment(deployment.id, lastTick, options.pageSize);
-      // Deleted since (its project was deleted): the follower is told it is unknown.
-      if (!next) throw unknownId('deploymentId');
-      deployment = next.deployment;
-      withStatus = next.page;
     }
   } finally {
     unsubscribe();

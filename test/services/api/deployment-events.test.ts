@@ -199,6 +199,10 @@ describe('GET /api/deployment/events', () => {
           reads++;
           return t.deps.store.deploymentLogs.readPage(...args);
         },
+        readWithDeployment: (...args: Parameters<typeof t.deps.store.deploymentLogs.readWithDeployment>) => {
+          reads++;
+          return t.deps.store.deploymentLogs.readWithDeployment(...args);
+        },
       },
     };
     const abort = new AbortController();
@@ -219,6 +223,78 @@ describe('GET /api/deployment/events', () => {
     expect(Date.now() - started).toBeLessThan(1_000);
     abort.abort();
     expect((await events.next()).done).toBe(true);
+  });
+
+  /** A follower with its own wake-ups (`notify`) and a re-read timer too slow to hide a lost one. */
+  async function followed(id: string, store = t.deps.store) {
+    const listeners = new Set<() => void>();
+    const deploymentChanges = {
+      subscribe: (_id: string, onChange: () => void) => (
+        listeners.add(onChange),
+        () => void listeners.delete(onChange)
+      ),
+    };
+    const principal = await authenticate(t.deps, ADMIN.id, ADMIN.key);
+    const abort = new AbortController();
+    const events = await followDeployment(
+      { ...t.deps, store, deploymentChanges },
+      principal,
+      { deploymentId: id },
+      abort.signal,
+      {
+        pollMs: 60_000,
+        keepaliveMs: 60_000,
+      },
+    );
+    const notify = () => listeners.forEach((onChange) => onChange());
+    /** The next event, or 'stalled' when none comes within 5 s (the timer would take a minute). */
+    const next = () =>
+      Promise.race([
+        events.next().then((r) => r.value),
+        new Promise<'stalled'>((resolve) => setTimeout(() => resolve('stalled'), 5_000).unref()),
+      ]);
+    return { events, notify, next, abort };
+  }
+
+  it('misses no change committed while it reads: the wake-up that came during the read counts', async () => {
+    const id = await deployment();
+    let racing = false;
+    let f: Awaited<ReturnType<typeof followed>> | null = null;
+    const store = {
+      ...t.deps.store,
+      deploymentLogs: {
+        ...t.deps.store.deploymentLogs,
+        readWithDeployment: async (...args: Parameters<typeof t.deps.store.deploymentLogs.readWithDeployment>) => {
+          const read = await t.deps.store.deploymentLogs.readWithDeployment(...args);
+          if (racing) {
+            // The deployment ends after this read's snapshot, and its wake-up arrives before the read returns.
+            racing = false;
+            await append(id, ['the last line']);
+            await finish(id);
+            f!.notify();
+          }
+          return read;
+        },
+      },
+    };
+    f = await followed(id, store);
+    expect(await f.next()).toMatchObject({ type: 'status', deployment: { status: 'Queued' } });
+    racing = true;
+    f.notify();
+    // The read that raced saw nothing new; the wake-up it overlapped makes the follower read again.
+    expect(await f.next()).toMatchObject({ type: 'status', deployment: { status: 'Completed' } });
+    expect(await f.next()).toMatchObject({ type: 'logs', lines: [{ data: 'the last line' }] });
+    expect(await f.next()).toMatchObject({ type: 'end' });
+  });
+
+  it('misses no change committed between the authorizing read and the first event', async () => {
+    const id = await deployment();
+    // followDeployment read the deployment Queued to authorize; it completes before the stream
+    // subscribes (its wake-up had no one to reach).
+    const f = await followed(id);
+    await finish(id);
+    expect(await f.next()).toMatchObject({ type: 'status', deployment: { status: 'Completed' } });
+    expect(await f.next()).toMatchObject({ type: 'end' });
   });
 
   it('lets a follower reconnect to another replica with Last-Event-ID and miss nothing, woken by the first replica', async () => {
