@@ -3,7 +3,8 @@
  *
  *   npx tsx bench/dashboard/dashboard.ts            (all three; the SSE part on embedded PostgreSQL + in-process bus)
  *   npx tsx bench/dashboard/dashboard.ts --nats     (the SSE part on PostgreSQL + NATS JetStream)
- *   npx tsx bench/dashboard/dashboard.ts --only overview|sse|bundle
+ *   npx tsx bench/dashboard/dashboard.ts --only overview|sse|bundle|log
+ *   npx tsx bench/dashboard/dashboard.ts --only log --log-lines 100000,1000000
  *
  * 1. Overview aggregate: 500 projects × 10 environments × 20 deployments each (100 000
  *    deployments, 10 000 releases) seeded with SQL into a fresh database on the real PostgreSQL;
@@ -12,6 +13,8 @@
  *    client follows the deployment over GET /api/deployment/events; latency = arrival − the
  *    script's own `date +%s%N`.
  * 3. The dashboard's initial JS + CSS (what index.html loads), gzipped.
+ * 4. A long finished log opened on the deployment page in Chromium (not in the default run: it
+ *    takes minutes): the time until the page shows every line, and the page's JS heap then.
  *
  * Prints a table with ✓/✗ per goal; exits non-zero only when a run itself fails.
  */
@@ -36,12 +39,16 @@ import {
   tempDir,
   workspaceOf,
 } from '../../test/e2e/harness.ts';
+import { launchBrowser } from '../../test/dashboard/browser.ts';
 import { percentile, table } from '../deploy/stats.ts';
 import { freshDatabase } from '../shared/database.ts';
 
 const args = process.argv.slice(2);
 const only = args.includes('--only') ? args[args.indexOf('--only') + 1] : undefined;
 const useNats = args.includes('--nats');
+const logLines = (args.includes('--log-lines') ? args[args.indexOf('--log-lines') + 1]! : '100000,500000,1000000')
+  .split(',')
+  .map(Number);
 const GOALS = { overviewP95Ms: 50, sseP95Ms: 100, bundleKiB: 300 };
 const rows: string[][] = [];
 const mark = (ok: boolean) => (ok ? '✓' : '✗');
@@ -235,6 +242,87 @@ async function benchSse(): Promise<void> {
   }
 }
 
+/**
+ * A finished deployment with L more lines written straight into the store (as the browser test
+ * does), opened on the deployment page: the page reads every line over the event stream and keeps
+ * it for the virtualized view, so its time and heap grow with L.
+ */
+async function benchLongLog(): Promise<void> {
+  await buildDashboard({ ifStale: true, quiet: true });
+  const database = await freshDatabase('gantry_bench_dashboard_log');
+  const plane = await startControlPlane({ databaseUrl: database.url });
+  const browser = await launchBrowser();
+  try {
+    const client = api(plane.url);
+    const workspace = await workspaceOf(client);
+    // No machine: the deployment ends at once, and its log is what is measured.
+    const { projectId } = await bashProject(client, workspace.workspaceId, workspace.defaultLifecycleId, [
+      { name: 'Print', script: 'echo printed' },
+    ]);
+    const db = createDb(database.url, { poolMax: 1 });
+    try {
+      for (const [i, lines] of logLines.entries()) {
+        const release = await client.post('/api/release', { projectId, version: `2.0.${i}` });
+        const deployed = await client.post('/api/release/deploy', {
+          releaseId: release.body.releaseId,
+          environments: ['Staging'],
+        });
+        const deploymentId = deployed.body.deploymentIds[0] as string;
+        for (;;) {
+          const read = await client.get('/api/deployment', { deploymentId, skipLogs: 'True' });
+          if (['Completed', 'Failed', 'Cancelled'].includes(read.body.status.Status)) break;
+          await new Promise((resolve) => setTimeout(resolve, 100));
+        }
+        await db.raw(
+          `insert into deployment_logs (id, deployment_id, tick, created_at, level, data)
+           select ? || '-bulk-' || i, ?, d.last_log_tick + i, now(), 'Information',
+                  'bulk line ' || i || ' of a long log, as a build tool prints it'
+           from deployments d, generate_series(1, ?::int) i where d.id = ?`,
+          [deploymentId, deploymentId, lines, deploymentId],
+        );
+        await db.raw('update deployments set last_log_tick = last_log_tick + ? where id = ?', [lines, deploymentId]);
+        const total = Number(
+          (await db.raw('select count(*) as n from deployment_logs where deployment_id = ?', [deploymentId])).rows[0].n,
+        );
+        const context = await browser.newContext();
+        const page = await context.newPage();
+        await page.goto(`${plane.url}/`);
+        await page.getByLabel('Service account ID').fill('e2e-admin');
+        await page.getByLabel('API key').fill('e2e-admin-key-0123456789abcdef');
+        await page.getByRole('button', { name: 'Sign in' }).click();
+        await page.getByRole('button', { name: 'Sign out' }).waitFor();
+        const started = performance.now();
+        await page.goto(`${plane.url}/deployments/${deploymentId}`);
+        const counter = page.getByRole('status').filter({ hasText: 'lines' });
+        const limitMs = 600_000;
+        while (!((await counter.textContent({ timeout: limitMs })) ?? '').startsWith(`${total} of ${total} lines`)) {
+          if (performance.now() - started > limitMs)
+            throw new Error(`the page did not show ${total} lines in ${limitMs} ms`);
+          await new Promise((resolve) => setTimeout(resolve, 100));
+        }
+        const seconds = (performance.now() - started) / 1000;
+        // Chromium's non-standard performance.memory: the page's JS heap in use.
+        const heap = await page.evaluate(
+          () => (performance as unknown as { memory: { usedJSHeapSize: number } }).memory.usedJSHeapSize,
+        );
+        await context.close();
+        rows.push([
+          `a finished log of ${total.toLocaleString('en-US')} lines opened on the deployment page (Chromium)`,
+          `every line shown in ${f1(seconds)} s (${f1((seconds * 1e6) / total)} µs a line); JS heap ${Math.round(heap / 2 ** 20)} MiB (${Math.round(heap / total)} bytes a line)`,
+          '—',
+          '',
+        ]);
+      }
+    } finally {
+      await db.destroy();
+    }
+  } finally {
+    await browser.close();
+    await cleanup();
+    await database.drop();
+  }
+}
+
 async function benchBundle(): Promise<void> {
   await buildDashboard({ ifStale: true, quiet: true });
   const html = fs.readFileSync(path.join(DASHBOARD_OUT, 'index.html'), 'utf8');
@@ -257,6 +345,7 @@ try {
   if (!only || only === 'bundle') await benchBundle();
   if (!only || only === 'overview') await benchOverview();
   if (!only || only === 'sse') await benchSse();
+  if (only === 'log') await benchLongLog();
   process.stdout.write(`\n${table(['measure', 'result', 'goal', ''], rows)}\n`);
   process.exit(0);
 } catch (error) {

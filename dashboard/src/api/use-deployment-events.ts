@@ -14,12 +14,15 @@ export type DeploymentStatus = Answer<'/api/deployment'>['status'];
 
 export interface DeploymentLog {
   lines: LogLine[];
+  /** How many lines say a gate moved (issue #15: "Waiting: …", an approval): counted as they arrive. */
+  gateLines: number;
   status: DeploymentStatus | null;
   ended: boolean;
   connected: boolean;
 }
 
-const EMPTY: DeploymentLog = { lines: [], status: null, ended: false, connected: false };
+const EMPTY: DeploymentLog = { lines: [], gateLines: 0, status: null, ended: false, connected: false };
+const isGateLine = (line: LogLine) => /^(Waiting: |Approved by )/.test(line.Data);
 const logKey = (deploymentId: string) => ['deployment-log', deploymentId] as const;
 
 export function useDeploymentEvents(deploymentId: string): DeploymentLog {
@@ -29,6 +32,9 @@ export function useDeploymentEvents(deploymentId: string): DeploymentLog {
     queryFn: () => EMPTY,
     // Only the stream writes this entry: a refetch would wipe the lines it delivered.
     staleTime: Infinity,
+    // Each batch of lines makes a new entry: comparing it deeply with the last one (the default)
+    // walks every line so far, on every batch — quadratic in a long log.
+    structuralSharing: false,
     refetchOnMount: false,
     gcTime: 0,
   });
@@ -47,7 +53,8 @@ export function useDeploymentEvents(deploymentId: string): DeploymentLog {
     source.addEventListener('status', onStatus);
     source.addEventListener('logs', (event: MessageEvent<string>) => {
       const lines = parseJson<LogLine[]>(event.data);
-      update((log) => ({ ...log, lines: log.lines.concat(lines) }));
+      const gates = lines.filter(isGateLine).length;
+      update((log) => ({ ...log, lines: log.lines.concat(lines), gateLines: log.gateLines + gates }));
     });
     source.addEventListener('end', (event: MessageEvent<string>) => {
       source.close();

@@ -34,7 +34,8 @@ export function DeploymentPage({
   });
   // A gate line (issue #15: "Waiting: …", another account's approval) means the page's reason and
   // approvals moved: read the page again (the status stays Queued, so the stream says nothing else).
-  const gateLines = events.lines.filter((l) => /^(Waiting: |Approved by )/.test(l.Data)).length;
+  // Counted as lines arrive: filtering every line at each render is quadratic in a long log.
+  const gateLines = events.gateLines;
   useEffect(() => {
     if (gateLines > 0) void queryClient.invalidateQueries({ queryKey: ['deployment-page', deploymentId] });
   }, [gateLines, deploymentId, queryClient]);
