@@ -9,7 +9,18 @@ import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { parseJson, type components } from '../../../client/index.ts';
 import type { Answer } from './client.ts';
 
-export type LogLine = Answer<'/api/deployment'>['logs'][number];
+type LogItem = Answer<'/api/deployment'>['logs'][number];
+/**
+ * What the page keeps of a line: the fields it shows. The page keeps every line of the log, and a
+ * whole log item (IDs of its deployment, step, parent and task) costs several times as much.
+ */
+export type LogLine = Pick<LogItem, 'CreatedUtcTick' | 'CreatedUtc' | 'LogLevel' | 'Data'>;
+const kept = (item: LogItem): LogLine => ({
+  CreatedUtcTick: item.CreatedUtcTick,
+  CreatedUtc: item.CreatedUtc,
+  LogLevel: item.LogLevel,
+  Data: item.Data,
+});
 export type DeploymentStatus = Answer<'/api/deployment'>['status'];
 
 export interface DeploymentLog {
@@ -52,7 +63,7 @@ export function useDeploymentEvents(deploymentId: string): DeploymentLog {
     source.addEventListener('open', () => update((log) => ({ ...log, connected: true })));
     source.addEventListener('status', onStatus);
     source.addEventListener('logs', (event: MessageEvent<string>) => {
-      const lines = parseJson<LogLine[]>(event.data);
+      const lines = parseJson<LogItem[]>(event.data).map(kept);
       const gates = lines.filter(isGateLine).length;
       update((log) => ({ ...log, lines: log.lines.concat(lines), gateLines: log.gateLines + gates }));
     });

@@ -82,7 +82,7 @@ export function LogView({ deploymentId, lines, live }: { deploymentId: string; l
             const line = visible[row.index]!;
             return (
               <div
-                key={line.Id}
+                key={line.CreatedUtcTick}
                 className={`log-line level-${line.LogLevel}${line.CreatedUtcTick === linked ? ' linked' : ''}`}
                 style={{ transform: `translateY(${row.start}px)`, height: ROW_HEIGHT }}
               >
