@@ -31,15 +31,18 @@ import { createFilesystemBlobStore, createPackageService, stagingDirOf } from '.
 import { createDb, createStore, migrateToLatest } from '../../services/store/index.ts';
 import { buildDashboard, DASHBOARD_OUT } from '../../scripts/build-dashboard.ts';
 import {
+  ADMIN,
   api,
   bashProject,
   cleanup,
   startControlPlane,
+  releaseAndDeploy,
   startMachines,
   tempDir,
+  waitForDeployment,
   workspaceOf,
 } from '../../test/e2e/harness.ts';
-import { launchBrowser } from '../../test/dashboard/browser.ts';
+import { launchBrowser, signIn } from '../../test/dashboard/browser.ts';
 import { percentile, table } from '../deploy/stats.ts';
 import { freshDatabase } from '../shared/database.ts';
 
@@ -262,17 +265,8 @@ async function benchLongLog(): Promise<void> {
     const db = createDb(database.url, { poolMax: 1 });
     try {
       for (const [i, lines] of logLines.entries()) {
-        const release = await client.post('/api/release', { projectId, version: `2.0.${i}` });
-        const deployed = await client.post('/api/release/deploy', {
-          releaseId: release.body.releaseId,
-          environments: ['Staging'],
-        });
-        const deploymentId = deployed.body.deploymentIds[0] as string;
-        for (;;) {
-          const read = await client.get('/api/deployment', { deploymentId, skipLogs: 'True' });
-          if (['Completed', 'Failed', 'Cancelled'].includes(read.body.status.Status)) break;
-          await new Promise((resolve) => setTimeout(resolve, 100));
-        }
+        const deploymentId = (await releaseAndDeploy(client, projectId, ['Staging'], `2.0.${i}`))[0]!;
+        await waitForDeployment(client, deploymentId);
         await db.raw(
           `insert into deployment_logs (id, deployment_id, tick, created_at, level, data)
            select ? || '-bulk-' || i, ?, d.last_log_tick + i, now(), 'Information',
@@ -285,12 +279,7 @@ async function benchLongLog(): Promise<void> {
           (await db.raw('select count(*) as n from deployment_logs where deployment_id = ?', [deploymentId])).rows[0].n,
         );
         const context = await browser.newContext();
-        const page = await context.newPage();
-        await page.goto(`${plane.url}/`);
-        await page.getByLabel('Service account ID').fill('e2e-admin');
-        await page.getByLabel('API key').fill('e2e-admin-key-0123456789abcdef');
-        await page.getByRole('button', { name: 'Sign in' }).click();
-        await page.getByRole('button', { name: 'Sign out' }).waitFor();
+        const page = await signIn(context, plane.url, ADMIN);
         const started = performance.now();
         await page.goto(`${plane.url}/deployments/${deploymentId}`);
         const counter = page.getByRole('status').filter({ hasText: 'lines' });

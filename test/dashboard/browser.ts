@@ -6,7 +6,7 @@
 import { execFile, execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { chromium, type Browser } from 'playwright-core';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 
 /** The flags this workplace's closed network needs (no background traffic to blocked hosts). */
 const CHROMIUM_ARGS = [
@@ -40,4 +40,19 @@ export async function ensureDashboardBuilt(): Promise<void> {
     cwd: fileURLToPath(new URL('../../', import.meta.url)),
     env: { ...process.env, NODE_ENV: 'production' },
   });
+}
+
+/** A new page of `context` signed in to the dashboard at `baseUrl`, as a person signs in. */
+export async function signIn(
+  context: BrowserContext,
+  baseUrl: string,
+  credentials: { id: string; key: string },
+): Promise<Page> {
+  const page = await context.newPage();
+  await page.goto(`${baseUrl}/`);
+  await page.getByLabel('Service account ID').fill(credentials.id);
+  await page.getByLabel('API key').fill(credentials.key);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('button', { name: 'Sign out' }).waitFor();
+  return page;
 }

@@ -25,7 +25,7 @@ import {
   type ControlPlane,
 } from '../e2e/harness.ts';
 import { E2E_MODES } from '../e2e/modes.ts';
-import { ensureDashboardBuilt, launchBrowser } from './browser.ts';
+import { ensureDashboardBuilt, launchBrowser, signIn as signInAt } from './browser.ts';
 
 const SHOTS = process.env.GANTRY_UPDATE_SCREENSHOTS
   ? fileURLToPath(new URL('../../docs/screenshots/', import.meta.url))
@@ -45,15 +45,8 @@ let databaseUrl: string;
 let firstDeploymentId: string;
 let otherProjectName: string;
 
-async function signIn(context: BrowserContext, credentials: { id: string; key: string }): Promise<Page> {
-  const page = await context.newPage();
-  await page.goto(`${plane.url}/`);
-  await page.getByLabel('Service account ID').fill(credentials.id);
-  await page.getByLabel('API key').fill(credentials.key);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.getByRole('button', { name: 'Sign out' }).waitFor();
-  return page;
-}
+const signIn = (context: BrowserContext, credentials: { id: string; key: string }): Promise<Page> =>
+  signInAt(context, plane.url, credentials);
 
 async function shot(page: Page, name: string): Promise<void> {
   await page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true });

@@ -18,7 +18,7 @@ import {
   type Api,
   type ControlPlane,
 } from '../e2e/harness.ts';
-import { ensureDashboardBuilt, launchBrowser } from './browser.ts';
+import { ensureDashboardBuilt, launchBrowser, signIn } from './browser.ts';
 
 let plane: ControlPlane;
 let admin: Api;
@@ -64,12 +64,7 @@ afterAll(async () => {
 });
 
 async function deploymentPage(credentials: { id: string; key: string }, deploymentId: string): Promise<Page> {
-  const page = await (await browser.newContext()).newPage();
-  await page.goto(`${plane.url}/`);
-  await page.getByLabel('Service account ID').fill(credentials.id);
-  await page.getByLabel('API key').fill(credentials.key);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.getByRole('button', { name: 'Sign out' }).waitFor();
+  const page = await signIn(await browser.newContext(), plane.url, credentials);
   await page.goto(`${plane.url}/deployments/${deploymentId}`);
   await page.getByLabel('Deployment status').waitFor();
   return page;

@@ -253,7 +253,7 @@ describe('GET /api/deployment/events', () => {
         events.next().then((r) => r.value),
         new Promise<'stalled'>((resolve) => setTimeout(() => resolve('stalled'), 5_000).unref()),
       ]);
-    return { events, notify, next, abort };
+    return { notify, next };
   }
 
   it('misses no change committed while it reads: the wake-up that came during the read counts', async () => {
