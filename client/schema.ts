@@ -6372,7 +6372,7 @@ export interface paths {
         };
         /**
          * Follows a deployment live: status and log lines as Server-Sent Events, ending when it is final
-         * @description Events: `status` (data: the status object of GET /api/deployment), `logs` (id: the last line's CreatedUtcTick; data: an array of log items), `end` (data: the final status). Resume with the Last-Event-ID header or `after`.
+         * @description Events: `status` (data: the status object of GET /api/deployment), `logs` (id: the last line's CreatedUtcTick; data: an array of log items), `end` (data: the final status); with `tail`, first `tail` (data: `{"earlierLines": n}`, the lines before the first one sent). Resume with the Last-Event-ID header or `after`.
          */
         get: {
             parameters: {
@@ -6380,6 +6380,8 @@ export interface paths {
                     deploymentId: string;
                     /** @description .NET ticks: lines strictly after it (as Last-Event-ID) */
                     after?: string;
+                    /** @description Start with the last this many lines (or a few more) instead of the first; ignored when resuming */
+                    tail?: number;
                 };
                 header?: never;
                 path?: never;
@@ -6412,6 +6414,65 @@ export interface paths {
                     };
                     content: {
                         "text/event-stream": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/deployment/log": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Downloads a deployment's whole log as plain text
+         * @description One line per log item: CreatedUtc, LogLevel and Data (escape sequences removed), up to the last line stored when the download began.
+         */
+        get: {
+            parameters: {
+                query: {
+                    deploymentId: string;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description text/plain */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "text/plain": string;
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "text/plain": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "text/plain": components["schemas"]["ErrorBody"];
                     };
                 };
             };

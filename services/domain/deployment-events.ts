@@ -13,6 +13,8 @@ import type { DomainDeps } from './deps.ts';
 import { canSeeWorkspace } from './scope.ts';
 
 export type DeploymentEvent =
+  /** First, when the follower asked for the log's tail: how many lines come before the first one it is sent. */
+  | { type: 'tail'; earlierLines: number }
   | { type: 'status'; deployment: Deployment }
   | { type: 'logs'; lines: LogEntry[] }
   | { type: 'end'; deployment: Deployment }
@@ -68,16 +70,25 @@ export async function readableDeployment(
 export async function followDeployment(
   deps: DomainDeps,
   principal: Principal,
-  query: { deploymentId: string; after?: string | undefined },
+  /**
+   * `after`: lines strictly after this tick (a resumed stream). Else `tail`: only the last `tail`
+   * lines, or a few more (a page of the dashboard for a log of millions). Else every line.
+   */
+  query: { deploymentId: string; after?: string | undefined; tail?: number | undefined },
   signal: AbortSignal,
   options: FollowOptions = {},
 ): Promise<AsyncGenerator<DeploymentEvent>> {
-  const after = parseTicks(query.after, 'after') ?? 0n;
+  const resumeAfter = parseTicks(query.after, 'after');
   const deployment = await readableDeployment(deps, principal, query.deploymentId, [
     Capability.View,
     Capability.Deploy,
   ]);
-  return events(deps, deployment, after, signal, {
+  const tail =
+    resumeAfter === null && query.tail !== undefined
+      ? await deps.store.deploymentLogs.tailStart(deployment.id, query.tail)
+      : null;
+  const after = resumeAfter ?? tail?.afterTick ?? 0n;
+  return events(deps, deployment, after, tail?.earlierLines ?? null, signal, {
     pollMs: options.pollMs ?? 2_000,
     keepaliveMs: options.keepaliveMs ?? 15_000,
     pageSize: options.pageSize ?? 1_000,
@@ -88,6 +99,7 @@ async function* events(
   deps: DomainDeps,
   first: Deployment,
   after: bigint,
+  earlierLines: number | null,
   signal: AbortSignal,
   options: Required<FollowOptions>,
 ): AsyncGenerator<DeploymentEvent> {
@@ -101,6 +113,7 @@ async function* events(
   const unsubscribe = deps.deploymentChanges?.subscribe(first.id, onChange) ?? (() => undefined);
   signal.addEventListener('abort', onChange);
   try {
+    if (earlierLines !== null) yield { type: 'tail', earlierLines };
     let lastTick = after;
     let shownStatus = '';
     let lastOutput = performance.now();

@@ -4,6 +4,7 @@
  */
 export type { DomainDeps, DeploymentChanges } from './deps.ts';
 export { followDeployment } from './deployment-events.ts';
+export { downloadDeploymentLog } from './deployment-log-download.ts';
 export { followWorkspace, getOverview, getProjectPage, getReleaseForm, permission } from './dashboard.ts';
 export type { OverviewView, ProjectPageView, ReleaseFormView, Permission, Cell, WorkspaceChange } from './dashboard.ts';
 export { getDeploymentPage, getMachinesPage, getTopology } from './dashboard-details.ts';

@@ -665,6 +665,40 @@ async function readPage(
 /** A page is at most this many bytes of log items (at least one item, however long). */
 export const MAX_LOG_PAGE_BYTES = 1024 * 1024;
 
+/**
+ * Where the last `lines` lines of a deployment's log begin, walking back from its last line:
+ * entries (one line each) and chunks (line_count each) merged by tick, newest first, until they
+ * add up to `lines`. It starts at a whole chunk, so a few more lines than asked may follow. Reads
+ * the rows of those lines only (the merge of two index scans stops at the first sum that is
+ * enough), and the counts of the rest (a few thousand chunk rows for millions of lines).
+ */
+const TAIL_START_SQL = `
+WITH d AS (SELECT id, last_log_tick FROM deployments WHERE id = ?),
+spans AS (
+  SELECT first_tick, last_tick, line_count FROM (
+    (SELECT l.tick AS first_tick, l.tick AS last_tick, 1 AS line_count FROM deployment_logs l, d
+     WHERE l.deployment_id = d.id AND l.tick <= d.last_log_tick ORDER BY l.tick DESC)
+    UNION ALL
+    (SELECT c.first_tick, c.last_tick, c.line_count FROM deployment_log_chunks c, d
+     WHERE c.deployment_id = d.id AND c.last_tick <= d.last_log_tick ORDER BY c.last_tick DESC)
+  ) u ORDER BY last_tick DESC
+), summed AS (
+  SELECT first_tick, sum(line_count) OVER (ORDER BY last_tick DESC ROWS UNBOUNDED PRECEDING) AS lines FROM spans
+)
+SELECT
+  (SELECT count(*) FROM deployment_logs l, d WHERE l.deployment_id = d.id AND l.tick <= d.last_log_tick)
+    + (SELECT coalesce(sum(c.line_count), 0) FROM deployment_log_chunks c, d
+       WHERE c.deployment_id = d.id AND c.last_tick <= d.last_log_tick) AS total,
+  t.first_tick, t.lines
+FROM (SELECT 1) one
+LEFT JOIN LATERAL (SELECT first_tick, lines FROM summed WHERE lines >= ? LIMIT 1) t ON true`;
+
+/** The start of a log's tail: read lines strictly after `afterTick` (null: from the first); `earlierLines` precede it. */
+export interface LogTail {
+  afterTick: bigint | null;
+  earlierLines: number;
+}
+
 export function deploymentLogsStore(db: Db) {
   return {
     /** Appends engine entries and updates the deployment's counts and last tick (see RECORD_SQL). */
@@ -704,6 +738,15 @@ export function deploymentLogsStore(db: Db) {
     ): Promise<{ deployment: Deployment; organizationId: string; page: LogPage } | null> {
       const read = await readPage(db, deploymentId, afterTick, limit, maxBytes, true);
       return read?.deployment ? { ...read.deployment, page: read.page } : null;
+    },
+    /** Where the last `lines` lines of the log begin, and how many lines come before them (TAIL_START_SQL). */
+    async tailStart(deploymentId: string, lines: number): Promise<LogTail> {
+      const { rows } = await db.raw<{
+        rows: Array<{ total: string; first_tick: string | null; lines: string | null }>;
+      }>(TAIL_START_SQL, [deploymentId, lines]);
+      const row = rows[0];
+      if (!row?.first_tick || row.lines === null) return { afterTick: null, earlierLines: 0 };
+      return { afterTick: BigInt(row.first_tick) - 1n, earlierLines: Number(row.total) - Number(row.lines) };
     },
     /** readPage's items alone. */
     async read(

@@ -106,6 +106,7 @@ export type { DeploymentFreeze, FreezeRecurrence } from './deployment-freezes.ts
 export type {
   LogEntry,
   LogPage,
+  LogTail,
   LogReport,
   NewLogChunk,
   NewLogEntry,

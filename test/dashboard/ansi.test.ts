@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseAnsi, stripAnsi } from '../../dashboard/src/deployment/ansi.ts';
+import { parseAnsi } from '../../dashboard/src/deployment/ansi.ts';
 
 describe('parseAnsi', () => {
   it('turns SGR colour and bold codes into styled segments and drops other escapes', () => {
@@ -16,6 +16,5 @@ describe('parseAnsi', () => {
     expect(parseAnsi('\u001b[33m<script>x()</script>')).toEqual([
       { text: '<script>x()</script>', className: 'ansi-yellow' },
     ]);
-    expect(stripAnsi('\u001b[33mwarn\u001b[0m')).toBe('warn');
   });
 });

@@ -42,8 +42,3 @@ export function parseAnsi(line: string): Segment[] {
   push(line.slice(at));
   return segments;
 }
-
-/** The text without escape sequences (for the raw download's plain lines and for search). */
-export function stripAnsi(line: string): string {
-  return line.replace(ESCAPE, '');
-}

@@ -2,7 +2,7 @@
  * Deployment: status and timeline, cancel, the step × machine tree, and the live log. The page's
  * read is one request; the status and the lines then arrive over SSE, which also refreshes the tree.
  */
-import { useEffect } from 'react';
+import { useCallback, useEffect, useState } from 'react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { api, messageOf, unwrap } from '../api/client.ts';
 import { useDeploymentEvents } from '../api/use-deployment-events.ts';
@@ -27,7 +27,13 @@ export function DeploymentPage({
     queryKey: ['deployment-page', deploymentId],
     queryFn: async () => unwrap(await api.GET('/api/dashboard/deployment', { params: { query: { deploymentId } } })),
   });
-  const events = useDeploymentEvents(deploymentId);
+  // A window of the log from a permalinked line before the part the page holds; null: the tail.
+  const [fromTick, setFromTick] = useState<string | null>(null);
+  const events = useDeploymentEvents(deploymentId, fromTick);
+  const followLatest = useCallback(() => {
+    window.history.replaceState(null, '', window.location.pathname + window.location.search);
+    setFromTick(null);
+  }, []);
   const cancel = useMutation({
     mutationFn: async () => unwrap(await api.POST('/api/deployment/cancel', { body: { deploymentId } })),
     onSuccess: () => queryClient.invalidateQueries({ queryKey: ['deployment-page', deploymentId] }),
@@ -111,7 +117,13 @@ export function DeploymentPage({
         ))}
       </ol>
       <StepTree steps={steps} />
-      <LogView deploymentId={deploymentId} lines={events.lines} live={events.connected && !events.ended} />
+      <LogView
+        deploymentId={deploymentId}
+        log={events}
+        live={events.connected && !events.ended}
+        onOpenFrom={setFromTick}
+        onFollowLatest={followLatest}
+      />
     </section>
   );
 }

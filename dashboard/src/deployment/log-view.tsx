@@ -1,12 +1,14 @@
 /**
  * The live log: lines pushed over SSE, virtualized (only the visible rows exist in the DOM, so a
  * 100k-line log scrolls smoothly), filtered by level, each line with a permalink (#L<tick>), raw
- * download, and follow-the-tail while the reader is at the bottom.
+ * download, and follow-the-tail while the reader is at the bottom. The page holds a bounded part
+ * of a long log (use-deployment-events.ts): it says what it leaves out, the download (served by
+ * the server) has every line, and a permalink to a line before the part held opens a window there.
  */
 import { useEffect, useMemo, useRef, useState } from 'react';
 import { useVirtualizer } from '@tanstack/react-virtual';
-import type { LogLine } from '../api/use-deployment-events.ts';
-import { parseAnsi, stripAnsi } from './ansi.ts';
+import type { DeploymentLog, LogLine } from '../api/use-deployment-events.ts';
+import { parseAnsi } from './ansi.ts';
 
 const ROW_HEIGHT = 20;
 type LevelFilter = 'All' | 'Warning' | 'Error';
@@ -17,17 +19,24 @@ function shown(line: LogLine, filter: LevelFilter): boolean {
   return (RANK[line.LogLevel] ?? 1) >= (filter === 'Warning' ? 2 : 3);
 }
 
-function download(deploymentId: string, lines: LogLine[]): void {
-  const text = lines.map((l) => `${l.CreatedUtc} ${l.LogLevel.padEnd(11)} ${stripAnsi(l.Data)}`).join('\n') + '\n';
-  const url = URL.createObjectURL(new Blob([text], { type: 'text/plain;charset=utf-8' }));
-  const a = document.createElement('a');
-  a.href = url;
-  a.download = `deployment-${deploymentId}.log`;
-  a.click();
-  setTimeout(() => URL.revokeObjectURL(url), 1_000);
-}
+const count = (n: number) => n.toLocaleString('en-US');
 
-export function LogView({ deploymentId, lines, live }: { deploymentId: string; lines: LogLine[]; live: boolean }) {
+export function LogView({
+  deploymentId,
+  log,
+  live,
+  onOpenFrom,
+  onFollowLatest,
+}: {
+  deploymentId: string;
+  log: Pick<DeploymentLog, 'lines' | 'earlierLines' | 'laterLinesCut'>;
+  live: boolean;
+  /** Opens a window of the log from this line (a permalink to a line before the lines held). */
+  onOpenFrom: (tick: string) => void;
+  /** Back from such a window to the tail of the log, followed live. */
+  onFollowLatest: () => void;
+}) {
+  const { lines, earlierLines, laterLinesCut } = log;
   const [filter, setFilter] = useState<LevelFilter>('All');
   const [follow, setFollow] = useState(true);
   const linked = window.location.hash.startsWith('#L') ? window.location.hash.slice(2) : null;
@@ -40,6 +49,7 @@ export function LogView({ deploymentId, lines, live }: { deploymentId: string; l
     overscan: 20,
   });
   const jumped = useRef(false);
+  const first = lines[0]?.CreatedUtcTick;
   useEffect(() => {
     if (linked && !jumped.current) {
       const index = visible.findIndex((l) => l.CreatedUtcTick === linked);
@@ -47,11 +57,15 @@ export function LogView({ deploymentId, lines, live }: { deploymentId: string; l
         jumped.current = true;
         setFollow(false);
         virtualizer.scrollToIndex(index, { align: 'center' });
+      } else if (first !== undefined && earlierLines !== 0 && /^\d+$/.test(linked) && BigInt(linked) < BigInt(first)) {
+        // Before the lines held: read the log from that line instead.
+        setFollow(false);
+        onOpenFrom(linked);
       }
       return;
     }
     if (follow && visible.length > 0) virtualizer.scrollToIndex(visible.length - 1, { align: 'end' });
-  }, [visible, follow, linked, virtualizer]);
+  }, [visible, follow, linked, virtualizer, first, earlierLines, onOpenFrom]);
   const onScroll = () => {
     const element = scroller.current;
     if (!element) return;
@@ -70,12 +84,23 @@ export function LogView({ deploymentId, lines, live }: { deploymentId: string; l
           </select>
         </label>
         <span className="small muted" role="status">
-          {visible.length} of {lines.length} lines{live ? ' · live' : ''}
+          {visible.length} of {lines.length} lines
+          {earlierLines ? ` · ${count(earlierLines)} earlier not shown` : ''}
+          {laterLinesCut ? ' · later lines not shown' : ''}
+          {live ? ' · live' : ''}
         </span>
-        <button type="button" onClick={() => download(deploymentId, lines)}>
+        {/* The server writes the file: every line, however long the log (the page holds only a part). */}
+        <a className="button" href={`/api/deployment/log?deploymentId=${encodeURIComponent(deploymentId)}`} download>
           Download raw log
-        </button>
+        </a>
       </div>
+      {earlierLines !== 0 && (
+        <p className="log-notice small" role="note">
+          {earlierLines === null
+            ? 'From the linked line on.'
+            : `The first ${count(earlierLines)} lines are not shown here: the raw log has every line.`}
+        </p>
+      )}
       <div className="log-lines" ref={scroller} onScroll={onScroll} role="log" aria-label="Log lines" tabIndex={0}>
         <div style={{ height: virtualizer.getTotalSize(), position: 'relative' }}>
           {virtualizer.getVirtualItems().map((row) => {
@@ -106,6 +131,20 @@ export function LogView({ deploymentId, lines, live }: { deploymentId: string; l
           })}
         </div>
       </div>
+      {laterLinesCut && (
+        <p className="log-notice small" role="note">
+          The lines after these are not shown here.{' '}
+          <button
+            type="button"
+            onClick={() => {
+              setFollow(true);
+              onFollowLatest();
+            }}
+          >
+            Follow the latest lines
+          </button>
+        </p>
+      )}
     </section>
   );
 }

@@ -18,6 +18,7 @@ import { feedRoutes } from './feeds/index.ts';
 import { cloudAccountRoutes } from './cloud-accounts/index.ts';
 import { deploymentRoutes } from './deployments/index.ts';
 import { deploymentEventRoutes } from './deployments/events.ts';
+import { deploymentLogDownloadRoutes } from './deployments/log-download.ts';
 import { packageRoutes } from './packages/index.ts';
 import { releaseRoutes } from './releases/index.ts';
 import { sessionRoutes } from './sessions/index.ts';
@@ -46,6 +47,7 @@ const all: Routes[] = [
   cloudAccountRoutes,
   deploymentRoutes,
   deploymentEventRoutes,
+  deploymentLogDownloadRoutes,
   packageRoutes,
   releaseRoutes,
   sessionRoutes,

@@ -3,6 +3,8 @@
  * against — status first, log batches with the last tick as id, status on change, end after the
  * last line — resumable with Last-Event-ID / after, woken through the bus (here the in-process
  * bus and the engine's change hub, as on a real replica), bounded pages, and the same scoping.
+ * Also GET /api/deployment/log, the whole log as text (the dashboard's "Download raw log", which
+ * no longer builds the file from the lines the page holds).
  */
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -123,6 +125,48 @@ describe('GET /api/deployment/events', () => {
     );
     const batches = events.filter((e) => e.event === 'logs').map((e) => parseJson<unknown[]>(e.data).length);
     expect(batches).toEqual([1_000, 1_000, 500]);
+  });
+
+  it('starts with the last lines when asked for a tail, saying how many come before; a resumed stream ignores it', async () => {
+    const id = await deployment();
+    const stored = await append(
+      id,
+      Array.from({ length: 10 }, (_, i) => `line ${i}`),
+    );
+    await finish(id);
+    const tailed = eventsOf(
+      (await t.admin.raw({ method: 'GET', path: `/api/deployment/events?deploymentId=${id}&tail=3` })).text,
+    );
+    expect(tailed.map((e) => e.event)).toEqual(['tail', 'status', 'logs', 'end']);
+    expect(parseJson(tailed[0]!.data)).toEqual({ earlierLines: 7 });
+    expect(parseJson<Array<{ Data: string }>>(tailed[2]!.data).map((l) => l.Data)).toEqual([
+      'line 7',
+      'line 8',
+      'line 9',
+    ]);
+    // More than the log holds: every line, none before them.
+    const whole = eventsOf(
+      (await t.admin.raw({ method: 'GET', path: `/api/deployment/events?deploymentId=${id}&tail=50` })).text,
+    );
+    expect(parseJson(whole[0]!.data)).toEqual({ earlierLines: 0 });
+    expect(parseJson<unknown[]>(whole[2]!.data)).toHaveLength(10);
+    // EventSource reconnecting sends Last-Event-ID with the same URL: it resumes, not tails again.
+    const resumed = eventsOf(
+      (
+        await t.admin.raw({
+          method: 'GET',
+          path: `/api/deployment/events?deploymentId=${id}&tail=3`,
+          headers: { 'last-event-id': stored[4]!.tick.toString() },
+        })
+      ).text,
+    );
+    expect(resumed.map((e) => e.event)).toEqual(['status', 'logs', 'end']);
+    expect(parseJson<unknown[]>(resumed[1]!.data)).toHaveLength(5);
+    for (const tail of ['0', '-1', '1.5', 'x', '1000001']) {
+      const bad = await t.admin.raw({ method: 'GET', path: `/api/deployment/events?deploymentId=${id}&tail=${tail}` });
+      expect(bad.status).toBe(400);
+      expect(bad.body).toMatchObject({ errorcode: expect.any(Number), validationErrors: [{ property: 'tail' }] });
+    }
   });
 
   it('pushes a line committed later as soon as the bus wakes it, then a status change, then the end', async () => {
@@ -346,6 +390,65 @@ describe('GET /api/deployment/events', () => {
       await busA.close();
       await busB.close();
     }
+  });
+});
+
+const COLOURED = '\u001b[33mcareful\u001b[0m <b>not html</b>';
+
+describe('GET /api/deployment/log', () => {
+  it('sends every line as text, in tick order across pages, time and level first, escape sequences removed', async () => {
+    const id = await deployment();
+    await t.deps.store.deploymentLogs.append(
+      id,
+      [
+        { level: 'Warning', data: COLOURED },
+        { level: 'Error', data: 'broken' },
+      ],
+      new Date(),
+    );
+    // More than one page of 5 000.
+    await t.deps.store.deploymentLogs.append(
+      id,
+      Array.from({ length: 12_000 }, (_, i) => ({ level: 'Information' as const, data: `bulk ${i}` })),
+      new Date(),
+    );
+    const stored = await t.deps.store.deploymentLogs.read(id, null, 100_000, 1024 ** 3);
+    const response = await t.admin.raw({ method: 'GET', path: `/api/deployment/log?deploymentId=${id}` });
+    expect(response.status).toBe(200);
+    expect(response.headers['content-type']).toBe('text/plain; charset=utf-8');
+    expect(response.headers['content-disposition']).toBe(`attachment; filename="deployment-${id}.log"`);
+    const lines = response.text.split('\n');
+    expect(lines.pop()).toBe('');
+    expect(lines).toHaveLength(stored.length);
+    expect(lines).toEqual(
+      stored.map(
+        (e) =>
+          `${e.createdUtc.toISOString()} ${e.level.padEnd(11)} ${e.data === COLOURED ? 'careful <b>not html</b>' : e.data}`,
+      ),
+    );
+    expect(lines).toContain(`${stored.find((e) => e.data === 'broken')!.createdUtc.toISOString()} Error       broken`);
+    expect(lines.find((l) => l.includes('careful'))).toMatch(/ Warning {5}careful <b>not html<\/b>$/);
+    expect(lines.at(-1)).toMatch(/ Information bulk 11999$/);
+  });
+
+  it('sends an empty file for a log without lines', async () => {
+    const id = await deployment();
+    const response = await t.admin.raw({ method: 'GET', path: `/api/deployment/log?deploymentId=${id}` });
+    expect(response.status).toBe(200);
+    expect(response.text).toBe('');
+  });
+
+  it("answers 401 without credentials and refuses another workspace's deployment as unknown", async () => {
+    const id = await deployment();
+    const anonymous = await t.anonymous.raw({ method: 'GET', path: `/api/deployment/log?deploymentId=${id}` });
+    expect(anonymous.status).toBe(401);
+    const stranger = await t.account([{ role: 'View' }], await t.workspace());
+    const refused = await stranger.raw({ method: 'GET', path: `/api/deployment/log?deploymentId=${id}` });
+    expect(refused.status).toBe(400);
+    expect(refused.body).toMatchObject({ errorcode: 3001 });
+    const missing = await t.admin.raw({ method: 'GET', path: '/api/deployment/log' });
+    expect(missing.status).toBe(400);
+    expect(missing.body).toMatchObject({ validationErrors: [{ property: 'deploymentId' }] });
   });
 });
 

@@ -223,6 +223,36 @@ describe('deployment logs', () => {
     expect(one.more).toBe(true);
   });
 
+  it('finds where the last n lines begin, entries and chunks merged by tick, a chunk taken whole, and counts the lines before', async () => {
+    const taskId = await runningTask();
+    await append([{ level: 'Information', data: 'before the chunk' }]);
+    await record([{ chunks: [chunk(taskId, 1, ['c1', 'c2', 'c3', 'c4', 'c5'])] }]);
+    await append([
+      { level: 'Information', data: 'after 1' },
+      { level: 'Information', data: 'after 2' },
+    ]);
+    const all = await readAll();
+    const shownFor = async (n: number) => {
+      const tail = await t.deps.store.deploymentLogs.tailStart(deploymentId, n);
+      const shown = tail.afterTick === null ? all : all.filter((e) => e.tick > tail.afterTick!);
+      expect(tail.earlierLines + shown.length).toBe(all.length);
+      return shown.map((e) => e.data);
+    };
+    expect(await shownFor(1)).toEqual(['after 2']);
+    expect(await shownFor(2)).toEqual(['after 1', 'after 2']);
+    // Inside the chunk: from its first line.
+    for (const n of [3, 5, 7]) expect(await shownFor(n)).toEqual(['c1', 'c2', 'c3', 'c4', 'c5', 'after 1', 'after 2']);
+    expect(await shownFor(8)).toEqual(['before the chunk', 'c1', 'c2', 'c3', 'c4', 'c5', 'after 1', 'after 2']);
+    expect(await t.deps.store.deploymentLogs.tailStart(deploymentId, all.length + 1)).toEqual({
+      afterTick: null,
+      earlierLines: 0,
+    });
+    expect(await t.deps.store.deploymentLogs.tailStart('no-such-deployment', 3)).toEqual({
+      afterTick: null,
+      earlierLines: 0,
+    });
+  });
+
   it("stores a contiguous run of a task's chunks in one statement, all or none", async () => {
     const taskId = await runningTask();
     const run = [chunk(taskId, 1, ['a', 'b']), chunk(taskId, 3, ['c']), chunk(taskId, 4, ['d', 'e'])];

@@ -2,6 +2,7 @@
  * GET /api/deployment/events (issue #11): a deployment's status and log lines as Server-Sent
  * Events. The wire format (the CLI and the dashboard code against it):
  *
+ *   event: tail              data: {"earlierLines": n}, first, only when `tail` was asked for
  *   event: status            data: the `status` object of GET /api/deployment
  *   id: <tick of the batch's last line>
  *   event: logs              data: [log items exactly as GET /api/deployment's `logs`]
@@ -10,6 +11,8 @@
  *   : keepalive              a comment every 15 s without other output
  *
  * Resumable: `Last-Event-ID` (or `after=<tick>`) continues with lines strictly after that tick.
+ * `tail=<n>` (not resuming) starts with the last n lines, or a few more, instead of the first: the
+ * dashboard opens a log of millions of lines at its end and keeps a bounded part of it.
  */
 import { Readable } from 'node:stream';
 import { Type } from '@sinclair/typebox';
@@ -31,10 +34,18 @@ export const deploymentEventRoutes: Routes = async (app) => {
         tags: ['deployments'],
         summary: 'Follows a deployment live: status and log lines as Server-Sent Events, ending when it is final',
         description:
-          "Events: `status` (data: the status object of GET /api/deployment), `logs` (id: the last line's CreatedUtcTick; data: an array of log items), `end` (data: the final status). Resume with the Last-Event-ID header or `after`.",
+          'Events: `status` (data: the status object of GET /api/deployment), `logs` (id: the last line\'s CreatedUtcTick; data: an array of log items), `end` (data: the final status); with `tail`, first `tail` (data: `{"earlierLines": n}`, the lines before the first one sent). Resume with the Last-Event-ID header or `after`.',
         querystring: Type.Object({
           deploymentId: Id,
           after: Type.Optional(TicksText('.NET ticks: lines strictly after it (as Last-Event-ID)')),
+          tail: Type.Optional(
+            Type.Integer({
+              minimum: 1,
+              maximum: 1_000_000,
+              description:
+                'Start with the last this many lines (or a few more) instead of the first; ignored when resuming',
+            }),
+          ),
         }),
         produces: ['text/event-stream'],
         response: {
@@ -53,6 +64,7 @@ export const deploymentEventRoutes: Routes = async (app) => {
         {
           deploymentId: request.query.deploymentId,
           after: request.query.after ?? (typeof lastEventId === 'string' ? lastEventId : undefined),
+          tail: request.query.tail,
         },
         abort.signal,
       );
@@ -61,6 +73,8 @@ export const deploymentEventRoutes: Routes = async (app) => {
       const status = reply.compileSerializationSchema(StatusSchema);
       const format = (event: DeploymentEvent): string | Buffer => {
         switch (event.type) {
+          case 'tail':
+            return `event: tail\ndata: {"earlierLines":${event.earlierLines}}\n\n`;
           case 'status':
             return `event: status\ndata: ${status(toStatus(event.deployment))}\n\n`;
           case 'logs':
