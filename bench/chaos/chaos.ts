@@ -22,7 +22,6 @@ import { createLogger, freePort } from '../../services/core/index.ts';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from '../../services/store/index.ts';
 import { startOwnNatsServer } from '../../test/helpers/nats-server.ts';
 import {
-  ADMIN,
   bashProject,
   cleanup,
   startAgent,
@@ -31,6 +30,7 @@ import {
   type Agent,
   type Api,
   type ControlPlane,
+  basicAuthorization,
 } from '../../test/e2e/harness.ts';
 
 const flag = (name: string, fallback: number) => {
@@ -82,7 +82,7 @@ const replicas: Array<ControlPlane | null> = [await startReplica(0), await start
 const grpcAddresses = replicaPorts.map((p) => `127.0.0.1:${p.grpc}`);
 
 // ---- a client that survives replicas and databases going away -------------------------------
-const authorization = `Basic ${Buffer.from(`${ADMIN.id}:${ADMIN.key}`).toString('base64')}`;
+const authorization = basicAuthorization();
 async function call(
   method: string,
   route: string,

@@ -34,6 +34,7 @@ import { buildDashboard, DASHBOARD_OUT } from '../../scripts/build-dashboard.ts'
 import {
   ADMIN,
   api,
+  basicAuthorization,
   bashProject,
   cleanup,
   startControlPlane,
@@ -196,7 +197,7 @@ async function benchSse(): Promise<void> {
         settings: { parallelMachines: N },
       },
     ]);
-    const authorization = `Basic ${Buffer.from('e2e-admin:e2e-admin-key-0123456789abcdef').toString('base64')}`;
+    const authorization = basicAuthorization();
     const latencies = { first: [] as number[], later: [] as number[] };
     for (let k = 0; k <= K; k++) {
       const release = await client.post('/api/release', { projectId, version: `1.0.${k}` });
@@ -317,7 +318,7 @@ async function benchLongLog(): Promise<void> {
         // The download: every line, counted as it streams in.
         const downloadStart = performance.now();
         const response = await fetch(`${plane.url}/api/deployment/log?deploymentId=${deploymentId}`, {
-          headers: { authorization: `Basic ${Buffer.from(`${ADMIN.id}:${ADMIN.key}`).toString('base64')}` },
+          headers: { authorization: basicAuthorization() },
         });
         if (response.status !== 200 || !response.body) throw new Error(`GET /api/deployment/log: ${response.status}`);
         let downloaded = 0;

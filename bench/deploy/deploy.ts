@@ -25,7 +25,6 @@ import { performance } from 'node:perf_hooks';
 import { readServerSentEvents } from '../../client/index.ts';
 import { waitFor } from '../../test/helpers/wait-for.ts';
 import {
-  ADMIN,
   api,
   cleanup,
   startAgent,
@@ -34,6 +33,7 @@ import {
   workspaceOf,
   type Api,
   type ControlPlane,
+  basicAuthorization,
 } from '../../test/e2e/harness.ts';
 import { combine, NO_CPU, snapshot, type CpuSplit } from './cpu.ts';
 import { median, ms, percentile, table } from './stats.ts';
@@ -293,7 +293,7 @@ async function promoteStreamed(plane: ControlPlane, client: Api, projectId: stri
   const deploymentId = promoted.body.deploymentId as string;
   const url = new URL(`${plane.url}/api/deployment/events`);
   url.searchParams.set('deploymentId', deploymentId);
-  const authorization = `Basic ${Buffer.from(`${ADMIN.id}:${ADMIN.key}`).toString('base64')}`;
+  const authorization = basicAuthorization();
   const response = await fetch(url, { headers: { authorization, accept: 'text/event-stream' } });
   if (response.status !== 200 || !response.body) throw new Error(`event stream answered ${response.status}`);
   let firstLine = Number.NaN;

@@ -26,7 +26,6 @@ import { machineBusy, processCpu } from '../deploy/cpu.ts';
 import { percentile } from '../deploy/stats.ts';
 import { freshDatabase } from '../shared/database.ts';
 import {
-  ADMIN,
   api,
   bashProject,
   cleanup,
@@ -36,6 +35,7 @@ import {
   waitForDeployment,
   workspaceOf,
   type Api,
+  basicAuthorization,
 } from '../../test/e2e/harness.ts';
 
 const args = process.argv.slice(2);
@@ -227,7 +227,7 @@ async function runScenario(scenario: Scenario): Promise<{ row: string; failed: b
   const pageMs = async (query: Record<string, string>) => {
     const url = new URL(`${plane.url}/api/deployment`);
     for (const [k, v] of Object.entries({ deploymentId, ...query })) url.searchParams.set(k, v);
-    const authorization = `Basic ${Buffer.from(`${ADMIN.id}:${ADMIN.key}`).toString('base64')}`;
+    const authorization = basicAuthorization();
     const times: number[] = [];
     for (let i = 0; i < 5; i++) {
       const [, ms] = await timed(async () => (await fetch(url, { headers: { authorization } })).arrayBuffer());

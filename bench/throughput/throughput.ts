@@ -15,7 +15,6 @@ import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import {
-  ADMIN,
   api,
   bashProject,
   cleanup,
@@ -24,6 +23,7 @@ import {
   tempDir,
   workspaceOf,
   type Api,
+  basicAuthorization,
 } from '../../test/e2e/harness.ts';
 import { percentile, table } from '../deploy/stats.ts';
 import { freshDatabase } from '../shared/database.ts';
@@ -52,7 +52,7 @@ const now = () => performance.timeOrigin + performance.now();
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const mark = (ok: boolean) => (ok ? '✓' : '✗');
 const f = (v: number, digits = 0) => (Number.isFinite(v) ? v.toFixed(digits) : '–');
-const authorization = `Basic ${Buffer.from(`${ADMIN.id}:${ADMIN.key}`).toString('base64')}`;
+const authorization = basicAuthorization();
 
 /** `count` loops GETting `url` until `until`; returns the reads that answered 200 and the failures. */
 async function poll(url: string, count: number, until: () => boolean): Promise<{ ok: number; failed: number }> {

@@ -238,9 +238,14 @@ export function startAgent(
   return { home, child, output };
 }
 
+/** The Authorization header of HTTP Basic for a service account's ID and API key. */
+export function basicAuthorization(credentials = ADMIN): string {
+  return `Basic ${Buffer.from(`${credentials.id}:${credentials.key}`).toString('base64')}`;
+}
+
 /** A minimal HTTP client of the public API, as a pipeline would use it. */
 export function api(baseUrl: string, credentials = ADMIN) {
-  const authorization = `Basic ${Buffer.from(`${credentials.id}:${credentials.key}`).toString('base64')}`;
+  const authorization = basicAuthorization(credentials);
   const call = async (method: string, route: string, body?: unknown, query?: Record<string, string>) => {
     const url = new URL(`${baseUrl}${route}`);
     for (const [k, v] of Object.entries(query ?? {})) url.searchParams.set(k, v);
@@ -448,7 +453,7 @@ export async function uploadPackage(
   form.append('PackageFile', new Blob([new Uint8Array(data)]), fileName);
   const response = await fetch(`${baseUrl}/api/packagestore/package`, {
     method: 'POST',
-    headers: { authorization: `Basic ${Buffer.from(`${credentials.id}:${credentials.key}`).toString('base64')}` },
+    headers: { authorization: basicAuthorization(credentials) },
     body: form,
   });
   const text = await response.text();
