@@ -49,12 +49,18 @@ export function LogView({
     overscan: 20,
   });
   const jumped = useRef(false);
+  // Set by the jump to a linked line, cleared by the reader's own input. The jump's scroll is not
+  // the reader reaching the bottom: centred, a line among the last ones held leaves the view at
+  // the bottom (lines arrive a page at a time), and taking that for following the tail would
+  // scroll the linked line away when the next page arrives.
+  const pinned = useRef(false);
   const first = lines[0]?.CreatedUtcTick;
   useEffect(() => {
     if (linked && !jumped.current) {
       const index = visible.findIndex((l) => l.CreatedUtcTick === linked);
       if (index >= 0) {
         jumped.current = true;
+        pinned.current = true;
         setFollow(false);
         virtualizer.scrollToIndex(index, { align: 'center' });
       } else if (first !== undefined && earlierLines !== 0 && /^\d+$/.test(linked) && BigInt(linked) < BigInt(first)) {
@@ -68,8 +74,11 @@ export function LogView({
   }, [visible, follow, linked, virtualizer, first, earlierLines, onOpenFrom]);
   const onScroll = () => {
     const element = scroller.current;
-    if (!element) return;
+    if (!element || pinned.current) return;
     setFollow(element.scrollHeight - element.scrollTop - element.clientHeight < ROW_HEIGHT * 2);
+  };
+  const unpin = () => {
+    pinned.current = false;
   };
   return (
     <section className="log" aria-label="Log">
@@ -101,7 +110,18 @@ export function LogView({
             : `The first ${count(earlierLines)} lines are not shown here: the raw log has every line.`}
         </p>
       )}
-      <div className="log-lines" ref={scroller} onScroll={onScroll} role="log" aria-label="Log lines" tabIndex={0}>
+      <div
+        className="log-lines"
+        ref={scroller}
+        onScroll={onScroll}
+        onWheel={unpin}
+        onPointerDown={unpin}
+        onKeyDown={unpin}
+        onTouchStart={unpin}
+        role="log"
+        aria-label="Log lines"
+        tabIndex={0}
+      >
         <div style={{ height: virtualizer.getTotalSize(), position: 'relative' }}>
           {virtualizer.getVirtualItems().map((row) => {
             const line = visible[row.index]!;
@@ -137,6 +157,7 @@ export function LogView({
           <button
             type="button"
             onClick={() => {
+              pinned.current = false;
               setFollow(true);
               onFollowLatest();
             }}
