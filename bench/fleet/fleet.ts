@@ -11,6 +11,9 @@
  *   npx tsx bench/fleet/fleet.ts --n 2000 --window 100 --sims 2
  *   npx tsx bench/fleet/fleet.ts --n 2000 --profile /tmp/prof   (a CPU profile of the control plane per N;
  *     it prints the idle and deployment windows' bounds for bench/shared/cpu-profile.ts)
+ *   npx tsx bench/fleet/fleet.ts --task-ms 500-1500   (each simulated task takes 0.5–1.5 s, uniformly;
+ *     `--task-ms 1000`: 1 s each): the tasks then bound the rate, and the refill is the server's own
+ *     latency, not the loop's cycle (see "Refill against Little's law" in main)
  */
 import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
@@ -51,6 +54,15 @@ const IDLE_S = Number(option('--idle-s') ?? 30);
 /** Simulator processes (agents split evenly): one Node event loop per ~5,000 connections. */
 const SIMS = Number(option('--sims') ?? 2);
 const PROFILE_DIR = option('--profile');
+/**
+ * How long a simulated agent's task takes, ms: `T` or `MIN-MAX` (uniform). Default 0: answered at
+ * once, as issue #20 asks.
+ */
+const TASK_MS = (option('--task-ms') ?? '0').split('-').map(Number) as [number] | [number, number];
+const TASK_RANGE: [number, number] = [TASK_MS[0], TASK_MS[1] ?? TASK_MS[0]];
+const TASKS_TAKE_TIME = TASK_RANGE[1] > 0;
+const TASK_TIME =
+  TASK_RANGE[0] === TASK_RANGE[1] ? `${TASK_RANGE[0]} ms` : `${TASK_RANGE[0]}–${TASK_RANGE[1]} ms (uniform)`;
 const SCRIPT = 'echo fleet';
 const REAL_AGENTS = 2;
 
@@ -148,7 +160,7 @@ async function runSize(n: number): Promise<Row> {
     const agents = await seedSimulatedMachines(db, workspace.workspaceId, staging, n);
     const pid = plane.child.pid!;
     const stormBefore = { server: processCpu(pid).self, postgres: await backendCpu(db) };
-    const started = await startSims(plane, agents, SIMS);
+    const started = await startSims(plane, agents, SIMS, { taskMs: TASK_RANGE });
     sims.push(...started.sims);
     const connectS = started.connectMs / 1000;
     // Per session welcomed: a simulated agent whose session ended in the storm connected again.
@@ -351,7 +363,8 @@ async function main(): Promise<void> {
   const flat = Math.max(...rates) / Math.min(...rates);
   const f = (v: number, digits = 0) => (Number.isFinite(v) ? v.toFixed(digits) : '–');
   console.log(
-    `\nbench/fleet: one replica, N simulated agents + ${REAL_AGENTS} real ones, window ${WINDOW}, idle ${IDLE_S} s, step \`${SCRIPT}\`\n`,
+    `\nbench/fleet: one replica, N simulated agents + ${REAL_AGENTS} real ones, window ${WINDOW}, idle ${IDLE_S} s, step \`${SCRIPT}\`` +
+      `${TASKS_TAKE_TIME ? `, each simulated task taking ${TASK_TIME}` : ''}\n`,
   );
   console.log(
     table(
@@ -385,15 +398,22 @@ async function main(): Promise<void> {
   );
   console.log('\nWhere a refill goes (at ms resolution):');
   for (const r of rows) console.log(`- N = ${r.n}: ${r.where}`);
-  // With the window always full and tasks that take no time, a slot's cycle (its RunTask → the
-  // next RunTask in that slot) is the refill, and Little's law fixes its mean at window ÷ rate: a
-  // mean refill of 100 ms at window 500 is 5,000 tasks/s, whatever the pipeline.
-  console.log(`\nRefill against Little's law (window ÷ steady RunTasks/s):`);
-  for (const r of rows)
-    if (Number.isFinite(r.refillMeanMs))
-      console.log(
-        `- N = ${r.n}: refill mean ${f(r.refillMeanMs)} ms; window ÷ steady rate ${f(r.windowOverRateMs)} ms`,
-      );
+  // With the window always full and tasks that take no time (the default), a slot's cycle (its
+  // RunTask → the next RunTask in that slot) is the refill, and Little's law fixes its mean at
+  // window ÷ rate: a mean refill of 100 ms at window 500 is 5,000 tasks/s, whatever the pipeline.
+  // With --task-ms the tasks bound the rate, and the refill is what the server adds.
+  if (TASKS_TAKE_TIME) {
+    console.log(`\nRefill with tasks taking ${TASK_TIME} (the rate is the tasks', the refill the server's):`);
+    for (const r of rows)
+      if (Number.isFinite(r.refillMeanMs)) console.log(`- N = ${r.n}: refill mean ${f(r.refillMeanMs)} ms`);
+  } else {
+    console.log(`\nRefill against Little's law (window ÷ steady RunTasks/s):`);
+    for (const r of rows)
+      if (Number.isFinite(r.refillMeanMs))
+        console.log(
+          `- N = ${r.n}: refill mean ${f(r.refillMeanMs)} ms; window ÷ steady rate ${f(r.windowOverRateMs)} ms`,
+        );
+  }
   console.log('\nCPU per task during the deployment (ms; the simulators stand for agents on hosts of their own):');
   for (const { n, cpuPerTask: c } of rows)
     console.log(

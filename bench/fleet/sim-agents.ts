@@ -3,11 +3,11 @@
  * (agent/connection's AgentConnection: Hello, heartbeats with a random phase, reconnects with
  * backoff), each on a gRPC connection of its own (`grpc.use_local_subchannel_pool`: grpc-js
  * otherwise shares one connection per address), and runs nothing: a RunTask is answered at once
- * with TaskAccepted and a SUCCEEDED TaskResult, which is kept and re-sent in Hello until acknowledged,
- * as the agent keeps it.
+ * with TaskAccepted and a SUCCEEDED TaskResult (after `taskMs`, when given: a task that takes
+ * between its two bounds, uniformly), which is kept and re-sent in Hello until acknowledged, as the agent keeps it.
  *
  * Forked by bench/fleet/fleet.ts with an IPC channel. Argument: a JSON file
- * { server, caFile, agents: [{ machineId, credential, name }] }. Sends { type: 'welcomed', count }
+ * { server, caFile, agents: [{ machineId, credential, name }], taskMs? }. Sends { type: 'welcomed', count }
  * as sessions open; answers { type: 'report' } with every RunTask's arrival and result times, and
  * why sessions ended or could not start (counted by reason).
  */
@@ -28,10 +28,13 @@ interface SimConfig {
   server: string;
   caFile: string;
   agents: Array<{ machineId: string; credential: string; name: string }>;
+  /** How long each task takes before its result is sent, [min, max] ms uniformly (default: at once). */
+  taskMs?: [number, number];
 }
 
 const config = JSON.parse(readFileSync(process.argv[2]!, 'utf8')) as SimConfig;
 const now = () => performance.timeOrigin + performance.now();
+const [TASK_MIN_MS, TASK_MAX_MS] = config.taskMs ?? [0, 0];
 /**
  * Why sessions ended or could not start, counted (the agent's code logs each at warn with its
  * reason; the server's address is left out so that the same reason counts once).
@@ -92,10 +95,15 @@ class NoopAgent implements SessionHandler {
       }
       this.#seen.add(taskId);
       link.trySend({ taskAccepted: { taskId } });
-      const result: TaskResult = { taskId, outcome: 'SUCCEEDED', exitCode: 0, message: '', lastLogSeq: '0' };
-      this.#unacknowledged.set(taskId, result);
-      link.trySend({ taskResult: result });
-      runs.push([this.index, at, now()]);
+      const finish = () => {
+        const result: TaskResult = { taskId, outcome: 'SUCCEEDED', exitCode: 0, message: '', lastLogSeq: '0' };
+        this.#unacknowledged.set(taskId, result);
+        link.trySend({ taskResult: result });
+        runs.push([this.index, at, now()]);
+      };
+      const taskMs = TASK_MIN_MS + Math.random() * (TASK_MAX_MS - TASK_MIN_MS);
+      if (taskMs > 0) setTimeout(finish, taskMs);
+      else finish();
     } else if (message.ackResult) {
       this.#unacknowledged.delete(message.ackResult.taskId);
     }

@@ -75,8 +75,10 @@ export async function startSims(
   plane: ControlPlane,
   agents: SimAgent[],
   processes: number,
-  timeoutMs = 300_000,
+  /** taskMs: how long each simulated task takes, [min, max] ms uniformly (default: answered at once). */
+  options: { timeoutMs?: number; taskMs?: [number, number] } = {},
 ): Promise<{ sims: Sim[]; connectMs: number }> {
+  const { timeoutMs = 300_000, taskMs = [0, 0] } = options;
   const folder = tempDir('gantry-bench-sims-');
   const caFile = path.join(plane.dataDir, AGENT_CA_FILE);
   const per = Math.ceil(agents.length / processes);
@@ -86,7 +88,7 @@ export async function startSims(
     const file = path.join(folder, `sim-${offset}.json`);
     writeFileSync(
       file,
-      JSON.stringify({ server: plane.grpcAddress, caFile, agents: agents.slice(offset, offset + per) }),
+      JSON.stringify({ server: plane.grpcAddress, caFile, agents: agents.slice(offset, offset + per), taskMs }),
     );
     const child = fork(path.join(here, 'sim-agents.ts'), [file], {
       execArgv: ['--max-old-space-size=4096', '--import', 'tsx'],
