@@ -246,17 +246,32 @@ export interface RecordLease {
 const CLAIMABLE = `(SELECT owner FROM claim) IS NOT NULL AND status = 'Running'
   AND (lease_owner IS NULL OR lease_owner = (SELECT owner FROM claim) OR lease_until < (SELECT now FROM claim))`;
 
+/**
+ * Tasks are found here by their IDs, as `t.id = any(<array>)`, which the primary key serves for
+ * the few IDs a statement has; a join with the input alone was planned as a read of the whole
+ * table. `(t.deployment_id = ? AND …) IS TRUE` is the same test as without `IS TRUE`, written so
+ * that no index serves it: PostgreSQL estimates a deployment's task count from the average (or
+ * from statistics taken while the table was small), so for a 10,000-machine deployment it chose
+ * the (deployment_id, …) index and read every version of every task of the deployment to find
+ * the five a statement records, in every statement (test/services/store/task-lookups.test.ts;
+ * bench/README, eighteenth session). Likewise the entries' `ON CONFLICT (id) DO NOTHING` finds
+ * one already stored by its key, where a `NOT EXISTS` was planned as a read of the whole table.
+ */
 const RECORD_SQL = `
 WITH started AS (
   UPDATE deployment_tasks AS t
   SET status = 'Running', parent_log_id = t.id, dispatched_at = ?, started_at = ?
-  WHERE t.id = any(CAST(? AS text[])) AND t.deployment_id = ? AND t.status = 'Pending'
+  WHERE t.id = any(CAST(? AS text[])) AND (t.deployment_id = ? AND t.status = 'Pending') IS TRUE
   RETURNING t.id, t.machine_id
+), finish_input AS (
+  SELECT f.* FROM jsonb_to_recordset(CAST(? AS jsonb))
+    AS f(id text, status text, exit_code int, message text, finished_at timestamptz, last_log_seq int)
 ), moved AS (
   UPDATE deployment_tasks AS t
   SET status = f.status, exit_code = f.exit_code, message = f.message, finished_at = f.finished_at
-  FROM jsonb_to_recordset(CAST(? AS jsonb)) AS f(id text, status text, exit_code int, message text, finished_at timestamptz, last_log_seq int)
-  WHERE t.id = f.id AND t.deployment_id = ? AND t.status = 'Running'
+  FROM finish_input f
+  WHERE t.id = any(ARRAY(SELECT id FROM finish_input)) AND t.id = f.id
+    AND (t.deployment_id = ? AND t.status = 'Running') IS TRUE
     AND (f.last_log_seq IS NULL OR t.last_log_seq >= f.last_log_seq)
   RETURNING t.id
 ), chunk_input AS (
@@ -269,7 +284,8 @@ WITH started AS (
 ), advanced AS (
   UPDATE deployment_tasks AS t SET last_log_seq = c.last_seq
   FROM chunk_runs c
-  WHERE t.id = c.task_id AND t.deployment_id = ? AND t.status = 'Running' AND t.last_log_seq < c.first_seq
+  WHERE t.id = any(ARRAY(SELECT task_id FROM chunk_runs)) AND t.id = c.task_id
+    AND (t.deployment_id = ? AND t.status = 'Running') IS TRUE AND t.last_log_seq < c.first_seq
   RETURNING t.id
 ), locked AS (
   SELECT last_log_tick FROM deployments WHERE id = ? FOR UPDATE
@@ -303,12 +319,12 @@ WITH started AS (
 ), fresh AS (
   SELECT t.*, t.start_tick AS tick FROM ticked t
   WHERE t.is_entry
-    AND NOT EXISTS (SELECT 1 FROM deployment_logs l WHERE l.id = t.id)
     AND (t.requires_task IS NULL OR t.requires_task IN (SELECT id FROM moved))
     AND (t.requires_start IS NULL OR t.ord IN (SELECT ord FROM start_met))
 ), ins AS (
   INSERT INTO deployment_logs (id, deployment_id, tick, created_at, level, data, exception_data, step_id, parent_log_id, task_id)
   SELECT id, ?, tick, to_timestamp((tick - 621355968000000000) / 10000000.0), level, data, exception_data, step_id, parent_log_id, task_id FROM fresh
+  ON CONFLICT (id) DO NOTHING
   RETURNING *
 ), chunks AS (
   INSERT INTO deployment_log_chunks (deployment_id, first_tick, last_tick, task_id, step_id, parent_log_id, first_seq,
@@ -344,7 +360,8 @@ FROM ins
 UNION ALL
 SELECT 'refused', t.id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, t.last_log_seq, t.status
 FROM deployment_tasks t
-WHERE t.deployment_id = ? AND t.id IN (SELECT task_id FROM chunk_input) AND t.id NOT IN (SELECT id FROM advanced)
+WHERE t.id = any(ARRAY(SELECT task_id FROM chunk_input)) AND (t.deployment_id = ?) IS TRUE
+  AND t.id NOT IN (SELECT id FROM advanced)
 UNION ALL
 SELECT 'moved', id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM moved
 UNION ALL
@@ -492,7 +509,7 @@ async function record(
       deploymentId,
       deploymentId,
     ])
-    .options({ name: 'gantry_deployment_logs_record_v7' });
+    .options({ name: 'gantry_deployment_logs_record_v8' });
   const stored: LogEntry[] = [];
   const storedChunks = new Set<string>();
   const refusedChunks = new Map<string, { lastLogSeq: number; running: boolean }>();

@@ -146,3 +146,34 @@ export async function deployment(
   ]);
   return id;
 }
+
+/**
+ * `count` registered machines named m-1 … m-count in the main workspace and in `envId`, inserted
+ * in two statements of arrays (as a fleet would have been registered over time).
+ */
+export async function fleetOf(t: TestContext, count: number, envId: string): Promise<string[]> {
+  const machineIds = Array.from({ length: count }, () => newId());
+  await t.db.raw(
+    `insert into machines (id, workspace_id, name)
+     select id, ?, 'm-' || ord from unnest(?::text[]) with ordinality as m(id, ord)`,
+    [t.mainWorkspaceId, machineIds],
+  );
+  await t.db.raw(`insert into machine_environments (machine_id, environment_id) select unnest(?::text[]), ?`, [
+    machineIds,
+    envId,
+  ]);
+  return machineIds;
+}
+
+/** The tasks planning inserts for a deployment of one step ('Everywhere') to these machines (fleetOf's). */
+export function everywhereTasks(deploymentId: string, machineIds: readonly string[]) {
+  return machineIds.map((machineId, i) => ({
+    id: newId(),
+    deploymentId,
+    stageIndex: 0,
+    stepId: 'step-everywhere',
+    stepName: 'Everywhere',
+    machineId,
+    machineName: `m-${i + 1}`,
+  }));
+}

@@ -6,7 +6,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '../../../services/core/index.ts';
 import { testApp, type TestContext } from '../../helpers/app.ts';
-import { deployment, environmentId, release, step } from '../../helpers/engine-fixtures.ts';
+import { deployment, environmentId, everywhereTasks, fleetOf, release, step } from '../../helpers/engine-fixtures.ts';
 
 const FLEET = 10_002;
 let t: TestContext;
@@ -16,32 +16,15 @@ let machineIds: string[];
 beforeAll(async () => {
   t = await testApp();
   const staging = await environmentId(t, 'Staging');
-  machineIds = Array.from({ length: FLEET }, () => newId());
-  // Seeded in one statement of its own (arrays again), as the fleet would have been over time.
-  await t.db.raw(
-    `insert into machines (id, workspace_id, name)
-     select id, ?, 'm-' || ord from unnest(?::text[]) with ordinality as m(id, ord)`,
-    [t.mainWorkspaceId, machineIds],
-  );
-  await t.db.raw(`insert into machine_environments (machine_id, environment_id) select unnest(?::text[]), ?`, [
-    machineIds,
-    staging,
-  ]);
+  // Seeded in statements of their own (arrays again), as the fleet would have been over time.
+  machineIds = await fleetOf(t, FLEET, staging);
   deploymentId = await deployment(t, await release(t, { steps: [step('Everywhere')] }), staging);
 }, 120_000);
 
 describe('a deployment to 10,002 machines', () => {
   it('inserts, starts and reads its tasks, each in one statement', async () => {
     const { deploymentTasks, deploymentMachines, deploymentLogs } = t.deps.store;
-    const tasks = machineIds.map((machineId, i) => ({
-      id: newId(),
-      deploymentId,
-      stageIndex: 0,
-      stepId: 'step-everywhere',
-      stepName: 'Everywhere',
-      machineId,
-      machineName: `m-${i + 1}`,
-    }));
+    const tasks = everywhereTasks(deploymentId, machineIds);
     const inserted = await deploymentTasks.insertMany(tasks);
     expect(inserted).toHaveLength(FLEET);
     expect(new Set(inserted.map((task) => task.machineId))).toEqual(new Set(machineIds));
