@@ -58,11 +58,10 @@ const PROFILE_DIR = option('--profile');
  * How long a simulated agent's task takes, ms: `T` or `MIN-MAX` (uniform). Default 0: answered at
  * once, as issue #20 asks.
  */
-const TASK_MS = (option('--task-ms') ?? '0').split('-').map(Number) as [number] | [number, number];
-const TASK_RANGE: [number, number] = [TASK_MS[0], TASK_MS[1] ?? TASK_MS[0]];
-const TASKS_TAKE_TIME = TASK_RANGE[1] > 0;
-const TASK_TIME =
-  TASK_RANGE[0] === TASK_RANGE[1] ? `${TASK_RANGE[0]} ms` : `${TASK_RANGE[0]}–${TASK_RANGE[1]} ms (uniform)`;
+const [TASK_MIN_MS = 0, TASK_MAX_MS = TASK_MIN_MS] = (option('--task-ms') ?? '0').split('-').map(Number);
+if (!(TASK_MIN_MS >= 0 && TASK_MAX_MS >= TASK_MIN_MS)) throw new Error('--task-ms: T or MIN-MAX, in ms');
+const TASKS_TAKE_TIME = TASK_MAX_MS > 0;
+const TASK_TIME = TASK_MIN_MS === TASK_MAX_MS ? `${TASK_MIN_MS} ms` : `${TASK_MIN_MS}–${TASK_MAX_MS} ms (uniform)`;
 const SCRIPT = 'echo fleet';
 const REAL_AGENTS = 2;
 
@@ -160,7 +159,7 @@ async function runSize(n: number): Promise<Row> {
     const agents = await seedSimulatedMachines(db, workspace.workspaceId, staging, n);
     const pid = plane.child.pid!;
     const stormBefore = { server: processCpu(pid).self, postgres: await backendCpu(db) };
-    const started = await startSims(plane, agents, SIMS, { taskMs: TASK_RANGE });
+    const started = await startSims(plane, agents, SIMS, { taskMs: [TASK_MIN_MS, TASK_MAX_MS] });
     sims.push(...started.sims);
     const connectS = started.connectMs / 1000;
     // Per session welcomed: a simulated agent whose session ended in the storm connected again.
@@ -402,18 +401,17 @@ async function main(): Promise<void> {
   // RunTask → the next RunTask in that slot) is the refill, and Little's law fixes its mean at
   // window ÷ rate: a mean refill of 100 ms at window 500 is 5,000 tasks/s, whatever the pipeline.
   // With --task-ms the tasks bound the rate, and the refill is what the server adds.
-  if (TASKS_TAKE_TIME) {
-    console.log(`\nRefill with tasks taking ${TASK_TIME} (the rate is the tasks', the refill the server's):`);
-    for (const r of rows)
-      if (Number.isFinite(r.refillMeanMs)) console.log(`- N = ${r.n}: refill mean ${f(r.refillMeanMs)} ms`);
-  } else {
-    console.log(`\nRefill against Little's law (window ÷ steady RunTasks/s):`);
-    for (const r of rows)
-      if (Number.isFinite(r.refillMeanMs))
-        console.log(
-          `- N = ${r.n}: refill mean ${f(r.refillMeanMs)} ms; window ÷ steady rate ${f(r.windowOverRateMs)} ms`,
-        );
-  }
+  console.log(
+    TASKS_TAKE_TIME
+      ? `\nRefill with tasks taking ${TASK_TIME} (the rate is the tasks', the refill the server's):`
+      : `\nRefill against Little's law (window ÷ steady RunTasks/s):`,
+  );
+  for (const r of rows)
+    if (Number.isFinite(r.refillMeanMs))
+      console.log(
+        `- N = ${r.n}: refill mean ${f(r.refillMeanMs)} ms` +
+          (TASKS_TAKE_TIME ? '' : `; window ÷ steady rate ${f(r.windowOverRateMs)} ms`),
+      );
   console.log('\nCPU per task during the deployment (ms; the simulators stand for agents on hosts of their own):');
   for (const { n, cpuPerTask: c } of rows)
     console.log(
