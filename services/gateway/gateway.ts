@@ -77,7 +77,7 @@ export interface Gateway {
 export const MAX_RECEIVE_BYTES = 2 * 1024 * 1024;
 const CALL_LESS_IDLE_MS = 60_000;
 export const LIVENESS = { silentMs: 9_000, answerWithinMs: 5_000 };
-const SERVER_CHANNEL_OPTIONS: grpc.ChannelOptions = {
+export const SERVER_CHANNEL_OPTIONS: grpc.ChannelOptions = {
   'grpc.enable_channelz': 0,
   'grpc.max_connection_idle_ms': CALL_LESS_IDLE_MS,
   'grpc.max_receive_message_length': MAX_RECEIVE_BYTES,
