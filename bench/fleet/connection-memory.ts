@@ -9,9 +9,10 @@
  *   npx tsx bench/fleet/connection-memory.ts --n 5000
  *
  * Per layer: a server process (the gateway's certificate and key, made as the gateway makes them)
- * and a client process opening N connections, each sending one message. Measured in the server
- * after a full garbage collection, before and after the N connections: RSS, the V8 heap in use,
- * and the rest (RSS − V8 heap: OpenSSL, nghttp2, Node's C++ objects, malloc), per connection.
+ * and client processes (one per 2,500) opening N connections, each sending one message. Measured
+ * in the server after a full garbage collection, before and after the N connections: RSS, the V8
+ * heap in use, and the rest (RSS − V8 heap: OpenSSL, nghttp2, Node's C++ objects, malloc), per
+ * connection.
  * Prints a Markdown table; exits 1 only when a layer's connections do not all arrive.
  */
 import { fork, type ChildProcess } from 'node:child_process';
