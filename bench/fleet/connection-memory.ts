@@ -118,8 +118,10 @@ async function serve(layer: Layer, material: Material, expected: number): Promis
 
 // ---- client role -------------------------------------------------------------------------------
 
+/** The client's connections, referenced for the process's life. */
+const held: unknown[] = [];
+
 async function connect(layer: Layer, port: number, n: number): Promise<void> {
-  const held: unknown[] = [];
   const ignore = () => undefined;
   const GrpcClient = grpc.makeGenericClientConstructor(CONNECT_METHOD, 'ConnectionMemory');
   for (let i = 0; i < n; i++) {
@@ -164,7 +166,6 @@ async function connect(layer: Layer, port: number, n: number): Promise<void> {
     // Batches of 100, so the accept queue never overflows (a storm is bench/fleet's subject).
     if (i % 100 === 99) await new Promise((resolve) => setTimeout(resolve, 30));
   }
-  process.send!({ type: 'opened', held: held.length });
   setInterval(() => undefined, 60_000);
 }
 
@@ -221,12 +222,9 @@ async function measureLayer(layer: Layer, n: number, materialFile: string) {
     await new Promise((resolve) => setTimeout(resolve, 3_000));
     const after = await measure();
     const perConnectionKiB = (bytes: number) => bytes / n / 1024;
-    return {
-      layer,
-      rss: perConnectionKiB(after.rss - before.rss),
-      heap: perConnectionKiB(after.heapUsed - before.heapUsed),
-      rest: perConnectionKiB(after.rss - after.heapUsed - (before.rss - before.heapUsed)),
-    };
+    const rss = perConnectionKiB(after.rss - before.rss);
+    const heap = perConnectionKiB(after.heapUsed - before.heapUsed);
+    return { layer, rss, heap, rest: rss - heap };
   } finally {
     for (const client of clients) client.kill('SIGKILL');
     server.kill('SIGKILL');
