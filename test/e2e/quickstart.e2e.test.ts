@@ -23,7 +23,14 @@ import {
   type ControlPlane,
 } from './harness.ts';
 
-describe('npm start -- --local-agent', () => {
+/**
+ * How long a local agent may take to read Online, and a test's own limit above it and the plane's
+ * start (60 s each at most), so a slow start fails with what it waited on, not a bare timeout.
+ */
+const ONLINE_WITHIN_MS = 60_000;
+const PLANE_TEST_MS = 150_000;
+
+describe('npm start -- --local-agent', { timeout: PLANE_TEST_MS }, () => {
   afterAll(async () => {
     await cleanup();
   });
@@ -32,9 +39,15 @@ describe('npm start -- --local-agent', () => {
   const start = (env: Record<string, string>) =>
     startControlPlane({ dataDir, env: { GANTRY_AGENT_BUNDLE_DIR: path.dirname(agentBundle()), ...env } });
 
+  /**
+   * Waits for the plane's local agent to read Online. When it does not, the error says what the
+   * machine list last showed and carries the plane's output (its agent's log included): a slow
+   * start must be told apart from an agent that never connects.
+   */
   async function onlineMachines(plane: ControlPlane) {
     const client = api(plane.url);
     const { workspaceId } = await workspaceOf(client);
+    let lastSeen = 'no answer yet';
     return waitFor(
       async () => {
         const machines = (await client.get('/api/machine', { workspaceId, take: '100' })).body.machines as Array<{
@@ -43,10 +56,13 @@ describe('npm start -- --local-agent', () => {
           status: string;
           environments: Array<{ name: string }>;
         }>;
+        lastSeen = JSON.stringify(machines.map(({ machineId, status }) => ({ machineId, status })));
         return machines.length === 1 && machines[0]!.status === 'Online' ? machines : null;
       },
-      { timeoutMs: 60_000, intervalMs: 250, description: 'the local agent to come online' },
-    );
+      { timeoutMs: ONLINE_WITHIN_MS, intervalMs: 250, description: 'the local agent to come online' },
+    ).catch((error: unknown) => {
+      throw new Error(`${String(error)}\nmachines last seen: ${lastSeen}\nthe plane's output:\n${plane.output()}`);
+    });
   }
 
   /**
