@@ -13,7 +13,7 @@ export type { DeploymentEvent, FollowOptions } from './deployment-events.ts';
 export { authenticate } from './authentication.ts';
 export { createReadCaches, READ_CACHE_MAX_AGE_MS } from './read-caches.ts';
 export type { ReadCaches } from './read-caches.ts';
-export { listAuditEvents, recordChange, recordSignIn, withoutSecrets } from './audit.ts';
+export { listAuditEvents, recordChange, recordSignIn, sendChangeRecord, withoutSecrets } from './audit.ts';
 export type { AuditQuery, ChangeRecord } from './audit.ts';
 export type { AuditEvent } from '../store/index.ts';
 export { redeemRegistrationToken, machineForCredential } from './agent-identity.ts';

@@ -1,5 +1,5 @@
 import type { Page, Paged } from '../core/index.ts';
-import type { Db } from './db.ts';
+import { sendWithoutWaiting, type Db } from './db.ts';
 import { pageOf } from './paging.ts';
 
 export interface AuditEvent {
@@ -108,6 +108,34 @@ const OWNER_TABLES: ReadonlyArray<readonly [string, string]> = [
   ['serviceAccountId', own('service_accounts')],
 ];
 
+/** The insert of one event (`placedBy`: see the store's insert). */
+function insertStatement(db: Db, event: AuditEvent, placedBy: Readonly<Record<string, string>>) {
+  const owners = OWNER_TABLES.filter(([property]) => placedBy[property] !== undefined);
+  const workspaceId =
+    owners.length === 0
+      ? event.workspaceId
+      : db.raw(`coalesce(${owners.map(([, read]) => read).join(', ')}, ?::text)`, [
+          ...owners.map(([property]) => placedBy[property]!),
+          event.workspaceId,
+        ]);
+  return db('audit_events').insert({
+    id: event.id,
+    organization_id: event.organizationId,
+    workspace_id: workspaceId,
+    occurred_at: event.occurredUtc,
+    account_id: event.accountId,
+    account_name: event.accountName,
+    action: event.action,
+    resource_type: event.resourceType,
+    resource_id: event.resourceId,
+    before: event.before === undefined ? null : JSON.stringify(event.before),
+    after: event.after === undefined ? null : JSON.stringify(event.after),
+    address: event.address,
+    request_id: event.requestId,
+    status: event.status,
+  });
+}
+
 export function auditEventsStore(db: Db) {
   return {
     /**
@@ -116,30 +144,17 @@ export function auditEventsStore(db: Db) {
      * (a round trip less inside every change's transaction); event.workspaceId is the fallback.
      */
     async insert(event: AuditEvent, placedBy: Readonly<Record<string, string>> = {}): Promise<void> {
-      const owners = OWNER_TABLES.filter(([property]) => placedBy[property] !== undefined);
-      const workspaceId =
-        owners.length === 0
-          ? event.workspaceId
-          : db.raw(`coalesce(${owners.map(([, read]) => read).join(', ')}, ?::text)`, [
-              ...owners.map(([property]) => placedBy[property]!),
-              event.workspaceId,
-            ]);
-      await db('audit_events').insert({
-        id: event.id,
-        organization_id: event.organizationId,
-        workspace_id: workspaceId,
-        occurred_at: event.occurredUtc,
-        account_id: event.accountId,
-        account_name: event.accountName,
-        action: event.action,
-        resource_type: event.resourceType,
-        resource_id: event.resourceId,
-        before: event.before === undefined ? null : JSON.stringify(event.before),
-        after: event.after === undefined ? null : JSON.stringify(event.after),
-        address: event.address,
-        request_id: event.requestId,
-        status: event.status,
-      });
+      await insertStatement(db, event, placedBy);
+    },
+    /**
+     * As insert, but resolves once the statement is sent (db.ts, sendWithoutWaiting): the change's
+     * COMMIT then follows it without waiting a round trip for its answer, which `written` gives.
+     */
+    sendInsert(
+      event: AuditEvent,
+      placedBy: Readonly<Record<string, string>> = {},
+    ): Promise<{ written: Promise<void> }> {
+      return sendWithoutWaiting(insertStatement(db, event, placedBy)).then(({ answered }) => ({ written: answered }));
     },
     /** Newest first. A workspace scope lists its events; an organization scope, those outside any workspace. */
     async list(filter: AuditFilter, page: Page): Promise<Paged<AuditEvent>> {

@@ -4,6 +4,7 @@
  */
 import knex, { type Knex } from 'knex';
 import pg from 'pg';
+import { PipelinedPgClient } from './pipelined-pg.ts';
 
 export type Db = Knex | Knex.Transaction;
 
@@ -14,9 +15,10 @@ export function createDb(
   options: { poolMax?: number; log?: { warn: (message: string) => void; error: (message: string) => void } } = {},
 ): Knex {
   return knex({
-    client: 'pg',
+    client: PipelinedPgClient as unknown as typeof Knex.Client,
     // pg parses the URL itself (knex's own parser drops `?host=/socket/dir`, the embedded default's).
-    connection: { connectionString: url },
+    // Pipelined: a query is written without waiting for the one before it (pipelined-pg.ts).
+    connection: { connectionString: url, pipeline: true } as Knex.PgConnectionConfig,
     pool: { min: 0, max: options.poolMax ?? 10 },
     acquireConnectionTimeout: 10_000,
     // knex writes its own warnings ("Acquire connection error: …" while PostgreSQL is down) to the
@@ -33,6 +35,26 @@ export function createDb(
         }
       : {}),
   });
+}
+
+/**
+ * Starts a statement and resolves as soon as it is written to its connection, with `answered`
+ * settling on PostgreSQL's answer, which the caller must await. On a pipelined connection
+ * (pipelined-pg.ts) what is sent next on it, a transaction's COMMIT, then leaves at once behind
+ * it: a round trip less. PostgreSQL runs the two in order, and a COMMIT after a statement that
+ * failed rolls the transaction back. A statement that fails before it is sent (a finished
+ * transaction, a bad binding) rejects here, so the caller's transaction is rolled back.
+ */
+export async function sendWithoutWaiting(
+  statement: Knex.QueryBuilder | Knex.Raw,
+): Promise<{ answered: Promise<void> }> {
+  // knex emits 'query' in the same synchronous step that hands the statement to node-postgres.
+  const sent = new Promise<void>((resolve) => {
+    statement.on('query', () => resolve());
+  });
+  const answered = Promise.resolve(statement).then(() => undefined);
+  await Promise.race([sent, answered]);
+  return { answered };
 }
 
 /** True for PostgreSQL's unique_violation, so a lost race on a unique name becomes a 400, not a 500. */

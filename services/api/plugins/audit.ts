@@ -20,7 +20,7 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteHandlerMethod } from 'fastify';
 import { ErrorCode, toError } from '../../core/index.ts';
-import { isDatabaseUnavailable, recordChange, recordSignIn } from '../../domain/index.ts';
+import { isDatabaseUnavailable, recordChange, recordSignIn, sendChangeRecord } from '../../domain/index.ts';
 import type { Store } from '../../store/index.ts';
 import type { ApiDeps } from '../routes/route-types.ts';
 
@@ -237,11 +237,13 @@ export function registerAudit(app: FastifyInstance, root: ApiDeps): void {
               const answer = !('value' in first) || first.value === reply ? null : first.value;
               // Signing out under HTTP Basic ends nothing: no event.
               const changed = reply.statusCode < 400 && !(url === '/api/session' && request.session === null);
+              // The change's last statement: the COMMIT is sent right behind it (see below).
+              let recorded: { written: Promise<void> } | null = null;
               if (changed) {
                 const ids = idsOf(request.body, request.query, answer, before);
                 // After an update: its GET inside this transaction, so it shows the change.
                 const after = request.method === 'PUT' ? await show(request, url, ids, token) : null;
-                await recordChange(deps, {
+                recorded = await sendChangeRecord(deps, {
                   principal: request.principal,
                   action,
                   resourceType,
@@ -257,7 +259,7 @@ export function registerAudit(app: FastifyInstance, root: ApiDeps): void {
               // An error answer stores nothing, even one a handler gave without throwing (its
               // nested transactions have no savepoints to undo their part: see scopedDeps).
               if (reply.statusCode >= 400) throw new ErrorAnswered(first);
-              return { first };
+              return { first, recorded };
             } finally {
               open.delete(token);
             }
@@ -266,6 +268,8 @@ export function registerAudit(app: FastifyInstance, root: ApiDeps): void {
             if (error instanceof ErrorAnswered) return { first: error.first, rolledBack: true };
             throw error;
           });
+        // The event failed after it was sent: its COMMIT rolled the whole change back.
+        if (!('rolledBack' in outcome)) await outcome.recorded?.written;
         settle(null);
         if ('rolledBack' in outcome) return 'value' in outcome.first ? outcome.first.value : handled;
         for (const work of afterCommit) {

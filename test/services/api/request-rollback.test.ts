@@ -81,6 +81,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await t.db.raw('DROP TRIGGER IF EXISTS rollback_probe_idempotency ON idempotency_keys');
+  await t.db.raw('DROP TRIGGER IF EXISTS rollback_probe_audit ON audit_events');
 });
 
 describe('a request that fails after its nested transaction wrote stores nothing', () => {
@@ -134,5 +135,49 @@ describe('a request that fails after its nested transaction wrote stores nothing
     expect(await count('releases', { id: created.body.releaseId })).toBe(1);
     expect(await count('audit_events', { resource_id: created.body.releaseId, action: 'create' })).toBe(1);
     expect(await count('idempotency_keys', { key })).toBe(1);
+  });
+});
+
+/**
+ * A change's audit event is its transaction's last statement, and the COMMIT is sent right behind
+ * it without waiting for its answer (plugins/audit.ts, store/db.ts sendWithoutWaiting). When the
+ * event fails in PostgreSQL, that COMMIT is a rollback: the answer must say nothing was saved, and
+ * nothing was.
+ */
+describe('a change whose audit event fails in PostgreSQL', () => {
+  const VERSION = '9.9.9-audit-probe';
+
+  beforeAll(async () => {
+    await t.db.raw(`
+      CREATE FUNCTION rollback_probe_refuse_audit() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        IF NEW.resource_type = 'release' AND EXISTS (
+             SELECT 1 FROM releases WHERE id = NEW.resource_id AND version = '${VERSION}') THEN
+          RAISE EXCEPTION 'audit probe: this event is refused';
+        END IF;
+        RETURN NEW;
+      END $$`);
+    await t.db.raw(`CREATE TRIGGER rollback_probe_audit BEFORE INSERT ON audit_events
+      FOR EACH ROW EXECUTE FUNCTION rollback_probe_refuse_audit()`);
+  });
+
+  it('answers 500 and stores neither the release nor its event; without the probe the same create works', async () => {
+    const auditBefore = await count('audit_events', {});
+    const insertsBefore = await inserted();
+
+    const failed = await t.admin.post('/api/release', { projectId, version: VERSION });
+    expect(failed.status, failed.text).toBe(500);
+    expect(failed.text).not.toContain('audit probe');
+    // The release was inserted inside the request, before its event…
+    expect(await inserted()).toBe(insertsBefore + 1);
+    // …and the COMMIT behind the failed event stored nothing.
+    expect(await count('releases', { project_id: projectId, version: VERSION })).toBe(0);
+    expect(await count('audit_events', {})).toBe(auditBefore);
+
+    await t.db.raw('DROP TRIGGER rollback_probe_audit ON audit_events');
+    const created = await t.admin.post('/api/release', { projectId, version: VERSION });
+    expect(created.status, created.text).toBe(200);
+    expect(await count('releases', { id: created.body.releaseId })).toBe(1);
+    expect(await count('audit_events', { resource_id: created.body.releaseId, action: 'create' })).toBe(1);
   });
 });
