@@ -12,7 +12,8 @@
  * uploads), other bodies are read first and sent with their length; network errors reject with
  * TypeError('fetch failed', { cause }) as undici does, so callers read `cause.code`
  * (ECONNREFUSED…). Redirects are not followed (the API sends none). No response compression is
- * asked for, so bodies arrive as sent.
+ * asked for, so bodies arrive as sent. In the CLI's process the Request, Response and Headers
+ * used here are its own (light-fetch-classes.ts): Node's would load undici after all.
  */
 import http from 'node:http';
 import https from 'node:https';

@@ -4,8 +4,11 @@
  * wire format) with a connection dropped mid-stream and resumed by Last-Event-ID, and 503 +
  * Retry-After while the server's database is down.
  */
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { printed, runCli } from './run-cli.ts';
 
@@ -160,5 +163,37 @@ describe('retries', () => {
     const run = await runCli(['status'], { ...credentials(url), GANTRY_RETRY_TIMEOUT: '500ms' });
     expect(run.code, printed(run)).toBe(6);
     expect(run.stderr).toContain('Error: Service unavailable (HTTP 503, errorcode 1001, request r1)');
+  });
+});
+
+describe("the CLI's start", () => {
+  it("answers a command without loading Node's undici (its own Request, Response and Headers: ~20 ms less)", async () => {
+    const url = await serve((request, response) => {
+      response.writeHead(200, { 'content-type': 'application/json' });
+      if (request.url === '/api/workspace')
+        response.end(
+          JSON.stringify({
+            workspaces: [{ workspaceId: 'w1', organizationId: 'o', name: 'Main', packageStoreRegion: null }],
+            totalCount: 1,
+          }),
+        );
+      else response.end(JSON.stringify({ machines: [], totalCount: 0 }));
+    });
+    // Preloaded into the CLI's process: at exit, the internal modules Node loaded.
+    const preload = path.join(mkdtempSync(path.join(tmpdir(), 'gantry-cli-preload-')), 'modules.cjs');
+    writeFileSync(
+      preload,
+      `process.on('exit', () => process.stderr.write('modules: ' + process.moduleLoadList.filter((m) => /undici|http/.test(m)).join(',') + '\\n'));`,
+    );
+    const run = await runCli(['machine', 'list', '-o', 'json'], {
+      ...credentials(url),
+      NODE_OPTIONS: `--require ${preload}`,
+    });
+    expect(run.code, printed(run)).toBe(0);
+    expect(run.json()).toEqual({ workspaceId: 'w1', machines: [] });
+    const modules = run.stderr.split('\n').find((line) => line.startsWith('modules: '));
+    // The preload ran (node:http is there), and undici is not.
+    expect(modules).toContain('NativeModule http');
+    expect(modules).not.toContain('undici');
   });
 });
