@@ -63,6 +63,19 @@ async function serve(handler: http.RequestListener): Promise<string> {
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 }
 
+/** `gantry machine list`'s answers: one workspace, no machines in it. */
+const workspaceWithNoMachines: http.RequestListener = (request, response) => {
+  response.writeHead(200, { 'content-type': 'application/json' });
+  if (request.url === '/api/workspace')
+    response.end(
+      JSON.stringify({
+        workspaces: [{ workspaceId: 'w1', organizationId: 'o', name: 'Main', packageStoreRegion: null }],
+        totalCount: 1,
+      }),
+    );
+  else response.end(JSON.stringify({ machines: [], totalCount: 0 }));
+};
+
 const credentials = (url: string) => ({ GANTRY_URL: url, GANTRY_ACCOUNT_ID: 'ci', GANTRY_API_KEY: 'secret-key' });
 
 describe('waiting on the deployment event stream', () => {
@@ -138,15 +151,7 @@ describe('retries', () => {
         response.end(JSON.stringify({ error: 'Service unavailable', errorcode: 1001, requestid: null }));
         return;
       }
-      response.writeHead(200, { 'content-type': 'application/json' });
-      if (request.url === '/api/workspace')
-        response.end(
-          JSON.stringify({
-            workspaces: [{ workspaceId: 'w1', organizationId: 'o', name: 'Main', packageStoreRegion: null }],
-            totalCount: 1,
-          }),
-        );
-      else response.end(JSON.stringify({ machines: [], totalCount: 0 }));
+      workspaceWithNoMachines(request, response);
     });
     const run = await runCli(['machine', 'list', '-o', 'json'], credentials(url));
     expect(run.code, printed(run)).toBe(0);
@@ -168,17 +173,7 @@ describe('retries', () => {
 
 describe("the CLI's start", () => {
   it("answers a command without loading Node's undici (its own Request, Response and Headers: ~20 ms less)", async () => {
-    const url = await serve((request, response) => {
-      response.writeHead(200, { 'content-type': 'application/json' });
-      if (request.url === '/api/workspace')
-        response.end(
-          JSON.stringify({
-            workspaces: [{ workspaceId: 'w1', organizationId: 'o', name: 'Main', packageStoreRegion: null }],
-            totalCount: 1,
-          }),
-        );
-      else response.end(JSON.stringify({ machines: [], totalCount: 0 }));
-    });
+    const url = await serve(workspaceWithNoMachines);
     // Preloaded into the CLI's process: at exit, the internal modules Node loaded.
     const preload = path.join(mkdtempSync(path.join(tmpdir(), 'gantry-cli-preload-')), 'modules.cjs');
     writeFileSync(
