@@ -6,6 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDb } from '../../../services/store/index.ts';
+import { sendWithoutWaiting } from '../../../services/store/db.ts';
 import { PG_ADMIN_URL } from '../../helpers/postgres.ts';
 
 const db = createDb(PG_ADMIN_URL, { poolMax: 2 });
@@ -64,5 +65,21 @@ describe('a transaction on a pipelined connection', () => {
     );
     expect(results.filter((r) => r.status === 'rejected')).toHaveLength(20);
     expect(await rows()).toEqual([1, ...Array.from({ length: 20 }, (_, i) => 100 + 2 * i)]);
+  });
+
+  it('sendWithoutWaiting resolves once the statement is written, before its answer; the COMMIT sent behind it commits it', async () => {
+    let answeredBeforeReturn: boolean | null = null;
+    let answered = false;
+    let sent: { answered: Promise<void> } | undefined;
+    await db.transaction(async (trx) => {
+      const statement = trx(table).insert({ n: 3 });
+      statement.on('query-response', () => (answered = true));
+      sent = await sendWithoutWaiting(statement);
+      answeredBeforeReturn = answered;
+    });
+    await sent!.answered;
+    expect(answeredBeforeReturn).toBe(false);
+    expect(answered).toBe(true);
+    expect(await rows()).toContain(3);
   });
 });
