@@ -106,9 +106,6 @@ class Body {
     else throw new TypeError('This body type is not supported by the gantry CLI');
   }
 
-  get isNull(): boolean {
-    return this.#source === null;
-  }
   get used(): boolean {
     return this.#used;
   }

@@ -70,16 +70,16 @@ export interface ChangeRecord {
 
 /** Stores one change; call it inside the change's transaction (deps.store bound to it). */
 export async function recordChange(deps: DomainDeps, change: ChangeRecord): Promise<void> {
-  const { written } = await sendChangeRecord(deps, change);
-  await written;
+  const { answered } = await sendChangeRecord(deps, change);
+  await answered;
 }
 
 /**
  * As recordChange, as the last statement of the change's transaction: resolves once the insert is
- * sent, so the COMMIT follows it at once. The caller must await `written` after the commit: when
+ * sent, so the COMMIT follows it at once. The caller must await `answered` after the commit: when
  * it fails, the commit was a rollback and nothing of the change is stored.
  */
-export async function sendChangeRecord(deps: DomainDeps, change: ChangeRecord): Promise<{ written: Promise<void> }> {
+export async function sendChangeRecord(deps: DomainDeps, change: ChangeRecord): Promise<{ answered: Promise<void> }> {
   // The workspace: the one the change names, else the owner of a resource it names (found by the
   // store in the insert), else the account's own.
   const named = change.ids.workspaceId;

@@ -148,13 +148,13 @@ export function auditEventsStore(db: Db) {
     },
     /**
      * As insert, but resolves once the statement is sent (db.ts, sendWithoutWaiting): the change's
-     * COMMIT then follows it without waiting a round trip for its answer, which `written` gives.
+     * COMMIT then follows it without waiting a round trip for its answer, which `answered` gives.
      */
     sendInsert(
       event: AuditEvent,
       placedBy: Readonly<Record<string, string>> = {},
-    ): Promise<{ written: Promise<void> }> {
-      return sendWithoutWaiting(insertStatement(db, event, placedBy)).then(({ answered }) => ({ written: answered }));
+    ): Promise<{ answered: Promise<void> }> {
+      return sendWithoutWaiting(insertStatement(db, event, placedBy));
     },
     /** Newest first. A workspace scope lists its events; an organization scope, those outside any workspace. */
     async list(filter: AuditFilter, page: Page): Promise<Paged<AuditEvent>> {

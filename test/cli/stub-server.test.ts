@@ -4,12 +4,12 @@
  * wire format) with a connection dropped mid-stream and resumed by Last-Event-ID, and 503 +
  * Retry-After while the server's database is down.
  */
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { cleanup, tempDir } from '../e2e/harness.ts';
 import { printed, runCli } from './run-cli.ts';
 
 /** Larger than 2^53: a JSON.parse of these would change their last digits. */
@@ -49,6 +49,8 @@ const log = (tick: string, Data: string, extra: Record<string, unknown> = {}) =>
 const wire = (value: unknown) => JSON.stringify(value).replace(/"(\d{16,})"/g, '$1');
 
 const servers: http.Server[] = [];
+afterAll(cleanup);
+
 afterEach(async () => {
   for (const server of servers.splice(0)) {
     server.closeAllConnections();
@@ -175,7 +177,7 @@ describe("the CLI's start", () => {
   it("answers a command without loading Node's undici (its own Request, Response and Headers: ~20 ms less)", async () => {
     const url = await serve(workspaceWithNoMachines);
     // Preloaded into the CLI's process: at exit, the internal modules Node loaded.
-    const preload = path.join(mkdtempSync(path.join(tmpdir(), 'gantry-cli-preload-')), 'modules.cjs');
+    const preload = path.join(tempDir('gantry-cli-preload-'), 'modules.cjs');
     writeFileSync(
       preload,
       `process.on('exit', () => process.stderr.write('modules: ' + process.moduleLoadList.filter((m) => /undici|http/.test(m)).join(',') + '\\n'));`,

@@ -238,7 +238,7 @@ export function registerAudit(app: FastifyInstance, root: ApiDeps): void {
               // Signing out under HTTP Basic ends nothing: no event.
               const changed = reply.statusCode < 400 && !(url === '/api/session' && request.session === null);
               // The change's last statement: the COMMIT is sent right behind it (see below).
-              let recorded: { written: Promise<void> } | null = null;
+              let recorded: { answered: Promise<void> } | null = null;
               if (changed) {
                 const ids = idsOf(request.body, request.query, answer, before);
                 // After an update: its GET inside this transaction, so it shows the change.
@@ -269,7 +269,7 @@ export function registerAudit(app: FastifyInstance, root: ApiDeps): void {
             throw error;
           });
         // The event failed after it was sent: its COMMIT rolled the whole change back.
-        if (!('rolledBack' in outcome)) await outcome.recorded?.written;
+        if (!('rolledBack' in outcome)) await outcome.recorded?.answered;
         settle(null);
         if ('rolledBack' in outcome) return 'value' in outcome.first ? outcome.first.value : handled;
         for (const work of afterCommit) {
