@@ -140,6 +140,11 @@ export const ENVIRONMENT = Type.Object({
     maximum: 86_400,
     accepted: 'a whole number of seconds from 1 to 86400',
   }),
+  GANTRY_AGENT_HEARTBEATS_PER_SECOND: Type.Integer({
+    minimum: 1,
+    maximum: 1_000_000,
+    accepted: 'a whole number of heartbeats a second from 1 to 1000000',
+  }),
   GANTRY_DB_POOL_MAX: Type.Integer({
     minimum: 1,
     maximum: 1_000,
@@ -211,6 +216,7 @@ export const SERVER_VARIABLES = [
   'GANTRY_AZURE_STORAGE_CONNECTION_STRING',
   'GANTRY_AZURE_STORAGE_CONTAINER',
   'GANTRY_AGENT_LOST_TIMEOUT_SECONDS',
+  'GANTRY_AGENT_HEARTBEATS_PER_SECOND',
   'GANTRY_DB_POOL_MAX',
   'GANTRY_HEAP_MB',
   'GANTRY_PUBLIC_URL',

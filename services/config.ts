@@ -8,8 +8,14 @@ import { ConfigurationError, readEnvironment, SERVER_VARIABLES } from '../enviro
 
 export { ConfigurationError, EXIT_CONFIGURATION } from '../environment/index.ts';
 
-/** Where npm run build:agent (run by npm start when the agent changed) writes the agent. */
 export const DEFAULT_DB_POOL_MAX = 30;
+/**
+ * A replica's heartbeat budget: ~135 µs of CPU each on this project's VM (nearly all TLS, HTTP/2
+ * and protobuf; bench/README, nineteenth session), so ~5 % of one core. Agents beat every 15 s up
+ * to 5,250 on a replica, every 28.6 s at 10,000.
+ */
+export const DEFAULT_HEARTBEATS_PER_SECOND = 350;
+/** Where npm run build:agent (run by npm start when the agent changed) writes the agent. */
 const DEFAULT_AGENT_BUNDLE_DIR = fileURLToPath(new URL('../dist/agent/', import.meta.url));
 
 export interface Config {
@@ -59,6 +65,12 @@ export interface Config {
    * machine goes offline; a late result after the timeout is logged, not applied.
    */
   agentLostTimeoutSeconds: number;
+  /**
+   * Heartbeats a second this replica takes at most (GANTRY_AGENT_HEARTBEATS_PER_SECOND, default
+   * DEFAULT_HEARTBEATS_PER_SECOND): past that many agents ÷ 15 s their heartbeat interval grows,
+   * up to 30 s (gateway/heartbeat-pace.ts).
+   */
+  agentHeartbeatsPerSecond: number;
   /**
    * PostgreSQL connections this replica may hold (GANTRY_DB_POOL_MAX, default DEFAULT_DB_POOL_MAX).
    * Every change request holds one for its transaction, as do the engine's advances: with 10 it
@@ -130,6 +142,7 @@ export function loadConfig(env: Env = process.env, argv: readonly string[] = [])
     azureStorageConnectionString: vars.GANTRY_AZURE_STORAGE_CONNECTION_STRING ?? null,
     azureStorageContainer: vars.GANTRY_AZURE_STORAGE_CONTAINER ?? 'gantry-packages',
     agentLostTimeoutSeconds: vars.GANTRY_AGENT_LOST_TIMEOUT_SECONDS ?? 120,
+    agentHeartbeatsPerSecond: vars.GANTRY_AGENT_HEARTBEATS_PER_SECOND ?? DEFAULT_HEARTBEATS_PER_SECOND,
     dbPoolMax: vars.GANTRY_DB_POOL_MAX ?? DEFAULT_DB_POOL_MAX,
     metricsPort: vars.GANTRY_METRICS_PORT === 'off' ? null : (vars.GANTRY_METRICS_PORT ?? 9464),
     agentBundleDir: path.resolve(vars.GANTRY_AGENT_BUNDLE_DIR ?? DEFAULT_AGENT_BUNDLE_DIR),

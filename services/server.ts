@@ -45,7 +45,7 @@ import {
 import type { Bus } from './bus/index.ts';
 import { createBus, EventSubject } from './bus/index.ts';
 import { createEngine } from './engine/index.ts';
-import { createGateway, heartbeatIntervalFor, type PackageSource } from './gateway/index.ts';
+import { createGateway, heartbeatPaceFor, type PackageSource } from './gateway/index.ts';
 import {
   createAzureBlobStore,
   createFilesystemBlobStore,
@@ -262,7 +262,7 @@ export async function startServer(
       agentPort: engine.agentPort,
       packages: packageSource,
       logger,
-      heartbeatIntervalMs: heartbeatIntervalFor(config.agentLostTimeoutSeconds * 1000),
+      heartbeat: heartbeatPaceFor(config.agentLostTimeoutSeconds * 1000, config.agentHeartbeatsPerSecond),
       tls: grpcTls,
       enroll: (key, report) => redeemEnrollmentKey(deps.store, deps.clock, key, report),
       agentBundle: agentDistribution,
@@ -287,6 +287,7 @@ export async function startServer(
     );
     const address = await app.listen({ port: config.httpPort, host: config.httpHost });
     metrics.sources.agentsConnected = () => gateway.connectedMachineIds().length;
+    metrics.sources.heartbeatIntervalMs = () => gateway.heartbeatIntervalMs();
     metrics.sources.activeDeployments = () => deps.store.deployments.countActive();
     const metricsServer =
       config.metricsPort === null ? null : await serveMetrics(metrics, config.metricsPort, config.httpHost);

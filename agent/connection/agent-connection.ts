@@ -41,6 +41,15 @@ interface SessionEnd {
 type ConnectCall = grpc.ClientDuplexStream<AgentMessage, ServerMessage>;
 
 const DEFAULT_HEARTBEAT_MS = 15_000;
+/** Bounds on an interval the control plane tells (a wrong one must not make the agent spin or look gone). */
+const MIN_HEARTBEAT_MS = 100;
+const MAX_HEARTBEAT_MS = 120_000;
+
+/** The interval of a Welcome or HeartbeatPace: 0 (not set) → the default; otherwise bounded. */
+function boundedHeartbeatMs(toldMs: number): number {
+  if (!(toldMs > 0)) return DEFAULT_HEARTBEAT_MS;
+  return Math.min(MAX_HEARTBEAT_MS, Math.max(MIN_HEARTBEAT_MS, toldMs));
+}
 
 export class AgentConnection implements AgentLink {
   readonly #options: AgentConnectionOptions;
@@ -189,21 +198,29 @@ export class AgentConnection implements AgentLink {
         resolve({ welcomed: welcomedAt > 0, healthyMs: welcomedAt > 0 ? Date.now() - welcomedAt : 0, reason });
       };
 
+      // Written even when the stream is congested (write() takes it and only advises to wait):
+      // a backlog of log lines must never make the agent look silent. Flow control bounds the rest.
+      const beat = (): void => {
+        if (this.#call !== call) return;
+        const homeFreeBytes = this.#options.health?.().homeFreeBytes ?? '0';
+        call.write({ heartbeat: { sentUnixMs: String(Date.now()), homeFreeBytes } });
+      };
+
       call.on('data', (message: ServerMessage) => {
         if (ended) return;
+        if (message.heartbeatPace) {
+          // The control plane answers a heartbeat with it, so beating from now on keeps this
+          // agent's random phase (the fleet's beats stay spread).
+          if (welcomedAt === 0) return;
+          clearInterval(heartbeat);
+          heartbeat = setInterval(beat, boundedHeartbeatMs(message.heartbeatPace.heartbeatIntervalMs));
+          return;
+        }
         if (message.welcome) {
           clearTimeout(welcomeTimer);
           welcomedAt = Date.now();
           this.#welcomed = true;
-          const intervalMs =
-            message.welcome.heartbeatIntervalMs > 0 ? message.welcome.heartbeatIntervalMs : DEFAULT_HEARTBEAT_MS;
-          // Written even when the stream is congested (write() takes it and only advises to wait):
-          // a backlog of log lines must never make the agent look silent. Flow control bounds the rest.
-          const beat = (): void => {
-            if (this.#call !== call) return;
-            const homeFreeBytes = this.#options.health?.().homeFreeBytes ?? '0';
-            call.write({ heartbeat: { sentUnixMs: String(Date.now()), homeFreeBytes } });
-          };
+          const intervalMs = boundedHeartbeatMs(message.welcome.heartbeatIntervalMs);
           // A random phase within the interval: a fleet that connected together (a replica
           // restarted) does not beat together, so the control plane sees a steady rate, not bursts.
           heartbeat = setTimeout(() => {

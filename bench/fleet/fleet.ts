@@ -54,6 +54,8 @@ const IDLE_S = Number(option('--idle-s') ?? 30);
 /** Simulator processes (agents split evenly): one Node event loop per ~5,000 connections. */
 const SIMS = Number(option('--sims') ?? 2);
 const PROFILE_DIR = option('--profile');
+/** The replica's heartbeat cap (GANTRY_AGENT_HEARTBEATS_PER_SECOND); default: the server's own. */
+const HEARTBEATS_PER_SECOND = option('--heartbeats-per-second');
 /**
  * How long a simulated agent's task takes, ms: `T` or `MIN-MAX` (uniform). Default 0: answered at
  * once, as issue #20 asks.
@@ -103,6 +105,8 @@ interface Row {
   hwmKiB: number;
   idleServerPercent: number;
   idlePgPercent: number;
+  /** Heartbeats the simulated agents sent a second over the idle window. */
+  idleHeartbeatsPerSecond: number;
   firstRunTaskMs: number;
   refillP95Ms: number;
   refillMaxMs: number;
@@ -133,7 +137,10 @@ async function runSize(n: number): Promise<Row> {
   try {
     const plane = await startControlPlane({
       databaseUrl: database.url,
-      env: { GANTRY_METRICS_PORT: 'off' },
+      env: {
+        GANTRY_METRICS_PORT: 'off',
+        ...(HEARTBEATS_PER_SECOND ? { GANTRY_AGENT_HEARTBEATS_PER_SECOND: HEARTBEATS_PER_SECOND } : {}),
+      },
       nodeArgs: PROFILE_DIR ? ['--cpu-prof', '--cpu-prof-dir', `${PROFILE_DIR}/n${n}`] : [],
     });
     // SIGTERM: a profile is written when the process exits on its own.
@@ -175,6 +182,7 @@ async function runSize(n: number): Promise<Row> {
     await sleep(5_000);
     const serverBefore = processCpu(pid).self;
     const pgBefore = await backendCpu(db);
+    const beatsBefore = (await reportSims(sims)).heartbeats;
     const idleStart = now();
     const idleMono = monotonicUs();
     await sleep(IDLE_S * 1000);
@@ -182,6 +190,7 @@ async function runSize(n: number): Promise<Row> {
     if (PROFILE_DIR) console.log(`idle window (bench/shared/cpu-profile.ts FILE ${idleMono} ${monotonicUs()})`);
     const idleServerPercent = ((processCpu(pid).self - serverBefore) / idleMs) * 100;
     const idlePgPercent = (cpuDelta(pgBefore, await backendCpu(db)) / idleMs) * 100;
+    const idleHeartbeatsPerSecond = ((await reportSims(sims)).heartbeats - beatsBefore) / (idleMs / 1000);
     const rssIdleKiB = status(pid).rssKiB;
 
     // One deployment to all, in a rolling group of `window`.
@@ -325,6 +334,7 @@ async function runSize(n: number): Promise<Row> {
       hwmKiB,
       idleServerPercent,
       idlePgPercent,
+      idleHeartbeatsPerSecond,
       firstRunTaskMs: (arrivals[0] ?? Number.NaN) - requestedAt,
       refillP95Ms: percentile(refills, 95),
       refillMaxMs: refills.length > 0 ? Math.max(...refills) : Number.NaN,
@@ -363,6 +373,7 @@ async function main(): Promise<void> {
   const f = (v: number, digits = 0) => (Number.isFinite(v) ? v.toFixed(digits) : '–');
   console.log(
     `\nbench/fleet: one replica, N simulated agents + ${REAL_AGENTS} real ones, window ${WINDOW}, idle ${IDLE_S} s, step \`${SCRIPT}\`` +
+      (HEARTBEATS_PER_SECOND ? `, heartbeat cap ${HEARTBEATS_PER_SECOND}/s` : '') +
       `${TASKS_TAKE_TIME ? `, each simulated task taking ${TASK_TIME}` : ''}\n`,
   );
   console.log(
@@ -384,7 +395,7 @@ async function main(): Promise<void> {
         `${f(r.connectS, 1)} s${r.sessionsEnded > 0 ? ` (${r.sessionsEnded} sessions ended)` : ''}`,
         `${mib(r.rssIdleKiB)} ${mark(r.rssIdleKiB / 1024 <= GOAL.rssMiB)}`,
         mib(r.hwmKiB),
-        `${f(r.idleServerPercent, 1)} + ${f(r.idlePgPercent, 1)} = ${f(r.idleServerPercent + r.idlePgPercent, 1)} % ${mark(r.idleServerPercent + r.idlePgPercent <= GOAL.idleCpuPercent)}`,
+        `${f(r.idleServerPercent, 1)} + ${f(r.idlePgPercent, 1)} = ${f(r.idleServerPercent + r.idlePgPercent, 1)} % ${mark(r.idleServerPercent + r.idlePgPercent <= GOAL.idleCpuPercent)} (${f(r.idleHeartbeatsPerSecond)} heartbeats/s)`,
         `${f(r.firstRunTaskMs)} ms ${mark(r.firstRunTaskMs <= GOAL.firstRunTaskMs)}`,
         Number.isFinite(r.refillP95Ms)
           ? `${f(r.refillP95Ms)} / ${f(r.refillMaxMs)} ms ${mark(r.refillP95Ms <= GOAL.refillP95Ms && r.refillMaxMs <= GOAL.refillMaxMs)}`

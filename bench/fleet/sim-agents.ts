@@ -8,8 +8,8 @@
  *
  * Forked by bench/fleet/fleet.ts with an IPC channel. Argument: a JSON file
  * { server, caFile, agents: [{ machineId, credential, name }], taskMs? }. Sends { type: 'welcomed', count }
- * as sessions open; answers { type: 'report' } with every RunTask's arrival and result times, and
- * why sessions ended or could not start (counted by reason).
+ * as sessions open; answers { type: 'report' } with every RunTask's arrival and result times, the
+ * heartbeats sent so far, and why sessions ended or could not start (counted by reason).
  */
 import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
@@ -59,6 +59,9 @@ const runs: Array<[number, number, number]> = [];
 let welcomed = 0;
 let sessionsEnded = 0;
 let repeatedRunTasks = 0;
+/** The agent's code reads health() for each Hello and each Heartbeat: heartbeats sent = reads − Hellos. */
+let healthReads = 0;
+let hellos = 0;
 
 class NoopAgent implements SessionHandler {
   link: AgentLink | null = null;
@@ -71,6 +74,7 @@ class NoopAgent implements SessionHandler {
   }
 
   hello(): HelloState {
+    hellos++;
     return { runningTaskIds: [], unacknowledgedResults: [...this.#unacknowledged.values()] };
   }
   onWelcome(): void {
@@ -118,7 +122,10 @@ config.agents.forEach((agent, index) => {
     credentials,
     identity: { machineId: agent.machineId, credential: agent.credential },
     info: { agentVersion: 'bench-sim', os: 'linux x64', hostname: agent.name },
-    health: () => ({ interpreters: ['bash'], homeFreeBytes: '10000000000' }),
+    health: () => {
+      healthReads++;
+      return { interpreters: ['bash'], homeFreeBytes: '10000000000' };
+    },
     handler,
     logger,
     channelOptions: { 'grpc.use_local_subchannel_pool': 1 },
@@ -138,7 +145,8 @@ const tick = setInterval(() => {
 
 process.on('message', (message: { type: string }) => {
   if (message.type === 'report') {
-    process.send?.({ type: 'report', runs, sessionsEnded, endReasons, repeatedRunTasks, welcomed });
+    const heartbeats = healthReads - hellos;
+    process.send?.({ type: 'report', runs, sessionsEnded, endReasons, repeatedRunTasks, welcomed, heartbeats });
   } else if (message.type === 'stop') {
     clearInterval(tick);
     void Promise.all(connections.map((c) => c.stop())).then(() => process.exit(0));

@@ -36,6 +36,8 @@ export interface SimReport {
   endReasons: Record<string, number>;
   repeatedRunTasks: number;
   welcomed: number;
+  /** Heartbeats sent so far (at the interval the server's Welcome and HeartbeatPace told). */
+  heartbeats: number;
 }
 
 /** Inserts `count` registered machines in the environment (tagged), in two statements. */
@@ -141,6 +143,7 @@ export async function reportSims(sims: Sim[]): Promise<SimReport> {
     }, {}),
     repeatedRunTasks: reports.reduce((sum, r) => sum + r.repeatedRunTasks, 0),
     welcomed: reports.reduce((sum, r) => sum + r.welcomed, 0),
+    heartbeats: reports.reduce((sum, r) => sum + r.heartbeats, 0),
   };
 }
 

@@ -9,6 +9,7 @@ import type { CancelTask as _gantry_agent_v1_CancelTask, CancelTask__Output as _
 import type { DownloadAgentBundleRequest as _gantry_agent_v1_DownloadAgentBundleRequest, DownloadAgentBundleRequest__Output as _gantry_agent_v1_DownloadAgentBundleRequest__Output } from './gantry/agent/v1/DownloadAgentBundleRequest.ts';
 import type { DownloadPackageRequest as _gantry_agent_v1_DownloadPackageRequest, DownloadPackageRequest__Output as _gantry_agent_v1_DownloadPackageRequest__Output } from './gantry/agent/v1/DownloadPackageRequest.ts';
 import type { Heartbeat as _gantry_agent_v1_Heartbeat, Heartbeat__Output as _gantry_agent_v1_Heartbeat__Output } from './gantry/agent/v1/Heartbeat.ts';
+import type { HeartbeatPace as _gantry_agent_v1_HeartbeatPace, HeartbeatPace__Output as _gantry_agent_v1_HeartbeatPace__Output } from './gantry/agent/v1/HeartbeatPace.ts';
 import type { Hello as _gantry_agent_v1_Hello, Hello__Output as _gantry_agent_v1_Hello__Output } from './gantry/agent/v1/Hello.ts';
 import type { LogBatch as _gantry_agent_v1_LogBatch, LogBatch__Output as _gantry_agent_v1_LogBatch__Output } from './gantry/agent/v1/LogBatch.ts';
 import type { LogChunk as _gantry_agent_v1_LogChunk, LogChunk__Output as _gantry_agent_v1_LogChunk__Output } from './gantry/agent/v1/LogChunk.ts';
@@ -41,6 +42,7 @@ export interface ProtoGrpcType {
         DownloadAgentBundleRequest: MessageTypeDefinition<_gantry_agent_v1_DownloadAgentBundleRequest, _gantry_agent_v1_DownloadAgentBundleRequest__Output>
         DownloadPackageRequest: MessageTypeDefinition<_gantry_agent_v1_DownloadPackageRequest, _gantry_agent_v1_DownloadPackageRequest__Output>
         Heartbeat: MessageTypeDefinition<_gantry_agent_v1_Heartbeat, _gantry_agent_v1_Heartbeat__Output>
+        HeartbeatPace: MessageTypeDefinition<_gantry_agent_v1_HeartbeatPace, _gantry_agent_v1_HeartbeatPace__Output>
         Hello: MessageTypeDefinition<_gantry_agent_v1_Hello, _gantry_agent_v1_Hello__Output>
         LogBatch: MessageTypeDefinition<_gantry_agent_v1_LogBatch, _gantry_agent_v1_LogBatch__Output>
         LogChunk: MessageTypeDefinition<_gantry_agent_v1_LogChunk, _gantry_agent_v1_LogChunk__Output>

@@ -13,6 +13,8 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom
 export interface MetricSources {
   /** Agents with a stream open to this replica. */
   agentsConnected?: () => number;
+  /** The heartbeat interval this replica asks of its agents now (ms; it grows with them past the cap). */
+  heartbeatIntervalMs?: () => number;
   /** Deployments queued and running now, across the installation (one query per scrape). */
   activeDeployments?: () => Promise<{ queued: number; running: number }>;
 }
@@ -92,6 +94,15 @@ export function createMetrics(options: { processMetrics?: boolean } = {}): Metri
     registers,
     collect() {
       this.set(sources.agentsConnected?.() ?? 0);
+    },
+  });
+  new Gauge({
+    name: 'gantry_agent_heartbeat_interval_seconds',
+    help: 'How often this replica asks its agents to send Heartbeat now (longer past GANTRY_AGENT_HEARTBEATS_PER_SECOND)',
+    registers,
+    collect() {
+      const intervalMs = sources.heartbeatIntervalMs?.();
+      if (intervalMs !== undefined) this.set(intervalMs / 1000);
     },
   });
   const dispatched = new Counter({

@@ -12,6 +12,7 @@ import type { AgentMessage, Hello, ServerMessage, TaskResult } from './proto.ts'
 import { contiguousRuns, MAX_RUN_BYTES, toAgentLogChunk } from './log-batches.ts';
 import { isRefusedMessage, type RefusedMessage } from './message-guard.ts';
 import { toAgentTaskResult, toRunTask } from './wire.ts';
+import { isWorthRepacing } from './heartbeat-pace.ts';
 
 export type AgentCall = grpc.ServerDuplexStream<AgentMessage, ServerMessage>;
 
@@ -20,7 +21,11 @@ export interface AgentSessionOptions {
   machineId: string;
   agentPort: AgentPort;
   logger: Logger;
-  heartbeatIntervalMs: number;
+  /**
+   * How often the agent beats: `current()` is told in Welcome and, when it has moved enough, in
+   * answer to a Heartbeat (HeartbeatPace); `baseMs` is the interval under the replica's cap.
+   */
+  heartbeat: { baseMs: number; current: () => number };
   /** Called once when the call ends, whoever ended it. */
   onClosed(session: AgentSession): void;
   /** The agent bundle this replica ships (UpgradeAgent names it); null: it sends no upgrades. */
@@ -99,6 +104,8 @@ export class AgentSession {
   #syncRunning = false;
   #syncAgain = false;
   #lastSeenRecordedMs = 0;
+  /** The heartbeat interval this agent was last told (Welcome or HeartbeatPace). */
+  #toldHeartbeatMs = 0;
   /** Bytes free in the agent's home, from its latest Heartbeat (recorded with "heard from"). */
   #homeFreeBytes: number | undefined;
   /** The version an UpgradeAgent was sent for on this call (sent once per call). */
@@ -129,9 +136,10 @@ export class AgentSession {
     call.on('cancelled', () => this.#markClosed('cancelled'));
     call.on('close', () => this.#markClosed('closed'));
     call.on('error', (error: unknown) => this.#markClosed('error', error));
+    this.#toldHeartbeatMs = this.#options.heartbeat.current();
     this.#send({
       welcome: {
-        heartbeatIntervalMs: this.#options.heartbeatIntervalMs,
+        heartbeatIntervalMs: this.#toldHeartbeatMs,
         acceptsLogChunks: true,
         maxUnackedLogBytes: AGENT_LOG_WINDOW_BYTES,
       },
@@ -289,6 +297,7 @@ export class AgentSession {
     const free = Number(message.heartbeat?.homeFreeBytes ?? 0);
     if (free > 0) this.#homeFreeBytes = free;
     this.#noteHeardFrom();
+    if (message.payload === 'heartbeat' && this.#welcomedHello) this.#repace();
     // A Heartbeat acknowledges nothing: with nothing before it in the queue and no result waiting
     // for its lines it needs no place there (its check runs off the queue anyway). ~670 a second
     // at 10,000 agents: the queue's promises per message were most of a heartbeat's own cost.
@@ -454,12 +463,20 @@ export class AgentSession {
     this.#send({ ackResult: { taskId } });
   }
 
+  /** Answers a Heartbeat with the replica's interval when it moved enough since the agent was told. */
+  #repace(): void {
+    const wanted = this.#options.heartbeat.current();
+    if (!isWorthRepacing(this.#toldHeartbeatMs, wanted)) return;
+    this.#toldHeartbeatMs = wanted;
+    this.#send({ heartbeatPace: { heartbeatIntervalMs: wanted } });
+  }
+
   /** Every message proves the agent alive: recorded at most every SEEN_EVERY_MS (or heartbeat interval), off the queue. */
   #noteHeardFrom(): void {
     const now = Date.now();
     if (
       !this.#welcomedHello ||
-      now - this.#lastSeenRecordedMs < Math.min(SEEN_EVERY_MS, this.#options.heartbeatIntervalMs)
+      now - this.#lastSeenRecordedMs < Math.min(SEEN_EVERY_MS, this.#options.heartbeat.baseMs)
     )
       return;
     this.#lastSeenRecordedMs = now;

@@ -21,6 +21,7 @@ import {
 import { guardedDecoder } from './message-guard.ts';
 import { ConnectionWatch, type Watched } from './connection-watch.ts';
 import { loadAgentProto, type AgentServiceHandlers } from './proto.ts';
+import { fixedHeartbeatPace, heartbeatIntervalOf, type HeartbeatPace } from './heartbeat-pace.ts';
 
 export interface GatewayOptions {
   store: GatewayStore;
@@ -32,22 +33,17 @@ export interface GatewayOptions {
   logger: Logger;
   /** PEM server certificate chain and key; null or absent serves without TLS (local and test setups). */
   tls?: { cert: string | Buffer; key: string | Buffer } | null;
-  /** Sent in Welcome: how often agents send Heartbeat. */
-  heartbeatIntervalMs: number;
+  /**
+   * How often agents send Heartbeat: a fixed interval (Welcome's), or a pace whose interval grows
+   * with the agents connected here (heartbeat-pace.ts; HeartbeatPace tells connected agents).
+   */
+  heartbeat: number | HeartbeatPace;
   /** Redeems a fleet's enrollment key (domain/enrollment-keys.ts); without it such a Register is refused. */
   enroll?: Enroll;
   /** The agent bundle this control plane ships, for upgrades (UpgradeAgent, DownloadAgentBundle); null: none. */
   agentBundle?: AgentBundle | null;
   /** When a silent connection is pinged, and how soon it must answer (default LIVENESS; tests use less). */
   liveness?: { silentMs: number; answerWithinMs: number };
-}
-
-/**
- * How often agents send Heartbeat when a task is lost after `agentLostMs` of silence: several
- * beats fit in that window (a quiet, healthy step never looks lost), at most every 15 s.
- */
-export function heartbeatIntervalFor(agentLostMs: number): number {
-  return Math.min(15_000, Math.max(250, Math.floor(agentLostMs / 4)));
 }
 
 export interface Gateway {
@@ -57,6 +53,8 @@ export interface Gateway {
   stop(): Promise<void>;
   /** Machine IDs whose agents are connected to this replica. */
   connectedMachineIds(): string[];
+  /** The heartbeat interval agents connecting now are told (heartbeat-pace.ts). */
+  heartbeatIntervalMs(): number;
 }
 
 // Dead agents (a cut link, a vanished NAT entry, a powered-off host) are found within ~15 s even
@@ -104,11 +102,13 @@ export function createGateway(options: GatewayOptions): Gateway {
   const sessions = new Map<string, AgentSession>();
   const subscriptions: Subscription[] = [];
   const downloads = new DownloadSlots({ perMachine: DOWNLOADS_PER_MACHINE, total: DOWNLOADS_PER_GATEWAY });
+  const pace = typeof options.heartbeat === 'number' ? fixedHeartbeatPace(options.heartbeat) : options.heartbeat;
   const connections = new ConnectionWatch({
     ...(options.liveness ?? LIVENESS),
-    heartbeatIntervalMs: options.heartbeatIntervalMs,
+    heartbeatIntervalMs: pace.maxMs,
     onDead: (peer) => logger.warn({ peer }, 'agent connection ended: silent, and no answer to a ping'),
   });
+  const currentHeartbeatMs = (): number => heartbeatIntervalOf(pace, sessions.size);
   let server: { instance: grpc.Server; accepting: net.Server } | null = null;
   const identity = batchedCredentials(options.store);
 
@@ -194,7 +194,7 @@ export function createGateway(options: GatewayOptions): Gateway {
             machineId: machine.id,
             agentPort: options.agentPort,
             logger: logger.child({ machineId: machine.id }),
-            heartbeatIntervalMs: options.heartbeatIntervalMs,
+            heartbeat: { baseMs: pace.baseMs, current: currentHeartbeatMs },
             onClosed: forget,
             agentBundle: options.agentBundle ?? null,
             onHeard: () => watched.heard(),
@@ -338,5 +338,6 @@ export function createGateway(options: GatewayOptions): Gateway {
     },
 
     connectedMachineIds: () => [...sessions.keys()],
+    heartbeatIntervalMs: currentHeartbeatMs,
   };
 }

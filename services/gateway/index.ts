@@ -1,5 +1,6 @@
 /** The agent gateway concern: its public surface. */
-export { createGateway, heartbeatIntervalFor } from './gateway.ts';
+export { createGateway } from './gateway.ts';
+export { heartbeatPaceFor, type HeartbeatPace } from './heartbeat-pace.ts';
 export type { AgentBundle } from './agent-session.ts';
 export type { Gateway, GatewayOptions } from './gateway.ts';
 export type { GatewayStore } from './agent-auth.ts';

@@ -92,6 +92,8 @@ describe('Prometheus metrics of a control plane, across real deployments', () =>
       { description: 'gantry_agents_connected to read 1' },
     );
     expect(metrics.get('gantry_agents_connected')).toBe(1);
+    // One agent is far under the heartbeat cap: the base interval (the default agent-lost timeout's).
+    expect(metrics.get('gantry_agent_heartbeat_interval_seconds')).toBe(15);
     expect(metrics.get('gantry_process_cpu_user_seconds_total')).toBeGreaterThan(0);
     expect(metrics.text).toContain('# TYPE gantry_http_request_duration_seconds histogram');
   });

@@ -41,6 +41,16 @@ describe('loadConfig', () => {
     }
   });
 
+  it('takes at most 350 heartbeats a second unless GANTRY_AGENT_HEARTBEATS_PER_SECOND says otherwise, and refuses nonsense', () => {
+    expect(loadConfig({}).agentHeartbeatsPerSecond).toBe(350);
+    expect(loadConfig({ GANTRY_AGENT_HEARTBEATS_PER_SECOND: '1000' }).agentHeartbeatsPerSecond).toBe(1000);
+    for (const bad of ['0', '-1', '1.5', 'many']) {
+      expect(() => loadConfig({ GANTRY_AGENT_HEARTBEATS_PER_SECOND: bad })).toThrow(
+        `GANTRY_AGENT_HEARTBEATS_PER_SECOND='${bad}' is not accepted: expected a whole number of heartbeats a second from 1 to 1000000`,
+      );
+    }
+  });
+
   it('holds at most 30 PostgreSQL connections unless GANTRY_DB_POOL_MAX says otherwise', () => {
     expect(loadConfig({}).dbPoolMax).toBe(30);
     expect(loadConfig({ GANTRY_DB_POOL_MAX: '12' }).dbPoolMax).toBe(12);

@@ -163,6 +163,20 @@ describe('agent connection', () => {
     expect(Number(plane.received.find((m) => m.heartbeat)?.heartbeat?.sentUnixMs)).toBeGreaterThan(Date.now() - 10_000);
   });
 
+  it('beats at the interval a HeartbeatPace tells from then on, in place of the Welcome one', async () => {
+    const plane = await startPlane();
+    plane.welcomeHeartbeatMs = 600_000;
+    await startAgent([plane.address]);
+    await waitFor(() => plane.received.some((m) => m.hello));
+    plane.send({ heartbeatPace: { heartbeatIntervalMs: 100 } });
+    // At the Welcome's 10 minutes, at most one beat would come in these 5 s.
+    const beats = await waitFor(() => {
+      const sent = plane.received.flatMap((m) => (m.heartbeat ? [Number(m.heartbeat.sentUnixMs)] : []));
+      return sent.length >= 4 && sent.slice(-3);
+    }, 5000);
+    for (let i = 1; i < beats.length; i++) expect(beats[i]! - beats[i - 1]!).toBeGreaterThanOrEqual(90);
+  });
+
   it('fails registration clearly when the token is refused', async () => {
     const plane = await startPlane();
     const error = await startAgent([plane.address], 'bad-token').catch((caught: unknown) => caught);

@@ -19,6 +19,8 @@ export class FakeControlPlane {
   registrations = 0;
   /** Acknowledge every LogBatch and TaskResult as a real control plane would after storing it. */
   autoAck = true;
+  /** The heartbeat interval Welcome asks for. */
+  welcomeHeartbeatMs = 200;
 
   static async start(port = 0, previous?: FakeControlPlane): Promise<FakeControlPlane> {
     const plane = new FakeControlPlane();
@@ -46,7 +48,7 @@ export class FakeControlPlane {
         plane.sessions.push(call);
         call.on('data', (message: AgentMessage__Output) => {
           plane.received.push(message);
-          if (message.hello) call.write({ welcome: { heartbeatIntervalMs: 200 } });
+          if (message.hello) call.write({ welcome: { heartbeatIntervalMs: plane.welcomeHeartbeatMs } });
           if (!plane.autoAck) return;
           if (message.logBatch) {
             const last = message.logBatch.lines.at(-1);

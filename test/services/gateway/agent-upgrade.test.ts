@@ -45,7 +45,7 @@ async function serve(bundle: AgentBundle): Promise<void> {
     bus,
     agentPort: port,
     logger: createLogger('silent'),
-    heartbeatIntervalMs: 500,
+    heartbeat: 500,
     agentBundle: bundle,
   });
   await gateway.start(gatewayPort, '127.0.0.1');

@@ -64,7 +64,7 @@ beforeAll(async () => {
     bus,
     agentPort: port,
     logger,
-    heartbeatIntervalMs: 60_000,
+    heartbeat: 60_000,
     liveness: { silentMs: SILENT_MS, answerWithinMs: ANSWER_WITHIN_MS },
   });
   gatewayPort = await gateway.start(0, '127.0.0.1');

@@ -44,7 +44,7 @@ async function startGateway(
     agentPort: port,
     packages,
     logger,
-    heartbeatIntervalMs: 1000,
+    heartbeat: 1000,
   });
   const created = agentClient(await gateway.start(0, '127.0.0.1'));
   closers.push(async () => {

@@ -38,7 +38,7 @@ beforeAll(async () => {
     bus,
     agentPort: port,
     logger,
-    heartbeatIntervalMs: 1234,
+    heartbeat: 1234,
   });
   listeningPort = await gateway.start(0, '127.0.0.1');
   client = agentClient(listeningPort);
@@ -117,7 +117,7 @@ describe('upgrades at Hello', () => {
       bus,
       agentPort: port,
       logger: createLogger('silent'),
-      heartbeatIntervalMs: 1234,
+      heartbeat: 1234,
       agentBundle: {
         version: '9.9.9',
         archiveName: 'gantry-agent-9.9.9.tgz',
@@ -148,6 +148,62 @@ describe('upgrades at Hello', () => {
       port.upgrades.clear();
       shippingClient.close();
       await shipping.stop();
+    }
+  });
+});
+
+describe('heartbeat pace', () => {
+  it('tells each agent an interval that grows with the agents connected here, and tells it again at a heartbeat once that moved by 10 %', async () => {
+    // 5 heartbeats a second at most: 1 agent → 200 ms (the base), 4 → 800 ms; at most 2 s.
+    const paced = createGateway({
+      store: t.deps.store,
+      clock: t.deps.clock,
+      bus,
+      agentPort: port,
+      logger: createLogger('silent'),
+      heartbeat: { baseMs: 200, maxMs: 2_000, perSecond: 5 },
+    });
+    const pacedClient = agentClient(await paced.start(0, '127.0.0.1'));
+    const agents: AgentStream[] = [];
+    const machineIds: string[] = [];
+    try {
+      for (let i = 0; i < 4; i++) {
+        const { registrationToken } = await newMachine();
+        const { machineId, agentCredential } = await register(pacedClient, {
+          registrationToken,
+          hostname: `host-${i}`,
+          os: 'linux x64',
+          agentVersion: '1.0.0',
+        });
+        const stream = openStream(pacedClient, agentMetadata(machineId, agentCredential));
+        streams.push(stream);
+        agents.push(stream);
+        machineIds.push(machineId);
+        stream.send({ hello: { agentVersion: '1.0.0', os: 'linux x64', hostname: `host-${i}` } });
+        await waitFor(() => stream.of('welcome').length === 1, { description: `Welcome ${i}` });
+        await waitFor(() => port.callsOf('assignmentsFor', machineId).length > 0, { description: `Hello ${i}` });
+      }
+      expect(agents.map((stream) => stream.of('welcome')[0]?.heartbeatIntervalMs)).toEqual([200, 400, 600, 800]);
+      const [first, , , last] = agents;
+
+      first!.send({ heartbeat: { sentUnixMs: Date.now() } });
+      await waitFor(() => first!.of('heartbeatPace').length === 1, { description: 'HeartbeatPace to the first' });
+      expect(first!.of('heartbeatPace')).toEqual([{ heartbeatIntervalMs: 800 }]);
+      // The last was told 800 in its Welcome: nothing to tell (the pace is decided as its beat is
+      // recorded, and would be on the wire before the first's next answer below).
+      last!.send({ heartbeat: { sentUnixMs: Date.now() } });
+      await waitFor(() => port.callsOf('heartbeat', machineIds[3]!).length === 1, { description: "the last's beat" });
+      // Once the others left, the first is told again at its next beat (800 → 200 ms).
+      for (const stream of agents.slice(1)) stream.close();
+      await waitFor(() => paced.connectedMachineIds().length === 1, { description: 'three agents gone' });
+      first!.send({ heartbeat: { sentUnixMs: Date.now() } });
+      await waitFor(() => first!.of('heartbeatPace').length === 2, { description: 'HeartbeatPace again' });
+      expect(first!.of('heartbeatPace')[1]).toEqual({ heartbeatIntervalMs: 200 });
+      expect(last!.of('heartbeatPace')).toEqual([]);
+      first!.close();
+    } finally {
+      pacedClient.close();
+      await paced.stop();
     }
   });
 });

@@ -34,7 +34,7 @@ beforeAll(async () => {
     bus,
     agentPort: port,
     logger: createLogger('silent'),
-    heartbeatIntervalMs: 500,
+    heartbeat: 500,
   });
   gatewayPort = await gateway.start(0, '127.0.0.1');
   home = await fs.mkdtemp(path.join(os.tmpdir(), 'gantry-agent-home-'));

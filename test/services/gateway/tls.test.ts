@@ -86,7 +86,7 @@ beforeAll(async () => {
     agentPort: new FakeAgentPort(),
     logger,
     tls: { cert, key },
-    heartbeatIntervalMs: 1000,
+    heartbeat: 1000,
   });
   boundPort = await gateway.start(0, '127.0.0.1');
 });

@@ -6,6 +6,7 @@ import type { CancelTask as _gantry_agent_v1_CancelTask, CancelTask__Output as _
 import type { AckResult as _gantry_agent_v1_AckResult, AckResult__Output as _gantry_agent_v1_AckResult__Output } from '../../../gantry/agent/v1/AckResult.ts';
 import type { AckLogs as _gantry_agent_v1_AckLogs, AckLogs__Output as _gantry_agent_v1_AckLogs__Output } from '../../../gantry/agent/v1/AckLogs.ts';
 import type { UpgradeAgent as _gantry_agent_v1_UpgradeAgent, UpgradeAgent__Output as _gantry_agent_v1_UpgradeAgent__Output } from '../../../gantry/agent/v1/UpgradeAgent.ts';
+import type { HeartbeatPace as _gantry_agent_v1_HeartbeatPace, HeartbeatPace__Output as _gantry_agent_v1_HeartbeatPace__Output } from '../../../gantry/agent/v1/HeartbeatPace.ts';
 
 export interface ServerMessage {
   'welcome'?: (_gantry_agent_v1_Welcome | null);
@@ -14,7 +15,8 @@ export interface ServerMessage {
   'ackResult'?: (_gantry_agent_v1_AckResult | null);
   'ackLogs'?: (_gantry_agent_v1_AckLogs | null);
   'upgradeAgent'?: (_gantry_agent_v1_UpgradeAgent | null);
-  'payload'?: "welcome"|"runTask"|"cancelTask"|"ackResult"|"ackLogs"|"upgradeAgent";
+  'heartbeatPace'?: (_gantry_agent_v1_HeartbeatPace | null);
+  'payload'?: "welcome"|"runTask"|"cancelTask"|"ackResult"|"ackLogs"|"upgradeAgent"|"heartbeatPace";
 }
 
 export interface ServerMessage__Output {
@@ -24,5 +26,6 @@ export interface ServerMessage__Output {
   'ackResult'?: (_gantry_agent_v1_AckResult__Output | null);
   'ackLogs'?: (_gantry_agent_v1_AckLogs__Output | null);
   'upgradeAgent'?: (_gantry_agent_v1_UpgradeAgent__Output | null);
-  'payload'?: "welcome"|"runTask"|"cancelTask"|"ackResult"|"ackLogs"|"upgradeAgent";
+  'heartbeatPace'?: (_gantry_agent_v1_HeartbeatPace__Output | null);
+  'payload'?: "welcome"|"runTask"|"cancelTask"|"ackResult"|"ackLogs"|"upgradeAgent"|"heartbeatPace";
 }
