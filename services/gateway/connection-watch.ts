@@ -1,7 +1,8 @@
 // Finds dead agent connections (a cut link, a vanished NAT entry, a powered-off host: no FIN, no
 // RST) by pinging only the connections that have been silent, instead of every connection on a
-// fixed timer. Agents send a Heartbeat every 15 s at most, and every message counts as hearing
-// from the connection, so a healthy agent is pinged at most once per heartbeat interval (none when
+// fixed timer. Agents send a Heartbeat every 15 s (longer above the replica's heartbeat cap, and the
+// pings wait as much longer: `beatsLaterByMs`), and every message counts as hearing from the
+// connection, so a healthy agent is pinged at most once per heartbeat interval (none when
 // it beats more often than `silentMs`) — grpc-js's own server keepalive pings every connection every
 // `keepalive_time_ms` whatever flows, which at 10,000 agents is 1,000 pings (and 2,000 timers) a
 // second. A connection is dead when a ping is not answered within `answerWithinMs`: at most
@@ -15,8 +16,14 @@
 import type { Http2Session } from 'node:http2';
 
 export interface ConnectionWatchOptions {
-  /** Ping a connection silent for this long. */
+  /** Ping a connection silent for this long (plus `beatsLaterByMs`). */
   silentMs: number;
+  /**
+   * How much longer than the base interval agents go between heartbeats now (heartbeat-pace.ts:
+   * above the replica's cap). A connection is pinged that much later, so a healthy agent is still
+   * pinged at most once per beat, and a dead one is found within about one heartbeat interval.
+   */
+  beatsLaterByMs?: () => number;
   /** A ping not answered within this ends the connection. */
   answerWithinMs: number;
   /** How often connections are looked at (default 1 s, at most silentMs / 4). */
@@ -126,10 +133,11 @@ export class ConnectionWatch {
   #sweep(): void {
     const now = Date.now();
     const { silentMs, answerWithinMs, heartbeatIntervalMs } = this.#options;
+    const pingSilentMs = silentMs + (this.#options.beatsLaterByMs?.() ?? 0);
     for (const connection of this.#bySession.values()) {
       if (connection.pingSentMs > 0) {
         if (now - connection.pingSentMs >= answerWithinMs) this.#dead(connection);
-      } else if (now - connection.heardMs >= silentMs) this.#ping(connection, now);
+      } else if (now - connection.heardMs >= pingSilentMs) this.#ping(connection, now);
     }
     for (const connection of this.#sessionless) {
       if (now - connection.heardMs >= silentMs + heartbeatIntervalMs) {

@@ -63,7 +63,9 @@ export interface Gateway {
 // LIVENESS.silentMs (connection-watch.ts), not grpc-js's keepalive, which pings every connection on
 // a fixed timer. silentMs is below the 15 s heartbeat interval, so a healthy agent is still pinged
 // once per beat; pinging only past the interval found no measurable saving at 10,000 agents and
-// would find a dead one up to 23 s late (bench/README, nineteenth session). A
+// would find a dead one up to 23 s late (bench/README, nineteenth session). Above the replica's
+// heartbeat cap the agents beat less often (heartbeat-pace.ts), and the pings come that much
+// later: still one per beat, and a dead agent found within about one interval (at most 30 s). A
 // connection that carries no call at all is closed after CALL_LESS_IDLE_MS (nothing pings it);
 // grpc-js servers never penalise agent pings.
 // What one connection may cost is bounded too (agents are less trusted than the control plane):
@@ -103,12 +105,13 @@ export function createGateway(options: GatewayOptions): Gateway {
   const subscriptions: Subscription[] = [];
   const downloads = new DownloadSlots({ perMachine: DOWNLOADS_PER_MACHINE, total: DOWNLOADS_PER_GATEWAY });
   const pace = typeof options.heartbeat === 'number' ? fixedHeartbeatPace(options.heartbeat) : options.heartbeat;
+  const currentHeartbeatMs = (): number => heartbeatIntervalOf(pace, sessions.size);
   const connections = new ConnectionWatch({
     ...(options.liveness ?? LIVENESS),
     heartbeatIntervalMs: pace.maxMs,
+    beatsLaterByMs: () => currentHeartbeatMs() - pace.baseMs,
     onDead: (peer) => logger.warn({ peer }, 'agent connection ended: silent, and no answer to a ping'),
   });
-  const currentHeartbeatMs = (): number => heartbeatIntervalOf(pace, sessions.size);
   let server: { instance: grpc.Server; accepting: net.Server } | null = null;
   const identity = batchedCredentials(options.store);
 

@@ -5,8 +5,9 @@
 // of it TLS, HTTP/2 and protobuf (bench/README, nineteenth session), so at 10,000 agents the fixed
 // 15 s was 667 a second and most of an idle replica's CPU. The interval never passes `maxMs`, which
 // keeps several beats inside the "online" window and the "agent lost" timeout: past that fleet size
-// liveness wins over the cap. Dead connections are still found by the gateway's pings of silent
-// connections (connection-watch.ts), which do not depend on the heartbeat interval.
+// liveness wins over the cap. Dead connections are found by the gateway's pings of silent
+// connections (connection-watch.ts), sent as much later as the interval grew: one per beat, and a
+// dead agent found within about one interval (~15 s under the cap, at most 30 s above it).
 import { HEARTBEAT_WINDOW_MS } from '../domain/index.ts';
 
 /** The interval is told again only when it moved by at least this fraction (no churn near a bound). */

@@ -80,8 +80,10 @@ afterAll(async () => {
 });
 
 /** A machine whose agent connected through its own relay and said Hello. */
-async function agentThroughRelay(): Promise<{ machineId: string; stream: AgentStream; cut: () => void }> {
-  const link = await relay(gatewayPort);
+async function agentThroughRelay(
+  toPort = gatewayPort,
+): Promise<{ machineId: string; stream: AgentStream; cut: () => void }> {
+  const link = await relay(toPort);
   const client: AgentServiceClient = agentClient(link.port);
   cleanups.push(() => client.close(), link.close);
   const created = await t.admin.post('/api/machine', { workspaceId: t.mainWorkspaceId, name: `w-${Date.now()}` });
@@ -121,6 +123,34 @@ describe('connection liveness', () => {
     await new Promise((resolve) => setTimeout(resolve, (SILENT_MS + ANSWER_WITHIN_MS) * 5));
     expect(port.callsOf('disconnected', machineId)).toHaveLength(0);
     expect(gateway.connectedMachineIds()).toContain(machineId);
+  });
+
+  it('pings later when the agents beat less often than the base interval (above the heartbeat cap)', async () => {
+    // One agent at one heartbeat a second: told 1,000 ms, 900 ms more than the base, so a
+    // connection is pinged after 300 + 900 ms of silence (and found dead ~300 ms later), not 300.
+    const paced = createGateway({
+      store: t.deps.store,
+      clock: t.deps.clock,
+      bus,
+      agentPort: port,
+      logger: createLogger('silent'),
+      heartbeat: { baseMs: 100, maxMs: 5_000, perSecond: 1 },
+      liveness: { silentMs: SILENT_MS, answerWithinMs: ANSWER_WITHIN_MS },
+    });
+    cleanups.push(() => void paced.stop());
+    const { machineId, stream, cut } = await agentThroughRelay(await paced.start(0, '127.0.0.1'));
+    const [welcome] = await waitFor(() => (stream.of('welcome').length > 0 ? stream.of('welcome') : null));
+    expect(welcome?.heartbeatIntervalMs).toBe(1_000);
+    const heardAt = Date.now();
+    cut();
+    await waitFor(() => port.callsOf('disconnected', machineId).length > 0, {
+      timeoutMs: 10_000,
+      intervalMs: 20,
+      description: 'the cut connection ended',
+    });
+    const tookMs = Date.now() - heardAt;
+    expect(tookMs).toBeGreaterThanOrEqual(SILENT_MS + 900 + ANSWER_WITHIN_MS - 100);
+    expect(tookMs).toBeLessThan(5_000);
   });
 
   it('finds no session in what is not a grpc-js server call', () => {
