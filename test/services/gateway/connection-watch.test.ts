@@ -10,12 +10,20 @@ import net from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createBus, type Bus } from '../../../services/bus/index.ts';
 import { createLogger } from '../../../services/core/index.ts';
-import { createGateway, type Gateway } from '../../../services/gateway/index.ts';
+import type { Gateway } from '../../../services/gateway/index.ts';
 import { http2SessionOf } from '../../../services/gateway/connection-watch.ts';
 import type { AgentServiceClient } from '../../../proto/gen/gantry/agent/v1/AgentService.ts';
 import { testApp, type TestContext } from '../../helpers/app.ts';
 import { waitFor } from '../../helpers/wait-for.ts';
-import { agentClient, agentMetadata, FakeAgentPort, openStream, register, type AgentStream } from './harness.ts';
+import {
+  agentClient,
+  agentMetadata,
+  FakeAgentPort,
+  openStream,
+  register,
+  type AgentStream,
+  testGateway,
+} from './harness.ts';
 
 const SILENT_MS = 300;
 const ANSWER_WITHIN_MS = 300;
@@ -58,12 +66,7 @@ beforeAll(async () => {
   t = await testApp();
   const logger = createLogger('silent');
   bus = await createBus({ natsUrl: null, logger });
-  gateway = createGateway({
-    store: t.deps.store,
-    clock: t.deps.clock,
-    bus,
-    agentPort: port,
-    logger,
+  gateway = testGateway(t, bus, port, {
     heartbeat: 60_000,
     liveness: { silentMs: SILENT_MS, answerWithinMs: ANSWER_WITHIN_MS },
   });
@@ -100,20 +103,25 @@ async function agentThroughRelay(
   return { machineId: registered.machineId, stream, cut: link.cut };
 }
 
+/** Cuts the link, and answers how long until the machine's session was recorded ended. */
+async function msUntilEnded(machineId: string, cut: () => void): Promise<number> {
+  const cutAt = Date.now();
+  cut();
+  await waitFor(() => port.callsOf('disconnected', machineId).length > 0, {
+    timeoutMs: 10_000,
+    intervalMs: 20,
+    description: 'the cut connection ended',
+  });
+  return Date.now() - cutAt;
+}
+
 describe('connection liveness', () => {
   it('ends a connection that stops answering, within silence + sweep + answer time', async () => {
     const { machineId, cut } = await agentThroughRelay();
     // Silent for a while first: the pings of a healthy connection are answered.
     await new Promise((resolve) => setTimeout(resolve, SILENT_MS * 4));
     expect(port.callsOf('disconnected', machineId)).toHaveLength(0);
-    const cutAt = Date.now();
-    cut();
-    await waitFor(() => port.callsOf('disconnected', machineId).length > 0, {
-      timeoutMs: 10_000,
-      intervalMs: 20,
-      description: 'the cut connection ended',
-    });
-    const tookMs = Date.now() - cutAt;
+    const tookMs = await msUntilEnded(machineId, cut);
     // Silence (≤ 300 ms) + sweep (75 ms) + answer (300 ms), with room for a loaded machine.
     expect(tookMs).toBeLessThan(3_000);
   });
@@ -128,12 +136,7 @@ describe('connection liveness', () => {
   it('pings later when the agents beat less often than the base interval (above the heartbeat cap)', async () => {
     // One agent at one heartbeat a second: told 1,000 ms, 900 ms more than the base, so a
     // connection is pinged after 300 + 900 ms of silence (and found dead ~300 ms later), not 300.
-    const paced = createGateway({
-      store: t.deps.store,
-      clock: t.deps.clock,
-      bus,
-      agentPort: port,
-      logger: createLogger('silent'),
+    const paced = testGateway(t, bus, port, {
       heartbeat: { baseMs: 100, maxMs: 5_000, perSecond: 1 },
       liveness: { silentMs: SILENT_MS, answerWithinMs: ANSWER_WITHIN_MS },
     });
@@ -141,14 +144,7 @@ describe('connection liveness', () => {
     const { machineId, stream, cut } = await agentThroughRelay(await paced.start(0, '127.0.0.1'));
     const [welcome] = await waitFor(() => (stream.of('welcome').length > 0 ? stream.of('welcome') : null));
     expect(welcome?.heartbeatIntervalMs).toBe(1_000);
-    const heardAt = Date.now();
-    cut();
-    await waitFor(() => port.callsOf('disconnected', machineId).length > 0, {
-      timeoutMs: 10_000,
-      intervalMs: 20,
-      description: 'the cut connection ended',
-    });
-    const tookMs = Date.now() - heardAt;
+    const tookMs = await msUntilEnded(machineId, cut);
     expect(tookMs).toBeGreaterThanOrEqual(SILENT_MS + 900 + ANSWER_WITHIN_MS - 100);
     expect(tookMs).toBeLessThan(5_000);
   });

@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createBus, EventSubject, type Bus } from '../../../services/bus/index.ts';
 import { createLogger, hashSecret } from '../../../services/core/index.ts';
-import { createGateway, type Gateway } from '../../../services/gateway/index.ts';
+import type { Gateway } from '../../../services/gateway/index.ts';
 import { ACCEPT_BACKLOG } from '../../../services/gateway/gateway.ts';
 import type { AgentServiceClient } from '../../../proto/gen/gantry/agent/v1/AgentService.ts';
 import { testApp, type TestContext } from '../../helpers/app.ts';
@@ -18,6 +18,7 @@ import {
   register,
   task,
   type AgentStream,
+  testGateway,
 } from './harness.ts';
 
 let t: TestContext;
@@ -32,12 +33,7 @@ beforeAll(async () => {
   t = await testApp();
   const logger = createLogger('silent');
   bus = await createBus({ natsUrl: null, logger });
-  gateway = createGateway({
-    store: t.deps.store,
-    clock: t.deps.clock,
-    bus,
-    agentPort: port,
-    logger,
+  gateway = testGateway(t, bus, port, {
     heartbeat: 1234,
   });
   listeningPort = await gateway.start(0, '127.0.0.1');
@@ -111,12 +107,7 @@ describe('listening', () => {
 describe('upgrades at Hello', () => {
   it('sends UpgradeAgent for an upgrade asked while the agent was away, from what the connect answered, without a read of its own', async () => {
     // A gateway that ships agent 9.9.9 (the bytes are never sent here: UpgradeAgent names them).
-    const shipping = createGateway({
-      store: t.deps.store,
-      clock: t.deps.clock,
-      bus,
-      agentPort: port,
-      logger: createLogger('silent'),
+    const shipping = testGateway(t, bus, port, {
       heartbeat: 1234,
       agentBundle: {
         version: '9.9.9',
@@ -155,12 +146,7 @@ describe('upgrades at Hello', () => {
 describe('heartbeat pace', () => {
   it('tells each agent an interval that grows with the agents connected here, and tells it again at a heartbeat once that moved by 10 %', async () => {
     // 5 heartbeats a second at most: 1 agent → 200 ms (the base), 4 → 800 ms; at most 2 s.
-    const paced = createGateway({
-      store: t.deps.store,
-      clock: t.deps.clock,
-      bus,
-      agentPort: port,
-      logger: createLogger('silent'),
+    const paced = testGateway(t, bus, port, {
       heartbeat: { baseMs: 200, maxMs: 2_000, perSecond: 5 },
     });
     const pacedClient = agentClient(await paced.start(0, '127.0.0.1'));

@@ -12,7 +12,17 @@ import type {
   ResultReceipt,
   RunTaskPayload,
 } from '../../../services/engine/agent-port.ts';
-import { loadAgentProto, METADATA_AGENT_CREDENTIAL, METADATA_MACHINE_ID } from '../../../services/gateway/index.ts';
+import type { Bus } from '../../../services/bus/index.ts';
+import { createLogger } from '../../../services/core/index.ts';
+import {
+  createGateway,
+  loadAgentProto,
+  METADATA_AGENT_CREDENTIAL,
+  METADATA_MACHINE_ID,
+  type Gateway,
+  type GatewayOptions,
+} from '../../../services/gateway/index.ts';
+import type { TestContext } from '../../helpers/app.ts';
 import type { AgentServiceClient } from '../../../proto/gen/gantry/agent/v1/AgentService.ts';
 import type { AgentMessage } from '../../../proto/gen/gantry/agent/v1/AgentMessage.ts';
 import type { ServerMessage__Output } from '../../../proto/gen/gantry/agent/v1/ServerMessage.ts';
@@ -236,4 +246,21 @@ export async function codeOf(promise: Promise<unknown>): Promise<grpc.status | '
   } catch (error) {
     return (error as grpc.ServiceError).code;
   }
+}
+
+/** A gateway on the test app's store and clock, logging nothing, with the options a test sets. */
+export function testGateway(
+  t: TestContext,
+  bus: Bus,
+  agentPort: AgentPort,
+  options: Pick<GatewayOptions, 'heartbeat'> & Partial<GatewayOptions>,
+): Gateway {
+  return createGateway({
+    store: t.deps.store,
+    clock: t.deps.clock,
+    bus,
+    agentPort,
+    logger: createLogger('silent'),
+    ...options,
+  });
 }
