@@ -175,17 +175,20 @@ describe('heartbeat pace', () => {
       first!.send({ heartbeat: { sentUnixMs: Date.now() } });
       await waitFor(() => first!.of('heartbeatPace').length === 1, { description: 'HeartbeatPace to the first' });
       expect(first!.of('heartbeatPace')).toEqual([{ heartbeatIntervalMs: 800 }]);
-      // The last was told 800 in its Welcome: nothing to tell (the pace is decided as its beat is
-      // recorded, and would be on the wire before the first's next answer below).
+      // The last was told 800 in its Welcome: nothing to tell. A marker task sent on its call after
+      // its beat shows that a HeartbeatPace, sent at the beat, would have come first.
       last!.send({ heartbeat: { sentUnixMs: Date.now() } });
       await waitFor(() => port.callsOf('heartbeat', machineIds[3]!).length === 1, { description: "the last's beat" });
+      port.tasks.set(machineIds[3]!, [task('pace-marker')]);
+      await dispatched('deployment-pace', 'pace-marker', machineIds[3]!);
+      await waitFor(() => last!.of('runTask').length === 1, { description: 'the marker' });
+      expect(last!.received.map((m) => m.payload)).toEqual(['welcome', 'runTask']);
       // Once the others left, the first is told again at its next beat (800 → 200 ms).
       for (const stream of agents.slice(1)) stream.close();
       await waitFor(() => paced.connectedMachineIds().length === 1, { description: 'three agents gone' });
       first!.send({ heartbeat: { sentUnixMs: Date.now() } });
       await waitFor(() => first!.of('heartbeatPace').length === 2, { description: 'HeartbeatPace again' });
       expect(first!.of('heartbeatPace')[1]).toEqual({ heartbeatIntervalMs: 200 });
-      expect(last!.of('heartbeatPace')).toEqual([]);
       first!.close();
     } finally {
       pacedClient.close();
