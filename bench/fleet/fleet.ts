@@ -56,6 +56,8 @@ const SIMS = Number(option('--sims') ?? 2);
 const PROFILE_DIR = option('--profile');
 /** The replica's heartbeat cap (GANTRY_AGENT_HEARTBEATS_PER_SECOND); default: the server's own. */
 const HEARTBEATS_PER_SECOND = option('--heartbeats-per-second');
+/** The simulated agents' gRPC keepalive, ms (default: the agent's own, 30 s). */
+const AGENT_KEEPALIVE_MS = option('--agent-keepalive-ms');
 /**
  * How long a simulated agent's task takes, ms: `T` or `MIN-MAX` (uniform). Default 0: answered at
  * once, as issue #20 asks.
@@ -166,7 +168,10 @@ async function runSize(n: number): Promise<Row> {
     const agents = await seedSimulatedMachines(db, workspace.workspaceId, staging, n);
     const pid = plane.child.pid!;
     const stormBefore = { server: processCpu(pid).self, postgres: await backendCpu(db) };
-    const started = await startSims(plane, agents, SIMS, { taskMs: [TASK_MIN_MS, TASK_MAX_MS] });
+    const started = await startSims(plane, agents, SIMS, {
+      taskMs: [TASK_MIN_MS, TASK_MAX_MS],
+      channelOptions: AGENT_KEEPALIVE_MS ? { 'grpc.keepalive_time_ms': Number(AGENT_KEEPALIVE_MS) } : {},
+    });
     sims.push(...started.sims);
     const connectS = started.connectMs / 1000;
     // Per session welcomed: a simulated agent whose session ended in the storm connected again.
@@ -374,6 +379,7 @@ async function main(): Promise<void> {
   console.log(
     `\nbench/fleet: one replica, N simulated agents + ${REAL_AGENTS} real ones, window ${WINDOW}, idle ${IDLE_S} s, step \`${SCRIPT}\`` +
       (HEARTBEATS_PER_SECOND ? `, heartbeat cap ${HEARTBEATS_PER_SECOND}/s` : '') +
+      (AGENT_KEEPALIVE_MS ? `, the agents' keepalive every ${AGENT_KEEPALIVE_MS} ms` : '') +
       `${TASKS_TAKE_TIME ? `, each simulated task taking ${TASK_TIME}` : ''}\n`,
   );
   console.log(

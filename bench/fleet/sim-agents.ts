@@ -30,6 +30,8 @@ interface SimConfig {
   agents: Array<{ machineId: string; credential: string; name: string }>;
   /** How long each task takes before its result is sent, [min, max] ms uniformly (default: at once). */
   taskMs?: [number, number];
+  /** gRPC channel options on top of the agent's own. */
+  channelOptions?: Record<string, number>;
 }
 
 const config = JSON.parse(readFileSync(process.argv[2]!, 'utf8')) as SimConfig;
@@ -128,7 +130,7 @@ config.agents.forEach((agent, index) => {
     },
     handler,
     logger,
-    channelOptions: { 'grpc.use_local_subchannel_pool': 1 },
+    channelOptions: { ...config.channelOptions, 'grpc.use_local_subchannel_pool': 1 },
   });
   handler.link = connection;
   connections.push(connection);

@@ -77,10 +77,13 @@ export async function startSims(
   plane: ControlPlane,
   agents: SimAgent[],
   processes: number,
-  /** taskMs: how long each simulated task takes, [min, max] ms uniformly (default: answered at once). */
-  options: { timeoutMs?: number; taskMs?: [number, number] } = {},
+  /**
+   * taskMs: how long each simulated task takes, [min, max] ms uniformly (default: answered at once);
+   * channelOptions: gRPC channel options on top of the agent's own (an A/B of its keepalive).
+   */
+  options: { timeoutMs?: number; taskMs?: [number, number]; channelOptions?: Record<string, number> } = {},
 ): Promise<{ sims: Sim[]; connectMs: number }> {
-  const { timeoutMs = 300_000, taskMs = [0, 0] } = options;
+  const { timeoutMs = 300_000, taskMs = [0, 0], channelOptions = {} } = options;
   const folder = tempDir('gantry-bench-sims-');
   const caFile = path.join(plane.dataDir, AGENT_CA_FILE);
   const per = Math.ceil(agents.length / processes);
@@ -90,7 +93,13 @@ export async function startSims(
     const file = path.join(folder, `sim-${offset}.json`);
     writeFileSync(
       file,
-      JSON.stringify({ server: plane.grpcAddress, caFile, agents: agents.slice(offset, offset + per), taskMs }),
+      JSON.stringify({
+        server: plane.grpcAddress,
+        caFile,
+        agents: agents.slice(offset, offset + per),
+        taskMs,
+        channelOptions,
+      }),
     );
     const child = fork(path.join(here, 'sim-agents.ts'), [file], {
       execArgv: ['--max-old-space-size=4096', '--import', 'tsx'],
