@@ -14,7 +14,7 @@ import * as tar from 'tar';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createBus, EventSubject, type Bus } from '../../../services/bus/index.ts';
 import { createLogger, freePort } from '../../../services/core/index.ts';
-import { createGateway, type AgentBundle, type Gateway } from '../../../services/gateway/index.ts';
+import type { AgentBundle, Gateway } from '../../../services/gateway/index.ts';
 import { agentBundle } from '../../helpers/agent-bundle.ts';
 import { testApp, type TestContext } from '../../helpers/app.ts';
 import {
@@ -25,7 +25,7 @@ import {
   type SupervisedAgent,
 } from '../../helpers/supervised-agent.ts';
 import { waitFor } from '../../helpers/wait-for.ts';
-import { FakeAgentPort, task } from './harness.ts';
+import { FakeAgentPort, task, testGateway } from './harness.ts';
 
 let t: TestContext;
 let bus: Bus;
@@ -39,15 +39,7 @@ const port = new FakeAgentPort();
 
 async function serve(bundle: AgentBundle): Promise<void> {
   await gateway?.stop();
-  gateway = createGateway({
-    store: t.deps.store,
-    clock: t.deps.clock,
-    bus,
-    agentPort: port,
-    logger: createLogger('silent'),
-    heartbeat: 500,
-    agentBundle: bundle,
-  });
+  gateway = testGateway(t, bus, port, { heartbeat: 500, agentBundle: bundle });
   await gateway.start(gatewayPort, '127.0.0.1');
 }
 

@@ -4,10 +4,10 @@ import * as grpc from '@grpc/grpc-js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createBus, type Bus } from '../../../services/bus/index.ts';
 import { createLogger } from '../../../services/core/index.ts';
-import { createGateway, MAX_CHUNK_BYTES, type PackageSource } from '../../../services/gateway/index.ts';
+import { MAX_CHUNK_BYTES, type PackageSource } from '../../../services/gateway/index.ts';
 import type { AgentServiceClient } from '../../../proto/gen/gantry/agent/v1/AgentService.ts';
 import { testApp, type TestContext } from '../../helpers/app.ts';
-import { agentClient, agentMetadata, codeOf, FakeAgentPort, register } from './harness.ts';
+import { agentClient, agentMetadata, codeOf, FakeAgentPort, register, testGateway } from './harness.ts';
 
 let t: TestContext;
 let bus: Bus;
@@ -36,16 +36,7 @@ async function startGateway(
   packages: PackageSource | null,
   closers: Array<() => Promise<void>> = perTest,
 ): Promise<AgentServiceClient> {
-  const logger = createLogger('silent');
-  const gateway = createGateway({
-    store: t.deps.store,
-    clock: t.deps.clock,
-    bus,
-    agentPort: port,
-    packages,
-    logger,
-    heartbeat: 1000,
-  });
+  const gateway = testGateway(t, bus, port, { packages, heartbeat: 1000 });
   const created = agentClient(await gateway.start(0, '127.0.0.1'));
   closers.push(async () => {
     created.close();

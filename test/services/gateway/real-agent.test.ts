@@ -10,10 +10,10 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createBus, EventSubject, type Bus } from '../../../services/bus/index.ts';
 import { createLogger } from '../../../services/core/index.ts';
-import { createGateway, type Gateway } from '../../../services/gateway/index.ts';
+import type { Gateway } from '../../../services/gateway/index.ts';
 import { testApp, type TestContext } from '../../helpers/app.ts';
 import { waitFor } from '../../helpers/wait-for.ts';
-import { FakeAgentPort, task } from './harness.ts';
+import { FakeAgentPort, task, testGateway } from './harness.ts';
 
 const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
 
@@ -28,14 +28,7 @@ const port = new FakeAgentPort();
 beforeAll(async () => {
   t = await testApp();
   bus = await createBus({ natsUrl: null, logger: createLogger('silent') });
-  gateway = createGateway({
-    store: t.deps.store,
-    clock: t.deps.clock,
-    bus,
-    agentPort: port,
-    logger: createLogger('silent'),
-    heartbeat: 500,
-  });
+  gateway = testGateway(t, bus, port, { heartbeat: 500 });
   gatewayPort = await gateway.start(0, '127.0.0.1');
   home = await fs.mkdtemp(path.join(os.tmpdir(), 'gantry-agent-home-'));
 });
