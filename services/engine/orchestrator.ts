@@ -32,6 +32,7 @@ import type {
 import { checkGate, isAgentOnline } from '../domain/index.ts';
 import { toPlanInput } from './plan-input.ts';
 import { planDeployment, planTargets } from './planner.ts';
+import { fromStoredPlan, toStoredPlan } from './stored-plan.ts';
 import type { ProgressWriter } from './progress-writer.ts';
 import { IncrementalScheduler, nextActions } from './scheduler.ts';
 import { targetKey, type NextActions, type Plan, type Stage } from './plan-types.ts';
@@ -341,9 +342,8 @@ export class Orchestrator {
   }
 
   async #plan(deploymentId: string): Promise<Plan | null> {
-    return this.#plans.getOrLoad(
-      deploymentId,
-      async () => (await this.#deps.store.deployments.getPlan(deploymentId)) as Plan | null,
+    return this.#plans.getOrLoad(deploymentId, async () =>
+      fromStoredPlan(await this.#deps.store.deployments.getPlan(deploymentId)),
     );
   }
 
@@ -379,15 +379,19 @@ export class Orchestrator {
         now,
       ),
     );
-    const tasks = planTargets(plan).map((t) => ({
-      id: newId(),
-      deploymentId: deployment.id,
-      stageIndex: t.stageIndex,
-      stepId: t.stepId,
-      stepName: stepName(plan.stages[t.stageIndex], t.stepId),
-      machineId: t.machineId,
-      machineName: t.machineName,
-    }));
+    // Each target's task as it will be stored, made once: 10,000 of them live until the run ends,
+    // and every object kept is one the garbage collector copies before the first dispatch.
+    const tasks = planTargets(plan).map((t) =>
+      pendingTask({
+        id: newId(),
+        deploymentId: deployment.id,
+        stageIndex: t.stageIndex,
+        stepId: t.stepId,
+        stepName: stepName(plan.stages[t.stageIndex], t.stepId),
+        machineId: t.machineId,
+        machineName: t.machineName,
+      }),
+    );
     const lines: NewLogEntry[] = [
       validating,
       {
@@ -400,31 +404,34 @@ export class Orchestrator {
     // the first dispatch, the others right after it (10,000 rows take a few hundred ms to insert,
     // which the first window should not wait for). A replica that dies in between leaves tasks
     // missing; whoever reads the deployment's tasks next inserts them (#currentRun).
-    const pending = tasks.map(pendingTask);
     // Asked of the scheduler the run then keeps (nextActions walks every target several times:
     // ~70 ms of 10,000 before the first dispatch, and the run's own scheduler built again after it).
-    const built = { tasks: byTarget(pending), scheduler: new IncrementalScheduler(plan, statusesOf(pending)) };
+    const built = { tasks: byTarget(tasks), scheduler: new IncrementalScheduler(plan, statusesOf(tasks)) };
     const early = toDecisions(built.tasks, built.scheduler.next());
     const firstIds = new Set([...early.start, ...early.skip.map((s) => s.task)].map((t) => t.id));
     const first = tasks.filter((t) => firstIds.has(t.id));
     const rest = tasks.filter((t) => !firstIds.has(t.id));
+    const stored = toStoredPlan(plan);
     // Started at once when a slot is free: the first targets are claimed in the same transaction.
     const outcome = await store.transaction(async (tx) => {
-      // All new unless an earlier attempt of this validation stored tasks: then all are read.
-      const fresh = (await tx.deploymentTasks.insertMany(first)).length === first.length;
-      if (
-        !(await tx.deployments.tryStart(deployment, now, {
+      // Sent together (a pipelined connection: one round trip); neither needs the other's answer.
+      const [inserted, started] = await Promise.all([
+        tx.deploymentTasks.insertManyCounted(first),
+        tx.deployments.tryStart(deployment, now, {
           organizationId: organization.organizationId,
-          fromValidating: { plan },
-        }))
-      ) {
+          fromValidating: { plan: stored },
+        }),
+      ]);
+      // All new unless an earlier attempt of this validation stored tasks: then all are read.
+      const fresh = inserted === first.length;
+      if (!started) {
         await tx.deploymentTasks.insertManyCounted(rest);
-        await tx.deployments.update(deployment.id, { plan, status: 'AwaitingSlot' }, now);
+        await tx.deployments.update(deployment.id, { plan: stored, status: 'AwaitingSlot' }, now);
         await tx.deploymentLogs.append(deployment.id, lines, now);
         return { running: false as const, written: NOTHING_WRITTEN, later: [] };
       }
       lines.push(deployingLine(deployment));
-      let current = pending;
+      let current = tasks;
       let decisions = early;
       if (!fresh) {
         await tx.deploymentTasks.insertManyCounted(rest);
@@ -445,7 +452,7 @@ export class Orchestrator {
       { ...deployment, status: 'Running', startedUtc: now },
       plan,
       outcome.current,
-      outcome.current === pending ? built : undefined,
+      outcome.current === tasks ? built : undefined,
     );
     if (run) this.#applyWritten(deployment.id, run, outcome.decisions, outcome.written);
     if (run && this.#runs.get(deployment.id) === run) {
@@ -959,8 +966,12 @@ function pendingTask(
 }
 
 const byTarget = (tasks: DeploymentTask[]) => new Map(tasks.map((t) => [targetKey(t.stepId, t.machineId ?? ''), t]));
-const statusesOf = (tasks: DeploymentTask[]) =>
-  new Map<string, TaskStatus>(tasks.map((t) => [targetKey(t.stepId, t.machineId ?? ''), t.status]));
+/** The schedulers' statuses: Pending is what a missing key reads, so only the others are kept. */
+const statusesOf = (tasks: DeploymentTask[]) => {
+  const statuses = new Map<string, TaskStatus>();
+  for (const t of tasks) if (t.status !== 'Pending') statuses.set(targetKey(t.stepId, t.machineId ?? ''), t.status);
+  return statuses;
+};
 
 /** The scheduler's answer for these tasks, as the tasks to start and to skip. */
 function decide(plan: Plan, tasks: DeploymentTask[]): Decisions {

@@ -329,6 +329,11 @@ class StepCursor implements StageCursor {
     this.#index = index;
     this.#stage = stage;
     this.#positions = new Map(stage.targets.map((t, i) => [t.machineId, i]));
+    // Nothing but Pending (a deployment being validated): no key to build per target.
+    if (statuses.size === 0) {
+      this.#unfinished = stage.targets.length;
+      return;
+    }
     for (const t of stage.targets) {
       const status = statuses.get(targetKey(stage.stepId, t.machineId)) ?? TaskStatus.Pending;
       if (status === TaskStatus.Running) this.#running++;
@@ -392,9 +397,13 @@ class RollingCursor implements StageCursor {
     this.#index = index;
     this.#stage = stage;
     this.#positions = new Map(stage.machines.map((m, i) => [m.machineId, i]));
-    this.#status = stage.machines.map((m) =>
-      m.stepIds.map((s) => statuses.get(targetKey(s, m.machineId)) ?? TaskStatus.Pending),
-    );
+    // Nothing stored yet (a deployment being validated): every target is Pending, and 10,000 keys
+    // built only to miss would be most of the cursor's cost.
+    const read =
+      statuses.size === 0
+        ? () => TaskStatus.Pending
+        : (s: string, machineId: string) => statuses.get(targetKey(s, machineId)) ?? TaskStatus.Pending;
+    this.#status = stage.machines.map((m) => m.stepIds.map((s) => read(s, m.machineId)));
     this.#width = 1 + this.#status.reduce((widest, members) => Math.max(widest, members.length), 0);
     this.#started = stage.machines.map(() => false);
     this.#failed = stage.machines.map(() => false);

@@ -3,7 +3,7 @@
  * deployment; any replica may take over once a lease expires.
  */
 import { ACTIVE_STATUSES, type DeploymentStatus, type Page, type Paged } from '../core/index.ts';
-import type { Db } from './db.ts';
+import { sendWithoutWaiting, type Db } from './db.ts';
 import { pageOf } from './paging.ts';
 import { taskFromJson, type DeploymentTask } from './deployment-tasks.ts';
 import { freezeFromJson, type DeploymentFreeze } from './deployment-freezes.ts';
@@ -686,9 +686,13 @@ export function deploymentsStore(db: Db) {
           ? { organization_id: organizationId }
           : await trx('workspaces').where({ id: deployment.workspaceId }).first('organization_id');
         if (!org) return false;
-        await trx.raw('select pg_advisory_xact_lock(hashtext(?))', [`gantry.start.${org.organization_id}`]);
-        // The slot checks are the update's own conditions: one round trip under the lock.
-        const count = await trx('deployments')
+        // Sent with the update behind it (a pipelined connection: one round trip for both). The
+        // update runs once the lock is held; if taking it fails, so does the update.
+        const { answered: locked } = await sendWithoutWaiting(
+          trx.raw('select pg_advisory_xact_lock(hashtext(?))', [`gantry.start.${org.organization_id}`]),
+        );
+        // The slot checks are the update's own conditions.
+        const updated = trx('deployments')
           .where({ id: deployment.id, status: fromValidating ? 'Validating' : 'AwaitingSlot' })
           .whereNotExists(
             trx('deployments')
@@ -708,6 +712,7 @@ export function deploymentsStore(db: Db) {
             change_tick: trx.raw(NEXT_CHANGE),
             ...(fromValidating ? { plan: JSON.stringify(fromValidating.plan) } : {}),
           });
+        const [, count] = await Promise.all([locked, updated]);
         return count > 0;
       };
       // Inside the caller's transaction the lock lasts until it commits, with the caller's writes.
