@@ -7,21 +7,10 @@ import { describe, expect, it } from 'vitest';
 import { IncrementalScheduler, nextActions } from '../../../services/engine/scheduler.ts';
 import { targetKey, type Plan, type PlanStepInput } from '../../../services/engine/plan-types.ts';
 import { TaskStatus } from '../../../services/core/index.ts';
-import { group, machine, plan, step } from './plan-fixtures.ts';
-
-/** mulberry32: tiny deterministic PRNG so a failing seed can be replayed. */
-function random(seed: number): () => number {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { group, machine, plan, seededRandom, step } from './plan-fixtures.ts';
 
 function scenario(seed: number): { p: Plan; rnd: () => number } {
-  const rnd = random(seed);
+  const rnd = seededRandom(seed);
   const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)] as T;
   const tags = ['t1', 't2', 't3'];
   const machines = Array.from({ length: 1 + Math.floor(rnd() * 12) }, (_, i) =>

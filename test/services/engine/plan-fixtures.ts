@@ -11,6 +11,17 @@ export { group, input, machine, plan, step } from '../../helpers/plan-input.ts';
 
 export type Verdict = 'Succeeded' | 'Failed' | 'Cancelled';
 
+/** mulberry32: a tiny deterministic PRNG, so a random scenario's failing seed can be replayed. */
+export function seededRandom(seed: number): () => number {
+  let a = seed;
+  return () => {
+    a = (a + 0x6d2b79f5) | 0;
+    let t = Math.imul(a ^ (a >>> 15), 1 | a);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
 export interface SimulationEvent {
   tick: number;
   kind: 'start' | 'end' | 'skip';

@@ -4,21 +4,19 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { PlanRollingGroupInput, RollingStage } from '../../../services/engine/plan-types.ts';
-import { group, machine, machineStartOrder, plan, simulate, step, type Verdict } from './plan-fixtures.ts';
-
-/** mulberry32: tiny deterministic PRNG so a failing seed can be replayed. */
-function random(seed: number): () => number {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import {
+  group,
+  machine,
+  machineStartOrder,
+  plan,
+  seededRandom,
+  simulate,
+  step,
+  type Verdict,
+} from './plan-fixtures.ts';
 
 function scenario(seed: number) {
-  const rnd = random(seed);
+  const rnd = seededRandom(seed);
   const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)] as T;
   const tags = ['t1', 't2', 't3'];
   const machines = Array.from({ length: 1 + Math.floor(rnd() * 9) }, (_, i) =>

@@ -5,25 +5,14 @@
 import { describe, expect, it } from 'vitest';
 import type { Plan, PlanStepInput, RollingStage } from '../../../services/engine/plan-types.ts';
 import { fromStoredPlan, toStoredPlan } from '../../../services/engine/stored-plan.ts';
-import { group, machine, plan, step } from './plan-fixtures.ts';
+import { group, machine, plan, seededRandom, step } from './plan-fixtures.ts';
 
 /** As deployments.plan holds it: JSON text, parsed by node-postgres. */
 const throughColumn = (value: unknown): unknown => JSON.parse(JSON.stringify(value));
 
-/** mulberry32: a failing seed can be replayed. */
-function random(seed: number): () => number {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 /** Plain steps and a rolling group, with tags, filters, offline machines and skipped members. */
 function randomPlan(seed: number): Plan {
-  const rnd = random(seed);
+  const rnd = seededRandom(seed);
   const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)] as T;
   const tags = ['t1', 't2', 't3'];
   const filters = (): Partial<PlanStepInput> => ({
