@@ -7,6 +7,7 @@
  * happens once), so two replicas, a redelivered message or a crash in the middle never start a
  * step twice. Agents are woken through the bus; they pull their tasks from the database.
  */
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import {
   BoundedCache,
   isFinalStatus,
@@ -749,7 +750,8 @@ export class Orchestrator {
     // Two turns of the event loop before what follows (the run's state for 10,000 tasks, the next
     // tasks' insert): in the first the gateway's handler here sends the RunTasks, in the second
     // HTTP/2 writes them to the agents' sockets. At 10,000 the handler waited 7-33 ms for that work.
-    for (let turn = 0; turn < 2; turn++) await new Promise<void>((resolve) => setImmediate(resolve));
+    await nextTurn();
+    await nextTurn();
   }
 
   /** Fails running tasks whose agent has been silent too long; true when any was failed. */
