@@ -92,8 +92,12 @@ const stepParentEntry = (deploymentId: string, task: Pick<DeploymentTask, 'stepI
   stepId: task.stepId,
 });
 
-/** Tasks named per tasks.dispatched event: ~80 bytes each, so a message stays under 100 KiB. */
-const DISPATCH_EVENT_CHUNK = 1_000;
+/**
+ * Tasks named per tasks.dispatched event (~80 bytes each): the agents of one slice get their
+ * RunTasks while the next slice's are built, so a wide window's first task does not wait for its
+ * last (at 10,000 machines, window 500: first RunTask median 231 against 266 ms in one event).
+ */
+const DISPATCH_SLICE = 100;
 
 /** Plans are immutable once stored; this many stay in memory so each wake-up does not re-read one. */
 const PLAN_CACHE_SIZE = 1_000;
@@ -735,23 +739,24 @@ export class Orchestrator {
     return offline > 0 || (written.skipped > 0 && written.started.length === 0);
   }
 
-  /** One event per window (chunked to stay far below NATS's 1 MiB payload limit). */
+  /** One event per slice of the tasks, each given its turns before the next (DISPATCH_SLICE). */
   async #announceDispatched(deploymentId: string, tasks: Array<{ taskId: string; machineId: string }>): Promise<void> {
     if (tasks.length === 0) return;
     this.#deps.metrics.tasksDispatched(tasks.length);
-    for (let at = 0; at < tasks.length; at += DISPATCH_EVENT_CHUNK) {
+    for (let at = 0; at < tasks.length; at += DISPATCH_SLICE) {
       await this.#deps.bus.publishEvent(EventSubject.tasksDispatched(deploymentId), {
         v: 1,
         type: 'tasks.dispatched',
         deploymentId,
-        tasks: tasks.slice(at, at + DISPATCH_EVENT_CHUNK),
+        tasks: tasks.slice(at, at + DISPATCH_SLICE),
       });
+      // Two turns of the event loop before the next slice, and before what follows the last (the
+      // run's state for 10,000 tasks, the next tasks' insert): in the first the gateway's handler
+      // here sends the slice's RunTasks, in the second HTTP/2 writes them to the agents' sockets.
+      // At 10,000 the handler waited 7-33 ms for that work.
+      await nextTurn();
+      await nextTurn();
     }
-    // Two turns of the event loop before what follows (the run's state for 10,000 tasks, the next
-    // tasks' insert): in the first the gateway's handler here sends the RunTasks, in the second
-    // HTTP/2 writes them to the agents' sockets. At 10,000 the handler waited 7-33 ms for that work.
-    await nextTurn();
-    await nextTurn();
   }
 
   /** Fails running tasks whose agent has been silent too long; true when any was failed. */

@@ -14,6 +14,7 @@ import { waitFor } from '../../helpers/wait-for.ts';
 import {
   deployment,
   environmentId,
+  fleetOf,
   onlineMachine as onlineMachineFixture,
   release,
   rollingGroup,
@@ -478,6 +479,51 @@ describe('engine', () => {
     fleet([a, b], () => ({ outcome: 'SUCCEEDED' }));
     expect((await finalStatus(id)).status).toBe('Completed');
   });
+  it('announces a wide start in slices of at most 100 tasks, in the order they start, each task once', async () => {
+    const machineIds = await fleetOf(t, 250, staging);
+    await t
+      .db('machines')
+      .whereIn('id', machineIds)
+      .update({ agent_credential_hash: t.db.raw("'cred-' || id"), last_seen_at: new Date() });
+    cleanups.push(async () => void (await t.db('machine_environments').whereIn('machine_id', machineIds).delete()));
+    const { organization_id: organizationId } = await t
+      .db('workspaces')
+      .where({ id: t.mainWorkspaceId })
+      .first('organization_id');
+    const { max_parallel_machines: cap } = await t
+      .db('organizations')
+      .where({ id: organizationId })
+      .first('max_parallel_machines');
+    await t.db('organizations').where({ id: organizationId }).update({ max_parallel_machines: 250 });
+    cleanups.push(
+      async () =>
+        void (await t.db('organizations').where({ id: organizationId }).update({ max_parallel_machines: cap })),
+    );
+    const events: TasksDispatchedEvent[] = [];
+    const subscription = await bus.subscribeEvents(EventSubject.allTasksDispatched, (message) => {
+      if (message.type === 'tasks.dispatched') events.push(message);
+    });
+    const id = await deployment(t, await release(t, { steps: [step('Wide')] }), staging);
+    await engine.wake([id]);
+    const announced = () => events.filter((event) => event.deploymentId === id).flatMap((event) => event.tasks);
+    await waitFor(() => announced().length >= 250, { timeoutMs: 20_000, description: '250 tasks announced' });
+    await subscription.close();
+    expect(events.filter((event) => event.deploymentId === id).map((event) => event.tasks.length)).toEqual([
+      100, 100, 50,
+    ]);
+    expect(new Set(announced().map((task) => task.taskId)).size).toBe(250);
+    expect(
+      announced()
+        .map((task) => task.machineId)
+        .sort(),
+    ).toEqual([...machineIds].sort());
+    // In the order they start: by machine name (m-1, m-10, m-100, …), as the plan orders a step's targets.
+    const nameOf = new Map(machineIds.map((machineId, i) => [machineId, `m-${i + 1}`]));
+    const names = announced().map((task) => nameOf.get(task.machineId)!);
+    expect(names).toEqual([...names].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)));
+    fleet(machineIds, () => ({ outcome: 'SUCCEEDED' }));
+    expect((await finalStatus(id, 30_000)).status).toBe('Completed');
+  }, 60_000);
   it('records agents connecting together, and reads their tasks, in one statement per batch, each answered for its own machine', async () => {
     const names = ['sync-a', 'sync-b', 'sync-c'];
     const machines = await Promise.all(names.map((name) => onlineMachine(t, name, staging)));
