@@ -32,11 +32,11 @@ import type {
 } from '../store/index.ts';
 import { checkGate, isAgentOnline } from '../domain/index.ts';
 import { toPlanInput } from './plan-input.ts';
-import { planDeployment, planTargets } from './planner.ts';
+import { planDeployment, planTargets, targetCount } from './planner.ts';
 import { fromStoredPlan, toStoredPlan } from './stored-plan.ts';
 import type { ProgressWriter } from './progress-writer.ts';
 import { IncrementalScheduler, nextActions } from './scheduler.ts';
-import { targetKey, type NextActions, type Plan, type Stage } from './plan-types.ts';
+import { targetKey, type NextActions, type Plan, type Stage, type StartAction } from './plan-types.ts';
 
 export interface OrchestratorTiming {
   /** How long one replica may hold a deployment before another may take it over. */
@@ -98,6 +98,9 @@ const stepParentEntry = (deploymentId: string, task: Pick<DeploymentTask, 'stepI
  * last (at 10,000 machines, window 500: first RunTask median 231 against 266 ms in one event).
  */
 const DISPATCH_SLICE = 100;
+
+/** Targets whose tasks are made per turn of the event loop after the first dispatch (PlannedTasks.all). */
+const ALL_TASKS_SLICE = 1_000;
 
 /** Plans are immutable once stored; this many stay in memory so each wake-up does not re-read one. */
 const PLAN_CACHE_SIZE = 1_000;
@@ -384,38 +387,26 @@ export class Orchestrator {
         now,
       ),
     );
-    // Each target's task as it will be stored, made once: 10,000 of them live until the run ends,
-    // and every object kept is one the garbage collector copies before the first dispatch.
-    const tasks = planTargets(plan).map((t) =>
-      pendingTask({
-        id: newId(),
-        deploymentId: deployment.id,
-        stageIndex: t.stageIndex,
-        stepId: t.stepId,
-        stepName: stepName(plan.stages[t.stageIndex], t.stepId),
-        machineId: t.machineId,
-        machineName: t.machineName,
-      }),
-    );
     const lines: NewLogEntry[] = [
       validating,
       {
         level: 'Information',
-        data: `Planned ${tasks.length} step × machine target(s) on ${machines.length} machine(s) in '${deployment.environmentName}'`,
+        data: `Planned ${targetCount(plan)} step × machine target(s) on ${machines.length} machine(s) in '${deployment.environmentName}'`,
       },
     ];
     for (const stage of plan.stages) lines.push(...skipLines(deployment.id, stage));
-    // What starts first is decided before anything is stored: only those tasks are inserted before
-    // the first dispatch, the others right after it (10,000 rows take a few hundred ms to insert,
-    // which the first window should not wait for). A replica that dies in between leaves tasks
-    // missing; whoever reads the deployment's tasks next inserts them (#currentRun).
-    // Asked of the scheduler the run then keeps (nextActions walks every target several times:
-    // ~70 ms of 10,000 before the first dispatch, and the run's own scheduler built again after it).
-    const built = { tasks: byTarget(tasks), scheduler: new IncrementalScheduler(plan, statusesOf(tasks)) };
-    const early = toDecisions(built.tasks, built.scheduler.next());
-    const firstIds = new Set([...early.start, ...early.skip.map((s) => s.task)].map((t) => t.id));
-    const first = tasks.filter((t) => firstIds.has(t.id));
-    const rest = tasks.filter((t) => !firstIds.has(t.id));
+    // What starts first is decided before anything is stored: only those tasks are made and
+    // inserted before the first dispatch, the others right after it (10,000 rows take a few hundred
+    // ms to insert, and making 10,000 task objects with their keys, most of it the garbage
+    // collector copying them, was ~35 of the ~80 ms of CPU before the first dispatch). A replica
+    // that dies in between leaves tasks missing; whoever reads the deployment's tasks next inserts
+    // them (#currentRun). Asked of the scheduler the run then keeps (nextActions walks every target
+    // several times: ~70 ms of 10,000 before the first dispatch, and the run's own scheduler built
+    // again after it).
+    const planned = new PlannedTasks(deployment.id, plan, machines);
+    const scheduler = new IncrementalScheduler(plan, new Map());
+    const early = toDecisions((action) => planned.first(action), scheduler.next());
+    const first = planned.made();
     const stored = toStoredPlan(plan);
     // Started at once when a slot is free: the first targets are claimed in the same transaction.
     const outcome = await store.transaction(async (tx) => {
@@ -430,21 +421,22 @@ export class Orchestrator {
       // All new unless an earlier attempt of this validation stored tasks: then all are read.
       const fresh = inserted === first.length;
       if (!started) {
-        await tx.deploymentTasks.insertManyCounted(rest);
+        await tx.deploymentTasks.insertManyCounted((await planned.all()).rest);
         await tx.deployments.update(deployment.id, { plan: stored, status: 'AwaitingSlot' }, now);
         await tx.deploymentLogs.append(deployment.id, lines, now);
-        return { running: false as const, written: NOTHING_WRITTEN, later: [] };
+        return { running: false as const, written: NOTHING_WRITTEN };
       }
       lines.push(deployingLine(deployment));
-      let current = tasks;
+      // Null: the tasks are the ones made here, completed after the first dispatch.
+      let current: DeploymentTask[] | null = null;
       let decisions = early;
       if (!fresh) {
-        await tx.deploymentTasks.insertManyCounted(rest);
+        await tx.deploymentTasks.insertManyCounted((await planned.all()).rest);
         current = await tx.deploymentTasks.listForDeployment(deployment.id);
         decisions = decide(plan, current);
       }
       const written = await this.#writeDecisions(tx, deployment.id, decisions, lines, now);
-      return { running: true as const, written, current, decisions, later: fresh ? rest : [] };
+      return { running: true as const, written, current, decisions };
     });
     this.#plans.remember(deployment.id, plan);
     const { running, written } = outcome;
@@ -453,18 +445,20 @@ export class Orchestrator {
     if (!outcome.running) return { ...deployment, status: 'AwaitingSlot' };
     const again = await this.#afterDecisions(deployment, written, now);
     // After the first dispatch: what follows is O(N) and only the next refill needs it.
+    const made = outcome.current ? null : await planned.all();
     const run = this.#newRun(
       { ...deployment, status: 'Running', startedUtc: now },
       plan,
-      outcome.current,
-      outcome.current === tasks ? built : undefined,
+      outcome.current ?? made!.all,
+      made ? { tasks: made.byKey, scheduler } : undefined,
     );
+    const later = made?.rest ?? [];
     if (run) this.#applyWritten(deployment.id, run, outcome.decisions, outcome.written);
     if (run && this.#runs.get(deployment.id) === run) {
       // STORE_AHEAD of the rest now; later advances keep that lead (#storeAhead).
-      for (const task of outcome.later) run.unstored.set(task.id, task);
+      for (const task of later) run.unstored.set(task.id, task);
       await this.#storeAhead(deployment.id, run, this.#deps.storeAhead ?? STORE_AHEAD);
-    } else await store.deploymentTasks.insertManyCounted(outcome.later);
+    } else await store.deploymentTasks.insertManyCounted(later);
     // Nothing started (no targets at all) or the statuses already moved on: evaluate again now.
     return again || written.started.length === 0 ? { ...deployment, status: 'Running', startedUtc: now } : null;
   }
@@ -987,23 +981,101 @@ const statusesOf = (tasks: DeploymentTask[]) => {
 
 /** The scheduler's answer for these tasks, as the tasks to start and to skip. */
 function decide(plan: Plan, tasks: DeploymentTask[]): Decisions {
-  return toDecisions(byTarget(tasks), nextActions(plan, statusesOf(tasks)));
+  return toDecisions(inMap(byTarget(tasks)), nextActions(plan, statusesOf(tasks)));
 }
 
 /** The same from what a run knows: costs the window, not the deployment's size. */
 function decideFor(run: RunState): Decisions {
-  return toDecisions(run.tasks, run.scheduler.next());
+  return toDecisions(inMap(run.tasks), run.scheduler.next());
 }
 
-function toDecisions(byKey: ReadonlyMap<string, DeploymentTask>, actions: NextActions): Decisions {
+/** A target's task, by the scheduler's action on it (undefined: no such task). */
+type TaskOf = (action: StartAction) => DeploymentTask | undefined;
+
+const inMap =
+  (byKey: ReadonlyMap<string, DeploymentTask>): TaskOf =>
+  (action) =>
+    byKey.get(targetKey(action.stepId, action.machineId));
+
+function toDecisions(taskOf: TaskOf, actions: NextActions): Decisions {
   return {
-    start: actions.start.flatMap((start) => byKey.get(targetKey(start.stepId, start.machineId)) ?? []),
+    start: actions.start.flatMap((start) => taskOf(start) ?? []),
     skip: actions.skip.flatMap((skip) => {
-      const task = byKey.get(targetKey(skip.stepId, skip.machineId));
+      const task = taskOf(skip);
       return task ? [{ task, message: skip.message }] : [];
     }),
     outcome: actions.deploymentOutcome,
   };
+}
+
+/**
+ * A plan's tasks as they will be stored, each made once: those of the first decisions before the
+ * first dispatch (first), every other target's after it (all).
+ */
+class PlannedTasks {
+  readonly #deploymentId: string;
+  readonly #plan: Plan;
+  readonly #machineNames: Map<string, string>;
+  readonly #first = new Map<string, DeploymentTask>();
+
+  constructor(deploymentId: string, plan: Plan, machines: readonly TargetMachine[]) {
+    this.#deploymentId = deploymentId;
+    this.#plan = plan;
+    // The plan names a machine as it was read (plan-input.ts).
+    this.#machineNames = new Map(machines.map((m) => [m.machineId, m.name]));
+  }
+
+  /** The task of the target this action names, made on first use. */
+  first(action: StartAction): DeploymentTask | undefined {
+    const key = targetKey(action.stepId, action.machineId);
+    let task = this.#first.get(key);
+    const machineName = this.#machineNames.get(action.machineId);
+    if (!task && machineName !== undefined) {
+      task = this.#task(action.stageIndex, action.stepId, action.machineId, machineName);
+      this.#first.set(key, task);
+    }
+    return task;
+  }
+
+  /** The tasks first() made, in the order it made them. */
+  made(): DeploymentTask[] {
+    return [...this.#first.values()];
+  }
+
+  /**
+   * Every target's task in plan order (first()'s among them) and by target, and those first() did
+   * not make. A turn of the event loop every ALL_TASKS_SLICE targets: made after the first dispatch,
+   * 10,000 take tens of ms, and the first agents' results should not wait for all of them at once.
+   */
+  async all(): Promise<{ all: DeploymentTask[]; byKey: Map<string, DeploymentTask>; rest: DeploymentTask[] }> {
+    const all: DeploymentTask[] = [];
+    const byKey = new Map<string, DeploymentTask>();
+    const rest: DeploymentTask[] = [];
+    for (const t of planTargets(this.#plan)) {
+      const key = targetKey(t.stepId, t.machineId);
+      let task = this.#first.get(key);
+      if (!task) {
+        task = this.#task(t.stageIndex, t.stepId, t.machineId, t.machineName);
+        rest.push(task);
+      }
+      all.push(task);
+      byKey.set(key, task);
+      if (all.length % ALL_TASKS_SLICE === 0) await nextTurn();
+    }
+    return { all, byKey, rest };
+  }
+
+  #task(stageIndex: number, stepId: string, machineId: string, machineName: string): DeploymentTask {
+    return pendingTask({
+      id: newId(),
+      deploymentId: this.#deploymentId,
+      stageIndex,
+      stepId,
+      stepName: stepName(this.#plan.stages[stageIndex], stepId),
+      machineId,
+      machineName,
+    });
+  }
 }
 
 /** The tasks as they are once started at `now` (what a record statement's starts wrote). */

@@ -202,6 +202,18 @@ export function planDeployment(input: PlanInput): Plan {
   return { environmentId: input.request.environmentId, stages };
 }
 
+/** How many targets planTargets lists, counted without making them (its log line, before the first dispatch). */
+export function targetCount(plan: Plan): number {
+  let count = 0;
+  for (const stage of plan.stages) {
+    if (stage.kind === 'Step') count += stage.targets.length;
+    else
+      for (const member of stage.members)
+        for (const m of stage.machines) if (m.stepIds.includes(member.stepId)) count++;
+  }
+  return count;
+}
+
 /** Every (step, machine) target of the plan, in stage order: what the orchestrator stores as Pending. */
 export function planTargets(
   plan: Plan,

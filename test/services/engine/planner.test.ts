@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { planDeployment, planTargets } from '../../../services/engine/planner.ts';
+import { planDeployment, planTargets, targetCount } from '../../../services/engine/planner.ts';
 import type { PlanStepInput, RollingStage, Stage, StepStage } from '../../../services/engine/plan-types.ts';
 import { group, input, machine, plan, step } from './plan-fixtures.ts';
 
@@ -266,6 +266,7 @@ describe('planDeployment: stages', () => {
       '1:b@web1',
       '1:c@db1',
     ]);
+    expect(targetCount(p)).toBe(6);
   });
 });
 

@@ -5,7 +5,7 @@
  * Engines here are not started: the test drives each advance itself, in the order it wants.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLogger } from '../../../services/core/index.ts';
+import { createLogger, newId } from '../../../services/core/index.ts';
 import { InProcessBus } from '../../../services/bus/index.ts';
 import { createEngine, type Engine } from '../../../services/engine/engine.ts';
 import { testApp, type TestContext } from '../../helpers/app.ts';
@@ -121,6 +121,49 @@ describe('task statuses kept between advances', () => {
     await b.orchestrator.advance(id);
     await succeed(b, (await tasks(id))[2]!.id);
     await b.orchestrator.advance(id);
+    expect((await t.db('deployments').where({ id }).first('status')).status).toBe('Completed');
+  });
+
+  it('starts from the tasks an earlier attempt of the validation stored, making no second task of a target', async () => {
+    const staging = await environmentId(t, 'Staging');
+    await t.db('machine_environments').where({ environment_id: staging }).delete(); // the tests before's machines
+    const [first] = await Promise.all(['again-a', 'again-b', 'again-c'].map((name) => onlineMachine(t, name, staging)));
+    const target = await release(t, {
+      steps: [step('Only', { rollingGroupId: 'g' })],
+      rollingGroups: [rollingGroup('g', ['step-Only'])],
+    });
+    const id = await deployment(t, target, staging);
+    // Stored by an attempt that went no further: the first target's task.
+    const earlier = newId();
+    await t.deps.store.deploymentTasks.insertManyCounted([
+      {
+        id: earlier,
+        deploymentId: id,
+        stageIndex: 0,
+        stepId: 'step-Only',
+        stepName: 'Only',
+        machineId: first!,
+        machineName: 'again-a',
+      },
+    ]);
+    await a.orchestrator.advance(id);
+    let now = await tasks(id);
+    expect(now.map((task) => `${task.machine_name}:${task.status}`)).toEqual([
+      'again-a:Running',
+      'again-b:Pending',
+      'again-c:Pending',
+    ]);
+    expect(now[0]!.id).toBe(earlier);
+    for (const at of [0, 1, 2]) {
+      await succeed(a, now[at]!.id);
+      await a.orchestrator.advance(id);
+      now = await tasks(id);
+    }
+    expect(now.map((task) => `${task.machine_name}:${task.status}`)).toEqual([
+      'again-a:Succeeded',
+      'again-b:Succeeded',
+      'again-c:Succeeded',
+    ]);
     expect((await t.db('deployments').where({ id }).first('status')).status).toBe('Completed');
   });
 
