@@ -161,9 +161,15 @@ export interface TaskStarts {
   lines: ReadonlyArray<{ entry: NewLogEntry; when: readonly string[] }>;
 }
 
+/** An entry a record stored, as it answers it: its ID and tick (what was written is the caller's). */
+export interface StoredEntry {
+  id: string;
+  tick: bigint;
+}
+
 export interface RecordResult {
-  /** The entries actually stored (an entry whose id was stored before is not). */
-  stored: LogEntry[];
+  /** The entries actually stored (an entry whose id was stored before is not), in tick order. */
+  stored: StoredEntry[];
   /** Tasks that moved from Running to their final status in this statement. */
   finished: Set<string>;
   /** Tasks whose chunks were stored. */
@@ -325,7 +331,7 @@ WITH started AS (
   INSERT INTO deployment_logs (id, deployment_id, tick, created_at, level, data, exception_data, step_id, parent_log_id, task_id)
   SELECT id, ?, tick, to_timestamp((tick - 621355968000000000) / 10000000.0), level, data, exception_data, step_id, parent_log_id, task_id FROM fresh
   ON CONFLICT (id) DO NOTHING
-  RETURNING *
+  RETURNING id, tick, level
 ), chunks AS (
   INSERT INTO deployment_log_chunks (deployment_id, first_tick, last_tick, task_id, step_id, parent_log_id, first_seq,
     line_count, byte_count, levels, tick_steps, data)
@@ -354,37 +360,39 @@ WITH started AS (
     lease_owner = (SELECT owner FROM claim) AND lease_until = (SELECT until FROM claim) AS claimed,
     (SELECT release_by FROM claim) IS NOT NULL AND lease_owner IS DISTINCT FROM (SELECT release_by FROM claim) AS released
 )
-SELECT 'entry' AS kind, ins.id, ins.deployment_id, ins.tick, ins.created_at, ins.level, ins.data, ins.exception_data,
-       ins.step_id, ins.parent_log_id, ins.task_id, NULL::int AS last_log_seq, NULL::text AS status
+SELECT 'entry' AS kind, ins.id, ins.tick, NULL::text AS data, NULL::int AS last_log_seq, NULL::text AS status
 FROM ins
 UNION ALL
-SELECT 'refused', t.id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, t.last_log_seq, t.status
+SELECT 'refused', t.id, NULL, NULL, t.last_log_seq, t.status
 FROM deployment_tasks t
 WHERE t.id = any(ARRAY(SELECT task_id FROM chunk_input)) AND (t.deployment_id = ?) IS TRUE
   AND t.id NOT IN (SELECT id FROM advanced)
 UNION ALL
-SELECT 'moved', id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM moved
+SELECT 'moved', id, NULL, NULL, NULL, NULL FROM moved
 UNION ALL
-SELECT 'chunk', task_id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM chunks
+SELECT 'chunk', task_id, NULL, NULL, NULL, NULL FROM chunks
 UNION ALL
-SELECT 'started', s.id, NULL, NULL, NULL, NULL, (SELECT ${MACHINE_JSON_SQL}::text FROM machines m WHERE m.id = s.machine_id),
-       NULL, NULL, NULL, NULL, NULL, NULL
+SELECT 'started', s.id, NULL, (SELECT ${MACHINE_JSON_SQL}::text FROM machines m WHERE m.id = s.machine_id), NULL, NULL
 FROM started s
 UNION ALL
-SELECT 'claimed', u.id, NULL, NULL, NULL, NULL,
+SELECT 'claimed', u.id, NULL,
        json_build_object('advance_seq', u.advance_seq, 'status', u.status,
          'cancellation_requested_at', u.cancellation_requested_at,
          'previous_lease_owner', (SELECT old.lease_owner FROM deployments old WHERE old.id = u.id))::text,
-       NULL, NULL, NULL, NULL, NULL, NULL
+       NULL, NULL
 FROM upd u WHERE u.claimed
 UNION ALL
-SELECT 'released', u.id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM upd u WHERE u.released`;
+SELECT 'released', u.id, NULL, NULL, NULL, NULL FROM upd u WHERE u.released`;
 
 /** PostgreSQL text cannot hold U+0000; a script may print it. */
 const storable = (text: string) => (text.includes('\u0000') ? text.replaceAll('\u0000', '\uFFFD') : text);
 
-interface RecordRow extends LogRow {
+/** A record statement's answer row: `tick` for an entry, `data` (JSON) for a start or a claim. */
+interface RecordRow {
   kind: 'entry' | 'refused' | 'moved' | 'chunk' | 'started' | 'claimed' | 'released';
+  id: string;
+  tick: string | null;
+  data: string | null;
   last_log_seq: number | null;
   status: string | null;
 }
@@ -509,15 +517,15 @@ async function record(
       deploymentId,
       deploymentId,
     ])
-    .options({ name: 'gantry_deployment_logs_record_v8' });
-  const stored: LogEntry[] = [];
+    .options({ name: 'gantry_deployment_logs_record_v9' });
+  const stored: StoredEntry[] = [];
   const storedChunks = new Set<string>();
   const refusedChunks = new Map<string, { lastLogSeq: number; running: boolean }>();
   const started = new Map<string, TargetMachine | null>();
   let claimed: RecordResult['claimed'] = null;
   let released = false;
   for (const row of result.rows) {
-    if (row.kind === 'entry') stored.push(toEntry(row));
+    if (row.kind === 'entry') stored.push({ id: row.id, tick: BigInt(row.tick!) });
     else if (row.kind === 'started')
       started.set(
         row.id,
@@ -528,7 +536,7 @@ async function record(
       refusedChunks.set(row.id, { lastLogSeq: row.last_log_seq ?? 0, running: row.status === 'Running' });
     else if (row.kind === 'released') released = true;
     else if (row.kind === 'claimed') {
-      const taken = JSON.parse(row.data) as {
+      const taken = JSON.parse(row.data!) as {
         advance_seq: number;
         status: DeploymentStatus;
         cancellation_requested_at: string | null;
@@ -719,7 +727,7 @@ export interface LogTail {
 export function deploymentLogsStore(db: Db) {
   return {
     /** Appends engine entries and updates the deployment's counts and last tick (see RECORD_SQL). */
-    async append(deploymentId: string, entries: NewLogEntry[], now: Date): Promise<LogEntry[]> {
+    async append(deploymentId: string, entries: NewLogEntry[], now: Date): Promise<StoredEntry[]> {
       return (await record(db, deploymentId, [{ entries }], now)).stored;
     },
     /**

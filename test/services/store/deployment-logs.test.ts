@@ -36,6 +36,18 @@ const append = (entries: Parameters<TestContext['deps']['store']['deploymentLogs
   t.deps.store.deploymentLogs.append(deploymentId, entries, now);
 const record = (reports: LogReport[]) => t.deps.store.deploymentLogs.record(deploymentId, reports, new Date());
 const start = async (taskIds: string[]) => (await record([{ starts: { taskIds, lines: [] } }])).started;
+/** What the entries a record answered hold, as stored, in tick order. */
+const textOf = async (stored: ReadonlyArray<{ id: string }>) =>
+  (
+    await t
+      .db('deployment_logs')
+      .whereIn(
+        'id',
+        stored.map((e) => e.id),
+      )
+      .orderBy('tick')
+      .select('data')
+  ).map((row: { data: string }) => row.data);
 const readAll = () => t.deps.store.deploymentLogs.read(deploymentId, null, 100_000, 1024 ** 3);
 
 async function runningTask(): Promise<string> {
@@ -289,12 +301,12 @@ describe('deployment logs', () => {
       { id: parent, level: 'Information', data: "Step 'X'" },
       { level: 'Information', data: 'child 2', parentLogId: parent },
     ]);
-    expect(first.map((e) => e.data)).toEqual(["Step 'X'", 'child 1', 'child 2']);
+    expect(await textOf(first)).toEqual(["Step 'X'", 'child 1', 'child 2']);
     const again = await append([
       { id: parent, level: 'Information', data: "Step 'X'" },
       { level: 'Information', data: 'child 3', parentLogId: parent },
     ]);
-    expect(again.map((e) => e.data)).toEqual(['child 3']);
+    expect(await textOf(again)).toEqual(['child 3']);
     expect(await t.db('deployment_logs').where({ id: parent }).count({ n: '*' })).toEqual([{ n: '1' }]);
   });
 
@@ -322,8 +334,8 @@ describe('deployment logs', () => {
   });
 
   it('stores a line holding U+0000 (PostgreSQL text cannot) with a replacement character', async () => {
-    const [stored] = await append([{ level: 'Information', data: 'before\u0000after' }]);
-    expect(stored!.data).toBe('before\uFFFDafter');
+    const stored = await append([{ level: 'Information', data: 'before\u0000after' }]);
+    expect(await textOf(stored)).toEqual(['before\uFFFDafter']);
   });
   it('starts Pending tasks with their lines in the record statement, and only those that were Pending', async () => {
     const name = `m-${newId()}`;
@@ -543,7 +555,10 @@ describe('deployment logs', () => {
     expect(statements).toHaveLength(1);
     expect(read!.deployment).toEqual(await store.deployments.get(deploymentId));
     expect(read!.organizationId).toBe((await store.deployments.getWithOrganization(deploymentId))!.organizationId);
-    expect(read!.page).toEqual({ entries: [line], more: false });
+    expect(read!.page.more).toBe(false);
+    expect(read!.page.entries.map((e) => [e.id, e.tick, e.level, e.data])).toEqual([
+      [line!.id, line!.tick, 'Warning', 'with the deployment'],
+    ]);
     // A short page says more follow, as readPage does.
     const short = await store.deploymentLogs.readWithDeployment(deploymentId, 0n, 1);
     expect(short!.page.more).toBe(true);
