@@ -588,17 +588,7 @@ export class Orchestrator {
     const tasks = await deploymentTasks.listForDeployment(deploymentId);
     const targets = plan ? planTargets(plan) : [];
     if (!plan || tasks.length >= targets.length) return tasks;
-    await deploymentTasks.insertManyCounted(
-      targets.map((t) => ({
-        id: newId(),
-        deploymentId,
-        stageIndex: t.stageIndex,
-        stepId: t.stepId,
-        stepName: stepName(plan.stages[t.stageIndex], t.stepId),
-        machineId: t.machineId,
-        machineName: t.machineName,
-      })),
-    );
+    await deploymentTasks.insertManyCounted(targets.map((t) => newTask(deploymentId, plan, t)));
     return deploymentTasks.listForDeployment(deploymentId);
   }
 
@@ -1008,6 +998,23 @@ function toDecisions(taskOf: TaskOf, actions: NextActions): Decisions {
   };
 }
 
+/** A planned target's task as it is inserted, under a new ID. */
+function newTask(
+  deploymentId: string,
+  plan: Plan,
+  target: { stageIndex: number; stepId: string; machineId: string; machineName: string },
+): NewTask {
+  return {
+    id: newId(),
+    deploymentId,
+    stageIndex: target.stageIndex,
+    stepId: target.stepId,
+    stepName: stepName(plan.stages[target.stageIndex], target.stepId),
+    machineId: target.machineId,
+    machineName: target.machineName,
+  };
+}
+
 /**
  * A plan's tasks as they will be stored, each made once: those of the first decisions before the
  * first dispatch (first), every other target's after it (all).
@@ -1028,12 +1035,12 @@ class PlannedTasks {
   /** The task of the target this action names, made on first use. */
   first(action: StartAction): DeploymentTask | undefined {
     const key = targetKey(action.stepId, action.machineId);
-    let task = this.#first.get(key);
+    const made = this.#first.get(key);
+    if (made) return made;
     const machineName = this.#machineNames.get(action.machineId);
-    if (!task && machineName !== undefined) {
-      task = this.#task(action.stageIndex, action.stepId, action.machineId, machineName);
-      this.#first.set(key, task);
-    }
+    if (machineName === undefined) return undefined;
+    const task = pendingTask(newTask(this.#deploymentId, this.#plan, { ...action, machineName }));
+    this.#first.set(key, task);
     return task;
   }
 
@@ -1055,7 +1062,7 @@ class PlannedTasks {
       const key = targetKey(t.stepId, t.machineId);
       let task = this.#first.get(key);
       if (!task) {
-        task = this.#task(t.stageIndex, t.stepId, t.machineId, t.machineName);
+        task = pendingTask(newTask(this.#deploymentId, this.#plan, t));
         rest.push(task);
       }
       all.push(task);
@@ -1063,18 +1070,6 @@ class PlannedTasks {
       if (all.length % ALL_TASKS_SLICE === 0) await nextTurn();
     }
     return { all, byKey, rest };
-  }
-
-  #task(stageIndex: number, stepId: string, machineId: string, machineName: string): DeploymentTask {
-    return pendingTask({
-      id: newId(),
-      deploymentId: this.#deploymentId,
-      stageIndex,
-      stepId,
-      stepName: stepName(this.#plan.stages[stageIndex], stepId),
-      machineId,
-      machineName,
-    });
   }
 }
 
