@@ -8,15 +8,7 @@
  * step twice. Agents are woken through the bus; they pull their tasks from the database.
  */
 import { setImmediate as nextTurn } from 'node:timers/promises';
-import {
-  BoundedCache,
-  isFinalStatus,
-  newId,
-  type Clock,
-  type Logger,
-  type Metrics,
-  type TaskStatus,
-} from '../core/index.ts';
+import { BoundedCache, isFinalStatus, type Clock, type Logger, type Metrics, type TaskStatus } from '../core/index.ts';
 import type { Bus } from '../bus/index.ts';
 import { EventSubject } from '../bus/index.ts';
 import type {
@@ -35,6 +27,7 @@ import { toPlanInput } from './plan-input.ts';
 import { planDeployment, planTargets, targetCount } from './planner.ts';
 import { fromStoredPlan, toStoredPlan } from './stored-plan.ts';
 import type { ProgressWriter } from './progress-writer.ts';
+import { newTask, PlannedTasks, type NewTask } from './planned-tasks.ts';
 import { IncrementalScheduler, nextActions } from './scheduler.ts';
 import { targetKey, type NextActions, type Plan, type Stage, type StartAction } from './plan-types.ts';
 
@@ -99,9 +92,6 @@ const stepParentEntry = (deploymentId: string, task: Pick<DeploymentTask, 'stepI
  */
 const DISPATCH_SLICE = 100;
 
-/** Targets whose tasks are made per turn of the event loop after the first dispatch (PlannedTasks.all). */
-const ALL_TASKS_SLICE = 1_000;
-
 /** Plans are immutable once stored; this many stay in memory so each wake-up does not re-read one. */
 const PLAN_CACHE_SIZE = 1_000;
 
@@ -146,11 +136,6 @@ interface RunState {
    */
   deployment: Deployment;
 }
-
-type NewTask = Pick<
-  DeploymentTask,
-  'id' | 'deploymentId' | 'stageIndex' | 'stepId' | 'stepName' | 'machineId' | 'machineName'
->;
 
 export class Orchestrator {
   readonly #deps: OrchestratorDeps;
@@ -421,7 +406,7 @@ export class Orchestrator {
       // All new unless an earlier attempt of this validation stored tasks: then all are read.
       const fresh = inserted === first.length;
       if (!started) {
-        await tx.deploymentTasks.insertManyCounted((await planned.all()).rest);
+        await tx.deploymentTasks.insertManyCounted(planned.allNow().rest);
         await tx.deployments.update(deployment.id, { plan: stored, status: 'AwaitingSlot' }, now);
         await tx.deploymentLogs.append(deployment.id, lines, now);
         return { running: false as const, written: NOTHING_WRITTEN };
@@ -431,7 +416,7 @@ export class Orchestrator {
       let current: DeploymentTask[] | null = null;
       let decisions = early;
       if (!fresh) {
-        await tx.deploymentTasks.insertManyCounted((await planned.all()).rest);
+        await tx.deploymentTasks.insertManyCounted(planned.allNow().rest);
         current = await tx.deploymentTasks.listForDeployment(deployment.id);
         decisions = decide(plan, current);
       }
@@ -934,33 +919,6 @@ interface Written {
 
 const NOTHING_WRITTEN: Written = { started: [], skipped: 0, machines: new Map(), released: false };
 
-/**
- * A planned target as its stored task will read (the columns' defaults where it has nothing yet). Written out field by field: `{ ...t, ...defaults }`
- * (two spreads) takes V8's slow path, ~50 ms for 10,000 tasks before the first dispatch, against
- * ~1 ms for this literal.
- */
-function pendingTask(
-  t: Pick<DeploymentTask, 'id' | 'deploymentId' | 'stageIndex' | 'stepId' | 'stepName' | 'machineId' | 'machineName'>,
-): DeploymentTask {
-  return {
-    id: t.id,
-    deploymentId: t.deploymentId,
-    stageIndex: t.stageIndex,
-    stepId: t.stepId,
-    stepName: t.stepName,
-    machineId: t.machineId,
-    machineName: t.machineName,
-    status: 'Pending',
-    exitCode: null,
-    message: null,
-    parentLogId: null,
-    dispatchedUtc: null,
-    startedUtc: null,
-    finishedUtc: null,
-    lastLogSeq: 0,
-  };
-}
-
 const byTarget = (tasks: DeploymentTask[]) => new Map(tasks.map((t) => [targetKey(t.stepId, t.machineId ?? ''), t]));
 /** The schedulers' statuses: Pending is what a missing key reads, so only the others are kept. */
 const statusesOf = (tasks: DeploymentTask[]) => {
@@ -996,81 +954,6 @@ function toDecisions(taskOf: TaskOf, actions: NextActions): Decisions {
     }),
     outcome: actions.deploymentOutcome,
   };
-}
-
-/** A planned target's task as it is inserted, under a new ID. */
-function newTask(
-  deploymentId: string,
-  plan: Plan,
-  target: { stageIndex: number; stepId: string; machineId: string; machineName: string },
-): NewTask {
-  return {
-    id: newId(),
-    deploymentId,
-    stageIndex: target.stageIndex,
-    stepId: target.stepId,
-    stepName: stepName(plan.stages[target.stageIndex], target.stepId),
-    machineId: target.machineId,
-    machineName: target.machineName,
-  };
-}
-
-/**
- * A plan's tasks as they will be stored, each made once: those of the first decisions before the
- * first dispatch (first), every other target's after it (all).
- */
-class PlannedTasks {
-  readonly #deploymentId: string;
-  readonly #plan: Plan;
-  readonly #machineNames: Map<string, string>;
-  readonly #first = new Map<string, DeploymentTask>();
-
-  constructor(deploymentId: string, plan: Plan, machines: readonly TargetMachine[]) {
-    this.#deploymentId = deploymentId;
-    this.#plan = plan;
-    // The plan names a machine as it was read (plan-input.ts).
-    this.#machineNames = new Map(machines.map((m) => [m.machineId, m.name]));
-  }
-
-  /** The task of the target this action names, made on first use. */
-  first(action: StartAction): DeploymentTask | undefined {
-    const key = targetKey(action.stepId, action.machineId);
-    const made = this.#first.get(key);
-    if (made) return made;
-    const machineName = this.#machineNames.get(action.machineId);
-    if (machineName === undefined) return undefined;
-    const task = pendingTask(newTask(this.#deploymentId, this.#plan, { ...action, machineName }));
-    this.#first.set(key, task);
-    return task;
-  }
-
-  /** The tasks first() made, in the order it made them. */
-  made(): DeploymentTask[] {
-    return [...this.#first.values()];
-  }
-
-  /**
-   * Every target's task in plan order (first()'s among them) and by target, and those first() did
-   * not make. A turn of the event loop every ALL_TASKS_SLICE targets: made after the first dispatch,
-   * 10,000 take tens of ms, and the first agents' results should not wait for all of them at once.
-   */
-  async all(): Promise<{ all: DeploymentTask[]; byKey: Map<string, DeploymentTask>; rest: DeploymentTask[] }> {
-    const all: DeploymentTask[] = [];
-    const byKey = new Map<string, DeploymentTask>();
-    const rest: DeploymentTask[] = [];
-    for (const t of planTargets(this.#plan)) {
-      const key = targetKey(t.stepId, t.machineId);
-      let task = this.#first.get(key);
-      if (!task) {
-        task = pendingTask(newTask(this.#deploymentId, this.#plan, t));
-        rest.push(task);
-      }
-      all.push(task);
-      byKey.set(key, task);
-      if (all.length % ALL_TASKS_SLICE === 0) await nextTurn();
-    }
-    return { all, byKey, rest };
-  }
 }
 
 /** The tasks as they are once started at `now` (what a record statement's starts wrote). */
@@ -1112,12 +995,6 @@ const deployingLine = (deployment: Deployment): NewLogEntry => ({
   level: 'Information',
   data: `Deploying release to '${deployment.environmentName}'`,
 });
-
-function stepName(stage: Stage | undefined, stepId: string): string {
-  if (!stage) return stepId;
-  if (stage.kind === 'Step') return stage.name;
-  return stage.members.find((m) => m.stepId === stepId)?.name ?? stepId;
-}
 
 function errorActionOf(plan: Plan, stepId: string): string {
   for (const stage of plan.stages) {
