@@ -89,6 +89,7 @@ async function followEvents(
       return null;
     }
     if (!response.ok || !response.body) throw await errorOfResponse(response);
+    let ended: DeploymentStatus | null = null;
     try {
       for await (const event of readServerSentEvents(response.body)) {
         brokenSince = null;
@@ -99,16 +100,22 @@ async function followEvents(
         } else if (event.event === 'status' || event.event === 'end') {
           const status = parseJson<DeploymentStatus>(event.data);
           options.onStatus(status);
-          if (event.event === 'end' || isFinal(status)) {
-            if (event.event !== 'end') continue;
-            await response.body.cancel().catch(() => undefined);
-            return status;
+          // 'end' comes after the final status and every line: the stream has nothing more.
+          if (event.event === 'end') {
+            ended = status;
+            break;
           }
         }
       }
     } catch {
       if (options.signal?.aborted) throw options.signal.reason as Error;
       // A dropped connection mid-stream: reconnect below, resuming after the last tick.
+    }
+    if (ended) {
+      // Out of the loop, the reader's lock is released, so the stream can be closed (a locked
+      // stream refuses cancel()).
+      await response.body.cancel().catch(() => undefined);
+      return ended;
     }
     brokenSince ??= Date.now();
     if (Date.now() - brokenSince > options.reconnectBudgetMs)
