@@ -208,14 +208,9 @@ export function deploymentTasksStore(db: Db) {
     },
     /**
      * Inserts the plan's tasks once; a second call for the same deployment (after failover) adds
-     * nothing. Returns the tasks it inserted.
+     * nothing. Answers how many it added: the caller holds the rows already (a bulk insert of
+     * thousands).
      */
-    async insertMany(tasks: NewTaskRows): Promise<DeploymentTask[]> {
-      if (tasks.length === 0) return [];
-      const { rows }: { rows: TaskRow[] } = await db.raw(`${INSERT_TASKS} returning *`, taskColumns(tasks));
-      return rows.map(toTask);
-    },
-    /** The same insert, answering only how many it added: the caller holds the rows already (a bulk insert of thousands). */
     async insertManyCounted(tasks: NewTaskRows): Promise<number> {
       if (tasks.length === 0) return 0;
       const result: { rowCount: number | null } = await db.raw(INSERT_TASKS, taskColumns(tasks));

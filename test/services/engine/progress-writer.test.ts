@@ -32,7 +32,7 @@ beforeAll(async () => {
 
 async function runningTasks(count: number): Promise<string[]> {
   const ids = Array.from({ length: count }, () => newId());
-  await t.deps.store.deploymentTasks.insertMany(
+  await t.deps.store.deploymentTasks.insertManyCounted(
     ids.map((id, i) => ({
       id,
       deploymentId,

@@ -52,7 +52,7 @@ const readAll = () => t.deps.store.deploymentLogs.read(deploymentId, null, 100_0
 
 async function runningTask(): Promise<string> {
   const taskId = newId();
-  await t.deps.store.deploymentTasks.insertMany([
+  await t.deps.store.deploymentTasks.insertManyCounted([
     { id: taskId, deploymentId, stageIndex: 0, stepId: 'step-x', stepName: 'X', machineId: null, machineName: null },
   ]);
   await start([taskId]);
@@ -312,7 +312,7 @@ describe('deployment logs', () => {
 
   it('ends a running task and stores its line in one statement, once; a task that is not Running stores nothing', async () => {
     const taskId = newId();
-    await t.deps.store.deploymentTasks.insertMany([
+    await t.deps.store.deploymentTasks.insertManyCounted([
       { id: taskId, deploymentId, stageIndex: 0, stepId: 'step-f', stepName: 'F', machineId: null, machineName: null },
     ]);
     const end = async () =>
@@ -342,7 +342,7 @@ describe('deployment logs', () => {
     const machine = await t.admin.post('/api/machine', { workspaceId: t.mainWorkspaceId, name });
     const machineId = machine.body.machineId as string;
     const [pending, other, done] = [newId(), newId(), newId()];
-    await t.deps.store.deploymentTasks.insertMany(
+    await t.deps.store.deploymentTasks.insertManyCounted(
       [pending, other, done].map((id, i) => ({
         id,
         deploymentId,

@@ -97,7 +97,7 @@ beforeAll(async () => {
   const machineIds = await fleetOf(t, TASKS, staging);
   deploymentId = await deployment(t, await release(t, { steps: [step('Everywhere')] }), staging);
   const tasks = everywhereTasks(deploymentId, machineIds);
-  await t.deps.store.deploymentTasks.insertMany(tasks);
+  await t.deps.store.deploymentTasks.insertManyCounted(tasks);
   taskIds = tasks.map((task) => task.id);
   const lines = tasks.map((task) => ({
     entry: {
