@@ -119,6 +119,14 @@ export class TaskManager implements SessionHandler {
     mkdirSync(options.scriptsRoot, { recursive: true, mode: 0o700 });
   }
 
+  /**
+   * Spares ready to take (tests): a spare is on disk before it is ready (its file is created, then
+   * closed), so counting files on disk does not say a task would take one.
+   */
+  get sparesReady(): { folders: number; files: number } {
+    return { folders: this.#spares?.folders.ready ?? 0, files: this.#spares?.files.ready ?? 0 };
+  }
+
   attach(link: AgentLink): void {
     this.#link = link;
   }

@@ -150,10 +150,12 @@ describe('TaskManager substituted scripts (they hold Sensitive values)', () => {
     const first = runTask({ script: 'echo first' });
     h.manager.onMessage({ runTask: first });
     expect(await result(first.taskId)).toMatchObject({ outcome: 'SUCCEEDED' });
-    await waitFor(() => spareFilesIn(h.home).length === 2);
+    // Ready, not only on disk: a spare file exists from its open, before it is closed and ready.
+    await waitFor(() => h.manager.sparesReady.files === 2 && h.manager.sparesReady.folders === 4);
     const spareFiles = new Set(spareFilesIn(h.home).map((stat) => stat.ino));
+    expect(spareFiles.size).toBe(2);
     const workSpares = path.join(h.home, 'work', '.spare');
-    await waitFor(() => readdirSync(workSpares).length === 4);
+    expect(readdirSync(workSpares)).toHaveLength(4);
     const spareFolders = new Set(readdirSync(workSpares).map((name) => statSync(path.join(workSpares, name)).ino));
 
     const task = runTask({
