@@ -12,11 +12,11 @@ import {
   unknownId,
   type Principal,
 } from '../core/index.ts';
-import type { Deployment, Environment, NewLogEntry, Release, Store } from '../store/index.ts';
+import type { Environment, NewLogEntry, Release, Store } from '../store/index.ts';
 import type { DomainDeps } from './deps.ts';
 import { idempotent, type RememberAnswer } from './idempotency.ts';
 import { gateOfNew, refuseFrozen } from './deployment-gates.ts';
-import { computeProgression } from './lifecycle-progression.ts';
+import { computeProgression, type ProgressionDeployment } from './lifecycle-progression.ts';
 import { visibleProject } from './projects.ts';
 import { visibleWithOrganization } from './scope.ts';
 
@@ -100,7 +100,8 @@ function resolveTargets(
 function checkAvailability(
   release: Release,
   environments: Environment[],
-  deployments: Deployment[],
+  /** The release's deployments, or what of them counts for progression (requestFacts). */
+  deployments: ProgressionDeployment[],
   targets: ResolvedTarget[],
 ): void {
   const progression = computeProgression(
@@ -165,13 +166,13 @@ export async function createDeployments(
     release.snapshot.lifecycle?.lifecycleId ?? null,
     now,
   );
-  const { environments, releaseDeployments: deployments, active, liveFreezes, phaseApprovals } = facts;
+  const { environments, releaseCompletions, active, liveFreezes, phaseApprovals } = facts;
   const targets = resolveTargets(release, environments, request);
   authorize(principal, Capability.Deploy, {
     projectId: release.projectId,
     environmentIds: targets.map((t) => t.environment.id),
   });
-  checkAvailability(release, environments, deployments, targets);
+  checkAvailability(release, environments, releaseCompletions, targets);
   await checkMachines(deps, release.workspaceId, targets);
   checkExcludedSteps(release, request.excludeStepNames ?? []);
   // A deployment scheduled for later is not refused: it waits if it falls due inside a freeze.
@@ -285,10 +286,14 @@ async function promote(
 ): Promise<PromoteAnswer> {
   // Exact match only (spec §9: `6.1` does not find `6.1.0`); without a version, the highest SemVer.
   const latest = input.version === undefined || input.version === '';
-  const project = await visibleProject(deps, principal, input.projectId);
-  const found = latest
-    ? await deps.store.releases.highest(project.id)
-    : await deps.store.releases.findByVersion(project.id, input.version!);
+  // Read together (one round trip on the request's connection): the release is looked up by the
+  // ID asked for, and used only once the project is known to be visible to the caller.
+  const [, found] = await Promise.all([
+    visibleProject(deps, principal, input.projectId),
+    latest
+      ? deps.store.releases.highest(input.projectId)
+      : deps.store.releases.findByVersion(input.projectId, input.version!),
+  ]);
   if (!found && latest)
     throw new InvalidParameterError('The project has no release to promote', [
       { property: 'projectId', messages: ['no release found'] },

@@ -348,7 +348,13 @@ export function deploymentsStore(db: Db) {
       now: Date,
     ): Promise<{
       environments: Environment[];
-      releaseDeployments: Deployment[];
+      /**
+       * What the release's deployments say of its progression along its lifecycle: per environment
+       * where one Completed without errors, the fewest warnings among those (one entry each,
+       * whatever the number of redeployments: a release deployed a thousand times is read as
+       * cheaply as one deployed once).
+       */
+      releaseCompletions: Array<{ environmentId: string; status: 'Completed'; errorCount: 0; warningCount: number }>;
       maxQueuedDeployments: number;
       active: number;
       liveFreezes: DeploymentFreeze[];
@@ -357,7 +363,7 @@ export function deploymentsStore(db: Db) {
       const { rows } = await db.raw<{
         rows: Array<{
           environments: EnvironmentRow[] | null;
-          release_deployments: Array<Record<string, unknown>> | null;
+          completions: Record<string, number> | null;
           max_queued_deployments: number;
           active: string;
           freezes: Array<Record<string, unknown>> | null;
@@ -367,8 +373,9 @@ export function deploymentsStore(db: Db) {
         `SELECT
            (SELECT json_agg(row_to_json(e) ORDER BY e.sort_order, e.name) FROM environments e
              WHERE e.workspace_id = w.id AND e.deleted_at IS NULL) AS environments,
-           (SELECT json_agg(row_to_json(d) ORDER BY d.created_at DESC)
-              FROM (SELECT ${DEPLOYMENT_JSON_COLUMNS} FROM deployments WHERE release_id = ?) d) AS release_deployments,
+           (SELECT json_object_agg(c.environment_id, c.fewest_warnings) FROM (
+              SELECT environment_id, min(warning_count) AS fewest_warnings FROM deployments
+              WHERE release_id = ? AND status = 'Completed' AND error_count = 0 GROUP BY environment_id) c) AS completions,
            o.max_queued_deployments,
            (SELECT count(*) FROM deployments d JOIN workspaces dw ON dw.id = d.workspace_id
              WHERE dw.organization_id = o.id AND d.status = any(?::text[])) AS active,
@@ -385,7 +392,12 @@ export function deploymentsStore(db: Db) {
       if (!row) throw new Error(`Workspace ${workspaceId} has no organization`);
       return {
         environments: (row.environments ?? []).map(toEnvironment),
-        releaseDeployments: (row.release_deployments ?? []).map(deploymentFromJson),
+        releaseCompletions: Object.entries(row.completions ?? {}).map(([environmentId, warningCount]) => ({
+          environmentId,
+          status: 'Completed' as const,
+          errorCount: 0 as const,
+          warningCount,
+        })),
         maxQueuedDeployments: row.max_queued_deployments,
         active: Number(row.active),
         liveFreezes: (row.freezes ?? []).map(freezeFromJson),

@@ -1,12 +1,16 @@
 /**
  * store.deployments.requestFacts reads in ONE statement what a deploy request checks. Its
- * environments and the release's deployments come back as JSON inside that statement: they must
- * equal what environments.listAll and deployments.listForRelease read, field by field (timestamps
- * as Dates, int8 ticks exact, the same order). Deployments are made through the API so their rows
- * are the ones production writes.
+ * environments come back as JSON inside that statement: they must equal what
+ * environments.listAll reads, field by field. Of the release's deployments it reads only what
+ * lifecycle progression asks of them (per environment, the fewest warnings among those Completed
+ * without errors), so a release redeployed many times costs no more to deploy again: progression
+ * over that summary must be progression over every deployment.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
+import { newId, type SnapshotLifecycle } from '../../../services/core/index.ts';
+import { computeProgression } from '../../../services/domain/lifecycle-progression.ts';
 import { testApp, type TestContext } from '../../helpers/app.ts';
+import { manualDeployment } from '../../helpers/deployment-row.ts';
 
 let t: TestContext;
 
@@ -21,41 +25,80 @@ beforeAll(async () => {
 });
 
 describe('deployments.requestFacts', () => {
-  it('reads the environments and the release deployments exactly as their own reads do', async () => {
+  it('reads the environments exactly as their own read does', async () => {
     const workspaceId = t.mainWorkspaceId;
-    const [lifecycle] = (await ok(t.admin.get('/api/lifecycle', { workspaceId }))).lifecycles;
     await ok(t.admin.post('/api/environment', { workspaceId, name: `Facts-${Date.now()}`, description: 'unused' }));
-    const project = await ok(
-      t.admin.post('/api/project', { workspaceId, name: `Facts-${Date.now()}`, lifecycleId: lifecycle.lifecycleId }),
-    );
+    const project = await ok(t.admin.post('/api/project', { workspaceId, name: `Facts-${Date.now()}` }));
     const release = await ok(t.admin.post('/api/release', { projectId: project.projectId, version: '1.0.0' }));
-    const empty = await t.deps.store.deployments.requestFacts(workspaceId, release.releaseId, null, new Date());
-    expect(empty.releaseDeployments).toEqual([]);
-
-    await ok(t.admin.post('/api/release/deploy', { releaseId: release.releaseId, environments: ['Staging'] }));
-    await ok(
-      t.admin.post('/api/release/deploy', {
-        releaseId: release.releaseId,
-        environments: ['Staging'],
-        deploymentDateUnixMillis: Date.now() + 3_600_000,
-        excludeStepNames: [],
-      }),
-    );
-    const [cancelled] = (
-      await ok(t.admin.post('/api/release/deploy', { releaseId: release.releaseId, environments: ['Staging'] }))
-    ).deploymentIds;
-    await ok(t.admin.post('/api/deployment/cancel', { deploymentId: cancelled }));
-    // Ticks past 2^53, as real .NET ticks are: a JSON number would lose their low digits.
-    await t.db('deployments').where({ id: cancelled }).update({ last_log_tick: '638999999999999999' });
-
     const facts = await t.deps.store.deployments.requestFacts(workspaceId, release.releaseId, null, new Date());
-    const deployments = await t.deps.store.deployments.listForRelease(release.releaseId);
-    expect(deployments).toHaveLength(3);
-    expect(facts.releaseDeployments).toEqual(deployments);
-    expect(facts.releaseDeployments.find((d) => d.id === cancelled)!.lastLogTick).toBe(638999999999999999n);
-    expect(facts.releaseDeployments.some((d) => d.scheduledFor instanceof Date)).toBe(true);
-    expect(facts.releaseDeployments.some((d) => d.cancellationRequestedUtc instanceof Date)).toBe(true);
+    expect(facts.releaseCompletions).toEqual([]);
     expect(facts.environments).toEqual(await t.deps.store.environments.listAll(workspaceId));
     expect(facts.environments.length).toBeGreaterThanOrEqual(3);
+  });
+
+  it("reads of the release's deployments, per environment, the fewest warnings among those Completed without errors: progression over it is progression over them all", async () => {
+    const workspaceId = t.mainWorkspaceId;
+    const project = await ok(t.admin.post('/api/project', { workspaceId, name: `Progress-${Date.now()}` }));
+    const release = await ok(t.admin.post('/api/release', { projectId: project.projectId, version: '1.0.0' }));
+    const environments = (await t.deps.store.environments.listAll(workspaceId)).slice(0, 3);
+    const [a, b, c] = environments.map((e) => ({ environmentId: e.id, name: e.name, enabled: true }));
+    if (!a || !b || !c) throw new Error('the workspace has fewer than three environments');
+    // [environment, status, errors, warnings]: a has two clean-enough ones (fewest warnings 1) and
+    // a failure, b only one with errors, c one without warnings among others.
+    const made: Array<[typeof a, string, number, number]> = [
+      [a, 'Completed', 0, 2],
+      [a, 'Completed', 0, 1],
+      [a, 'Failed', 3, 0],
+      [b, 'Completed', 1, 0],
+      [b, 'Cancelled', 0, 0],
+      [c, 'Completed', 0, 4],
+      [c, 'Completed', 0, 0],
+      [c, 'Running', 0, 0],
+    ];
+    for (const [environment, status, errors, warnings] of made) {
+      const id = newId();
+      await t.deps.store.deployments.insert([
+        manualDeployment({
+          id,
+          workspaceId,
+          projectId: project.projectId,
+          releaseId: release.releaseId,
+          environmentId: environment.environmentId,
+          environmentName: environment.name,
+        }),
+      ]);
+      await t.db('deployments').where({ id }).update({ status, error_count: errors, warning_count: warnings });
+    }
+
+    const facts = await t.deps.store.deployments.requestFacts(workspaceId, release.releaseId, null, new Date());
+    const byEnvironment = (list: typeof facts.releaseCompletions) =>
+      Object.fromEntries(list.map((d) => [d.environmentId, d.warningCount]));
+    expect(byEnvironment(facts.releaseCompletions)).toEqual({ [a.environmentId]: 1, [c.environmentId]: 0 });
+    expect(facts.releaseCompletions.every((d) => d.status === 'Completed' && d.errorCount === 0)).toBe(true);
+
+    const all = await t.deps.store.deployments.listForRelease(release.releaseId);
+    expect(all).toHaveLength(made.length);
+    for (const errorMode of ['NoErrorsAllowWarnings', 'NoErrorsNoWarnings'] as const) {
+      // Each environment its own phase, each needing the one before: the progression tells them apart.
+      const lifecycle: SnapshotLifecycle = {
+        lifecycleId: 'l',
+        name: 'L',
+        phases: [a, b, c].map((e, i) => ({
+          phaseId: `p${i}`,
+          name: `P${i}`,
+          sortOrder: i,
+          progressRequirement: 'AllMustComplete' as const,
+          progressRequirementCount: 0,
+          progressRequirementErrorMode: errorMode,
+          environments: [{ environmentId: e.environmentId, environmentName: e.name, howToTrigger: 'Manual' as const }],
+        })),
+      };
+      expect(computeProgression(lifecycle, [a, b, c], facts.releaseCompletions)).toEqual(
+        computeProgression(lifecycle, [a, b, c], all),
+      );
+      expect(computeProgression(null, [a, b, c], facts.releaseCompletions)).toEqual(
+        computeProgression(null, [a, b, c], all),
+      );
+    }
   });
 });
