@@ -314,15 +314,18 @@ export class Orchestrator {
   ): Promise<void> {
     const { store, clock } = this.#deps;
     const now = clock.now();
-    await store.transaction(async (tx) => {
+    const last = await store.transaction(async (tx) => {
       await prelude?.(tx, now);
       const finished = await tx.deployments.update(
         deployment.id,
         { status, completedUtc: now, lastAttemptUtc: now },
         now,
       );
-      await tx.deploymentLogs.append(deployment.id, [{ level, data: message(finished?.errorCount ?? 0) }], now);
+      // The transaction's last statement: its COMMIT leaves right behind it.
+      const entries = [{ level, data: message(finished?.errorCount ?? 0) }];
+      return tx.deploymentLogs.sendRecord(deployment.id, [{ entries }], now);
     });
+    await last.answered;
     this.#plans.forget(deployment.id);
     this.#runs.forget(deployment.id);
     if (this.#claims.has(deployment.id)) this.#finished.add(deployment.id);
@@ -409,7 +412,7 @@ export class Orchestrator {
         await tx.deploymentTasks.insertManyCounted(planned.allNow().rest);
         await tx.deployments.update(deployment.id, { plan: stored, status: 'AwaitingSlot' }, now);
         await tx.deploymentLogs.append(deployment.id, lines, now);
-        return { running: false as const, written: NOTHING_WRITTEN };
+        return { running: false as const, written: Promise.resolve(NOTHING_WRITTEN) };
       }
       lines.push(deployingLine(deployment));
       // Null: the tasks are the ones made here, completed after the first dispatch.
@@ -420,11 +423,13 @@ export class Orchestrator {
         current = await tx.deploymentTasks.listForDeployment(deployment.id);
         decisions = decide(plan, current);
       }
-      const written = await this.#writeDecisions(tx, deployment.id, decisions, lines, now);
-      return { running: true as const, written, current, decisions };
+      // The record statement is the transaction's last: its COMMIT leaves right behind it.
+      const sent = await this.#sendDecisions(tx, deployment.id, decisions, lines, now);
+      return { running: true as const, written: sent.answered, current, decisions };
     });
+    const written = await outcome.written;
     this.#plans.remember(deployment.id, plan);
-    const { running, written } = outcome;
+    const { running } = outcome;
     if (running) this.#started(deployment, now);
     await this.#publishChanged(deployment.id, running ? 'Running' : 'AwaitingSlot');
     if (!outcome.running) return { ...deployment, status: 'AwaitingSlot' };
@@ -438,7 +443,7 @@ export class Orchestrator {
       made ? { tasks: made.byKey, scheduler } : undefined,
     );
     const later = made?.rest ?? [];
-    if (run) this.#applyWritten(deployment.id, run, outcome.decisions, outcome.written);
+    if (run) this.#applyWritten(deployment.id, run, outcome.decisions, written);
     if (run && this.#runs.get(deployment.id) === run) {
       // STORE_AHEAD of the rest now; later advances keep that lead (#storeAhead).
       for (const task of later) run.unstored.set(task.id, task);
@@ -638,6 +643,22 @@ export class Orchestrator {
     /** The advance ends with this write: release the lease in it. */
     releaseLease = false,
   ): Promise<Written> {
+    return (await this.#sendDecisions(tx, deploymentId, decisions, lines, now, releaseLease)).answered;
+  }
+
+  /**
+   * #writeDecisions, resolving once its last statement is sent: a transaction's COMMIT follows it
+   * at once (a round trip less). `answered` must be awaited after the commit: when it fails, the
+   * COMMIT rolled the whole transaction back.
+   */
+  async #sendDecisions(
+    tx: Store,
+    deploymentId: string,
+    decisions: Decisions,
+    lines: NewLogEntry[],
+    now: Date,
+    releaseLease = false,
+  ): Promise<{ answered: Promise<Written> }> {
     let skipped = 0;
     for (const { task, message } of decisions.skip) {
       if (
@@ -656,23 +677,27 @@ export class Orchestrator {
       taskIds: decisions.start.map((task) => task.id),
       lines: startLines(deploymentId, decisions.start),
     };
-    const result = await tx.deploymentLogs.record(
+    const { answered } = await tx.deploymentLogs.sendRecord(
       deploymentId,
       [{ entries: lines, starts }],
       now,
       releaseLease ? { releaseBy: this.#deps.replicaId } : {},
     );
-    const machines = new Map<string, TargetMachine>();
-    for (const machine of result.started.values()) if (machine) machines.set(machine.machineId, machine);
-    return {
-      started: asStarted(
-        decisions.start.filter((task) => result.started.has(task.id)),
-        now,
-      ),
-      skipped,
-      machines,
-      released: result.released,
-    };
+    const written = answered.then((result): Written => {
+      const machines = new Map<string, TargetMachine>();
+      for (const machine of result.started.values()) if (machine) machines.set(machine.machineId, machine);
+      return {
+        started: asStarted(
+          decisions.start.filter((task) => result.started.has(task.id)),
+          now,
+        ),
+        skipped,
+        machines,
+        released: result.released,
+      };
+    });
+    written.catch(() => undefined);
+    return { answered: written };
   }
 
   /**

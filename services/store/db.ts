@@ -45,14 +45,14 @@ export function createDb(
  * failed rolls the transaction back. A statement that fails before it is sent (a finished
  * transaction, a bad binding) rejects here, so the caller's transaction is rolled back.
  */
-export async function sendWithoutWaiting(
-  statement: Knex.QueryBuilder | Knex.Raw,
-): Promise<{ answered: Promise<void> }> {
+export async function sendWithoutWaiting<T = unknown>(
+  statement: Knex.QueryBuilder | Knex.Raw<T>,
+): Promise<{ answered: Promise<T> }> {
   // knex emits 'query' in the same synchronous step that hands the statement to node-postgres.
   const sent = new Promise<void>((resolve) => {
     statement.on('query', () => resolve());
   });
-  const answered = Promise.resolve(statement).then(() => undefined);
+  const answered = Promise.resolve(statement as PromiseLike<T>);
   await Promise.race([sent, answered]);
   return { answered };
 }

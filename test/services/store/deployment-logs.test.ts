@@ -333,6 +333,29 @@ describe('deployment logs', () => {
     expect((await t.deps.store.deployments.get(deploymentId))!.errorCount).toBe(before!.errorCount + 1);
   });
 
+  it('sends a record in a transaction without waiting: the COMMIT behind it stores it, and one that fails rolls the transaction back', async () => {
+    const { store } = t.deps;
+    const line = (data: string) => ({ level: 'Information' as const, data });
+    const kept = `sent ${newId()}`;
+    const sent = await store.transaction(async (tx) => {
+      await tx.deploymentLogs.append(deploymentId, [line(`${kept}, before`)], new Date());
+      return tx.deploymentLogs.sendRecord(deploymentId, [{ entries: [line(kept)] }], new Date());
+    });
+    expect(await textOf((await sent.answered).stored)).toEqual([kept]);
+
+    const lost = `lost ${newId()}`;
+    const failed = await store.transaction(async (tx) => {
+      await tx.deploymentLogs.append(deploymentId, [line(`${lost}, before`)], new Date());
+      // level is NOT NULL: the statement fails in PostgreSQL, after it was sent.
+      const bad = { level: null as unknown as 'Information', data: lost };
+      return tx.deploymentLogs.sendRecord(deploymentId, [{ entries: [bad] }], new Date());
+    });
+    await expect(failed.answered).rejects.toThrow(/null value/);
+    const texts = (await readAll()).map((entry) => entry.data);
+    expect(texts).toContain(`${kept}, before`);
+    expect(texts.filter((text) => text.startsWith(lost))).toEqual([]);
+  });
+
   it('stores a line holding U+0000 (PostgreSQL text cannot) with a replacement character', async () => {
     const stored = await append([{ level: 'Information', data: 'before\u0000after' }]);
     expect(await textOf(stored)).toEqual(['before\uFFFDafter']);

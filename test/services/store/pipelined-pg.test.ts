@@ -82,4 +82,14 @@ describe('a transaction on a pipelined connection', () => {
     expect(answered).toBe(true);
     expect(await rows()).toContain(3);
   });
+
+  it('sendWithoutWaiting of a statement that fails: the COMMIT behind it rolls the whole transaction back, and answered rejects', async () => {
+    let sent: { answered: Promise<unknown> } | undefined;
+    await db.transaction(async (trx) => {
+      await trx(table).insert({ n: 4 });
+      sent = await sendWithoutWaiting(trx(table).insert({ n: 1 })); // a duplicate key
+    });
+    await expect(sent!.answered).rejects.toThrow(/duplicate key/);
+    expect(await rows()).not.toContain(4);
+  });
 });
