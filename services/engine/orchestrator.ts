@@ -424,7 +424,7 @@ export class Orchestrator {
         decisions = decide(plan, current);
       }
       // The record statement is the transaction's last: its COMMIT leaves right behind it.
-      const sent = await this.#sendDecisions(tx, deployment.id, decisions, lines, now);
+      const sent = await this.#writeDecisions(tx, deployment.id, decisions, lines, now);
       return { running: true as const, written: sent.answered, current, decisions };
     });
     const written = await outcome.written;
@@ -494,7 +494,7 @@ export class Orchestrator {
               : 'The deployment completed successfully',
         failed ? 'Error' : 'Information',
         // Targets skipped because of a failure are recorded with the outcome.
-        (tx, at) => this.#writeDecisions(tx, deployment.id, decisions, [], at),
+        async (tx, at) => (await this.#writeDecisions(tx, deployment.id, decisions, [], at)).answered,
       );
     }
     if (decisions.start.length === 0 && decisions.skip.length === 0) return;
@@ -508,10 +508,11 @@ export class Orchestrator {
     // the advance's last write (starts only, the plan all stored), the statement also releases
     // the lease; a machine found offline then asks for another advance, which claims as usual.
     const last = decisions.skip.length === 0 && run.unstored.size === 0;
-    const written =
+    const sent =
       decisions.skip.length === 0
         ? await this.#writeDecisions(store, deployment.id, decisions, [], now, last)
         : await store.transaction((tx) => this.#writeDecisions(tx, deployment.id, decisions, [], now));
+    const written = await sent.answered;
     if (written.released) this.#released.add(deployment.id);
     this.#applyWritten(deployment.id, run, decisions, written);
     const again = await this.#afterDecisions(deployment, written, now);
@@ -632,7 +633,10 @@ export class Orchestrator {
   /**
    * Writes what the scheduler decided — skips, then Pending → Running starts with their log lines
    * after `lines` and their machines' state read back, in one record statement. Runs inside the
-   * caller's transaction when there is more than that statement to commit with it.
+   * caller's transaction when there is more than that statement to commit with it. Resolves once
+   * the record statement is sent, so a transaction's COMMIT follows it at once (a round trip
+   * less); `answered` must be awaited, after the commit: when it fails, the COMMIT rolled the whole
+   * transaction back.
    */
   async #writeDecisions(
     tx: Store,
@@ -641,22 +645,6 @@ export class Orchestrator {
     lines: NewLogEntry[],
     now: Date,
     /** The advance ends with this write: release the lease in it. */
-    releaseLease = false,
-  ): Promise<Written> {
-    return (await this.#sendDecisions(tx, deploymentId, decisions, lines, now, releaseLease)).answered;
-  }
-
-  /**
-   * #writeDecisions, resolving once its last statement is sent: a transaction's COMMIT follows it
-   * at once (a round trip less). `answered` must be awaited after the commit: when it fails, the
-   * COMMIT rolled the whole transaction back.
-   */
-  async #sendDecisions(
-    tx: Store,
-    deploymentId: string,
-    decisions: Decisions,
-    lines: NewLogEntry[],
-    now: Date,
     releaseLease = false,
   ): Promise<{ answered: Promise<Written> }> {
     let skipped = 0;
