@@ -163,6 +163,24 @@ describe('docker-compose.yml', () => {
     }
   });
 
+  it("runs scripts that replace npm's shell with their process, so the SIGTERM npm passes on stops it", () => {
+    // npm signals only its child: a shell around node would die and leave node running
+    // (test/e2e/npm-start.e2e.test.ts shows it for npm start).
+    const scripts = (
+      JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as {
+        scripts: Record<string, string>;
+      }
+    ).scripts;
+    const run = new Set(
+      [...replicas, ...agents].map((name) => {
+        const command = service(name).command ?? [];
+        return command[1] === 'run' ? command[2]! : command[1]!;
+      }),
+    );
+    expect([...run].sort()).toEqual(['agent', 'start']);
+    for (const name of run) expect(scripts[name], name).toMatch(/^exec node /);
+  });
+
   it('declares every named volume it mounts', () => {
     const declared = Object.keys(isMap(compose) && isMap(compose.volumes) ? compose.volumes : {});
     const mounted = Object.values(services).flatMap((s) => (s.volumes ?? []).map((v) => v.split(':')[0] ?? ''));
