@@ -1,7 +1,6 @@
 // Streaming zip/nupkg extraction with yauzl: the central directory is read with random access and
 // each entry is inflated straight to disk, so memory stays flat for 1 GiB packages.
-import { createWriteStream } from 'node:fs';
-import { mkdir } from 'node:fs/promises';
+import { mkdir, open } from 'node:fs/promises';
 import path from 'node:path';
 import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -138,14 +137,20 @@ async function extractEntry(
   }
 
   await mkdir(path.dirname(destination), { recursive: true, mode: 0o700 });
-  const input = await zip.openReadStreamPromise(entry);
   const isExecutable = ((entry.externalFileAttributes >>> 16) & 0o111) !== 0;
-  // 'wx': never follow or overwrite anything already there (a duplicate entry fails here).
-  const output = createWriteStream(destination, { flags: 'wx', mode: isExecutable ? 0o700 : 0o600 });
-  await pipeline(input, capBytes(entry.uncompressedSize, shown), output).catch((error: unknown) => {
+  // 'wx': never follow or overwrite anything already there (a duplicate entry fails here). Opened
+  // before a byte is read: a write stream opens on the thread pool, and an entry refused at its
+  // first chunk could have the staging folder's removal run before that open created the file.
+  const file = await open(destination, 'wx', isExecutable ? 0o700 : 0o600).catch((error: unknown) => {
     if (isErrnoCode(error, 'EEXIST')) throw new ArchiveRefusedError(`Archive refused: entry ${shown} appears twice`);
     throw error;
   });
+  const output = file.createWriteStream();
+  try {
+    await pipeline(await zip.openReadStreamPromise(entry), capBytes(entry.uncompressedSize, shown), output);
+  } finally {
+    output.destroy();
+  }
 }
 
 /** Belt and braces next to yauzl's validateEntrySizes: never write more than declared. */

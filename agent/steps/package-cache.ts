@@ -2,8 +2,7 @@
 // control plane and verified by sha256 before it is used. `redownload` bypasses the cache. A
 // version's marker file is touched whenever a task uses it; `prune` drops versions unused since.
 import { createHash, randomBytes } from 'node:crypto';
-import { createWriteStream } from 'node:fs';
-import { mkdir, readdir, readFile, rename, rm, rmdir, stat, utimes, writeFile } from 'node:fs/promises';
+import { mkdir, open, readdir, readFile, rename, rm, rmdir, stat, utimes, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -73,15 +72,13 @@ export class PackageCache {
         callback(null, chunk);
       },
     });
+    // Created before the download starts: a write stream opens its file on the thread pool, and a
+    // download failing at once could have the rm below run before that open (a partial left behind).
+    const output = (await open(partial, 'wx', 0o600)).createWriteStream();
     try {
-      await pipeline(
-        this.#source.download(ref.packageId, ref.version, options.signal),
-        hasher,
-        createWriteStream(partial, { flags: 'wx', mode: 0o600 }),
-        {
-          signal: options.signal,
-        },
-      );
+      await pipeline(this.#source.download(ref.packageId, ref.version, options.signal), hasher, output, {
+        signal: options.signal,
+      });
       const actual = hash.digest('hex');
       if (expected !== '' && actual !== expected) {
         throw new Error(
@@ -100,6 +97,7 @@ export class PackageCache {
       await this.#touch(marker);
       return file;
     } catch (error) {
+      output.destroy();
       await rm(partial, { force: true });
       throw error;
     }

@@ -3,7 +3,6 @@
  * ever held in memory and the size limit is enforced on the bytes actually received.
  */
 import { createHash } from 'node:crypto';
-import { createWriteStream } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { Transform, type Readable } from 'node:stream';
@@ -47,8 +46,12 @@ export async function stageStream(
       callback(null, chunk);
     },
   });
+  // The file is created before a byte is read. Left to a write stream, its open runs on the thread
+  // pool while pipeline() may already have rejected on the meter's first chunk: an open landing
+  // after the rm below left the file behind for good (one refused upload in ~1,500).
+  const handle = await fs.open(file, 'wx', 0o600);
   try {
-    await pipeline(source, meter, createWriteStream(file, { flags: 'wx', mode: 0o600 }));
+    await pipeline(source, meter, handle.createWriteStream());
   } catch (error) {
     await fs.rm(file, { force: true });
     throw error;
