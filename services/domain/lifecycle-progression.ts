@@ -149,14 +149,15 @@ export function computeProgression(
 }
 
 /** Automatic environments of reached phases that have no deployment of the release yet. */
-export function automaticEnvironmentsDue(progression: Progression, deployments: ProgressionDeployment[]): string[] {
+export function automaticEnvironmentsDue(
+  progression: Progression,
+  deployedEnvironmentIds: readonly string[],
+): string[] {
+  const deployed = new Set(deployedEnvironmentIds);
   if (!progression.phases) return [];
   return progression.phases
     .filter((p) => p.reached)
     .flatMap((p) => p.environments)
-    .filter(
-      (e) =>
-        e.available && e.howToTrigger === 'Automatic' && !deployments.some((d) => d.environmentId === e.environmentId),
-    )
+    .filter((e) => e.available && e.howToTrigger === 'Automatic' && !deployed.has(e.environmentId))
     .map((e) => e.environmentId);
 }

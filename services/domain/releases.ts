@@ -273,17 +273,14 @@ export async function getReleaseDetails(
   }
   authorize(principal, Capability.View, { projectId: release.projectId });
 
-  const environments = await deps.store.environments.listAll(release.workspaceId);
-  const deployments = await deps.store.deployments.listForRelease(release.id);
+  const [environments, history] = await Promise.all([
+    deps.store.environments.listAll(release.workspaceId),
+    deps.store.deployments.releaseHistory(release.id),
+  ]);
   const progression = computeProgression(
     release.snapshot.lifecycle,
     environments.map((e) => ({ environmentId: e.id, name: e.name, enabled: e.enabled })),
-    deployments.map((d) => ({
-      environmentId: d.environmentId,
-      status: d.status,
-      errorCount: d.errorCount,
-      warningCount: d.warningCount,
-    })),
+    history.completions,
   );
   return { release, progression };
 }

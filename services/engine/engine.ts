@@ -130,25 +130,25 @@ export function createEngine(options: EngineOptions): Engine {
     );
     if (!release || !automatic) return [];
     const now = clock.now();
-    const [environments, deployments, liveFreezes, phaseApprovals] = await Promise.all([
+    const [environments, history, liveFreezes, phaseApprovals] = await Promise.all([
       store.environments.listAll(release.workspaceId),
-      store.deployments.listForRelease(releaseId),
+      store.deployments.releaseHistory(releaseId),
       store.deploymentFreezes.listLive(release.workspaceId, now),
       approvalsByPhase(store, release),
     ]);
     // A release someone rolled back to is not carried on to later phases by itself: that would
     // undo newer releases there (issue #15). A person may still promote it.
-    if (deployments.some((d) => d.rolledBackFromReleaseId !== null)) {
+    if (history.rolledBack) {
       logger.info({ releaseId }, 'no automatic deployments: the release was deployed by a rollback');
       return [];
     }
     const progression = computeProgression(
       release.snapshot.lifecycle,
       environments.map((e) => ({ environmentId: e.id, name: e.name, enabled: e.enabled })),
-      deployments,
+      history.completions,
     );
     const created: string[] = [];
-    for (const environmentId of automaticEnvironmentsDue(progression, deployments)) {
+    for (const environmentId of automaticEnvironmentsDue(progression, history.deployedEnvironmentIds)) {
       const environment = environments.find((e) => e.id === environmentId)!;
       const id = newId();
       const inserted = await store.deployments.insertAutomaticOnce(

@@ -224,6 +224,42 @@ export interface DeploymentFilter {
 
 const NEXT_CHANGE = "nextval('deployment_change_seq')";
 
+/** A release's deployments to one environment that Completed without errors, as progression sees them. */
+export interface ReleaseCompletion {
+  environmentId: string;
+  status: 'Completed';
+  errorCount: 0;
+  /** The fewest among them. */
+  warningCount: number;
+}
+
+export interface ReleaseHistory {
+  completions: ReleaseCompletion[];
+  /** Every environment the release was deployed to, whatever came of it. */
+  deployedEnvironmentIds: string[];
+  /** A rollback deployed it somewhere. */
+  rolledBack: boolean;
+}
+
+/**
+ * All lifecycle progression asks of a release's deployments (one `?`: the release): per
+ * environment where one Completed without errors, the fewest warnings among those. One entry each,
+ * whatever the number of redeployments: a release deployed a thousand times is read as cheaply as
+ * one deployed once.
+ */
+const RELEASE_COMPLETIONS = `(SELECT json_object_agg(c.environment_id, c.fewest_warnings) FROM (
+   SELECT environment_id, min(warning_count) AS fewest_warnings FROM deployments
+   WHERE release_id = ? AND status = 'Completed' AND error_count = 0 GROUP BY environment_id) c)`;
+
+function toCompletions(json: Record<string, number> | null): ReleaseCompletion[] {
+  return Object.entries(json ?? {}).map(([environmentId, warningCount]) => ({
+    environmentId,
+    status: 'Completed',
+    errorCount: 0,
+    warningCount,
+  }));
+}
+
 export function deploymentsStore(db: Db) {
   /** The first request's time is kept: asking again changes nothing but the change tick. */
   const cancellationRequested = (now: Date) => ({
@@ -324,20 +360,33 @@ export function deploymentsStore(db: Db) {
       const [row] = await query.max({ m: 'change_tick' });
       return BigInt((row?.m as string | null) ?? 0);
     },
-    /** Deployments of a release, newest first (lifecycle progression is derived from them). */
-    async listForRelease(releaseId: string): Promise<Deployment[]> {
-      return (
-        await db<DeploymentRow>('deployments')
-          .select(...COLUMNS)
-          .where({ release_id: releaseId })
-          .orderBy('created_at', 'desc')
-      ).map(toDeployment);
+    /**
+     * What lifecycle progression and automatic deployments ask of a release's deployments, in one
+     * statement whose answer does not grow with them: per environment the fewest warnings among
+     * those Completed without errors, the environments it was deployed to (any status), and
+     * whether a rollback deployed it.
+     */
+    async releaseHistory(releaseId: string): Promise<ReleaseHistory> {
+      const { rows } = await db.raw<{
+        rows: Array<{ completions: Record<string, number> | null; environment_ids: string[]; rolled_back: boolean }>;
+      }>(
+        `SELECT ${RELEASE_COMPLETIONS} AS completions,
+           ARRAY(SELECT DISTINCT environment_id FROM deployments WHERE release_id = ?) AS environment_ids,
+           EXISTS (SELECT 1 FROM deployments WHERE release_id = ? AND rolled_back_from_release_id IS NOT NULL) AS rolled_back`,
+        [releaseId, releaseId, releaseId],
+      );
+      const row = rows[0]!;
+      return {
+        completions: toCompletions(row.completions),
+        deployedEnvironmentIds: row.environment_ids,
+        rolledBack: row.rolled_back,
+      };
     },
     /**
      * What a deploy request checks, in one statement (it runs inside the request's transaction,
      * where reads cannot go in parallel, and under load each round trip waits its turn on a busy
      * event loop): the workspace's environments (as environments.listAll), the release's
-     * deployments (as listForRelease), the organization's limits, its active deployments (the
+     * deployments' completions (as releaseHistory), the organization's limits, its active deployments (the
      * queue limit's count), the workspace's live freezes, and the approvals the lifecycle's
      * phases require per environment.
      */
@@ -348,13 +397,8 @@ export function deploymentsStore(db: Db) {
       now: Date,
     ): Promise<{
       environments: Environment[];
-      /**
-       * What the release's deployments say of its progression along its lifecycle: per environment
-       * where one Completed without errors, the fewest warnings among those (one entry each,
-       * whatever the number of redeployments: a release deployed a thousand times is read as
-       * cheaply as one deployed once).
-       */
-      releaseCompletions: Array<{ environmentId: string; status: 'Completed'; errorCount: 0; warningCount: number }>;
+      /** What the release's deployments say of its progression (RELEASE_COMPLETIONS). */
+      releaseCompletions: ReleaseCompletion[];
       maxQueuedDeployments: number;
       active: number;
       liveFreezes: DeploymentFreeze[];
@@ -373,9 +417,7 @@ export function deploymentsStore(db: Db) {
         `SELECT
            (SELECT json_agg(row_to_json(e) ORDER BY e.sort_order, e.name) FROM environments e
              WHERE e.workspace_id = w.id AND e.deleted_at IS NULL) AS environments,
-           (SELECT json_object_agg(c.environment_id, c.fewest_warnings) FROM (
-              SELECT environment_id, min(warning_count) AS fewest_warnings FROM deployments
-              WHERE release_id = ? AND status = 'Completed' AND error_count = 0 GROUP BY environment_id) c) AS completions,
+           ${RELEASE_COMPLETIONS} AS completions,
            o.max_queued_deployments,
            (SELECT count(*) FROM deployments d JOIN workspaces dw ON dw.id = d.workspace_id
              WHERE dw.organization_id = o.id AND d.status = any(?::text[])) AS active,
@@ -392,12 +434,7 @@ export function deploymentsStore(db: Db) {
       if (!row) throw new Error(`Workspace ${workspaceId} has no organization`);
       return {
         environments: (row.environments ?? []).map(toEnvironment),
-        releaseCompletions: Object.entries(row.completions ?? {}).map(([environmentId, warningCount]) => ({
-          environmentId,
-          status: 'Completed' as const,
-          errorCount: 0 as const,
-          warningCount,
-        })),
+        releaseCompletions: toCompletions(row.completions),
         maxQueuedDeployments: row.max_queued_deployments,
         active: Number(row.active),
         liveFreezes: (row.freezes ?? []).map(freezeFromJson),

@@ -127,6 +127,11 @@ async function read(deploymentId: string) {
   return ok(t.admin.get('/api/deployment', { deploymentId, skipLogs: 'False' }));
 }
 
+/** Every deployment of a release (a test's few). */
+async function deploymentsOf(releaseId: string) {
+  return (await t.deps.store.deployments.list({ releaseId }, { skip: 0, take: 100 })).items;
+}
+
 async function waitingReason(deploymentId: string, expected: RegExp): Promise<string> {
   return waitFor(
     async () => {
@@ -513,10 +518,7 @@ describe('deployment freezes', () => {
     // Dev is not frozen: it runs, and its completion makes Prod due by itself.
     expect(await finalStatus(await deploy(t.admin, releaseId, 'Thaw-Dev'))).toBe('Completed');
     const automatic = await waitFor(
-      async () =>
-        (await t.deps.store.deployments.listForRelease(releaseId)).find(
-          (d) => d.environmentId === prodId && d.automatic,
-        ),
+      async () => (await deploymentsOf(releaseId)).find((d) => d.environmentId === prodId && d.automatic),
       { timeoutMs: 10_000, description: 'the automatic Prod deployment' },
     );
     const frozen = `frozen by 'Quarter close' until ${end.toISOString()}`;
@@ -682,10 +684,10 @@ describe('rollback', () => {
     const old = await completed(projectId, 'Undo-Dev', '1.0.0');
     await ok(t.admin.put('/api/environment', { environmentId: prodId, enabled: true }));
     const current = await completed(projectId, 'Undo-Dev', '2.0.0');
-    const prod = await waitFor(
-      async () => (await t.deps.store.deployments.listForRelease(current)).find((d) => d.environmentId === prodId),
-      { timeoutMs: 10_000, description: '2.0.0 in Prod' },
-    );
+    const prod = await waitFor(async () => (await deploymentsOf(current)).find((d) => d.environmentId === prodId), {
+      timeoutMs: 10_000,
+      description: '2.0.0 in Prod',
+    });
     expect(await finalStatus(prod.id)).toBe('Completed');
     const rolled = await ok(t.admin.post('/api/release/rollback', { projectId, environmentName: 'Undo-Dev' }));
     expect(rolled.releaseId).toBe(old);
@@ -693,7 +695,7 @@ describe('rollback', () => {
     // 1.0.0 has now completed its Dev phase and Prod is on: without the rule it would go to
     // Prod by itself and undo 2.0.0 there.
     expect(await engine.triggerAutomaticDeployments(old)).toEqual([]);
-    expect((await t.deps.store.deployments.listForRelease(old)).map((d) => d.environmentId)).not.toContain(prodId);
+    expect((await deploymentsOf(old)).map((d) => d.environmentId)).not.toContain(prodId);
   });
 });
 

@@ -118,8 +118,9 @@ describe('automaticEnvironmentsDue', () => {
     const l = lifecycle(auto(phase('Test', 1, ['dev'])), auto(phase('Prod', 2, ['prod'])));
     expect(automaticEnvironmentsDue(computeProgression(l, environments, []), [])).toEqual(['dev']);
     const deployments = [done('dev')];
-    expect(automaticEnvironmentsDue(computeProgression(l, environments, deployments), deployments)).toEqual(['prod']);
+    expect(automaticEnvironmentsDue(computeProgression(l, environments, deployments), ['dev'])).toEqual(['prod']);
     const both = [done('dev'), { ...done('prod'), status: 'Running' }];
-    expect(automaticEnvironmentsDue(computeProgression(l, environments, both), both)).toEqual([]);
+    // Prod was deployed to (still running): not due again.
+    expect(automaticEnvironmentsDue(computeProgression(l, environments, both), ['dev', 'prod'])).toEqual([]);
   });
 });

@@ -4,7 +4,9 @@
  * environments.listAll reads, field by field. Of the release's deployments it reads only what
  * lifecycle progression asks of them (per environment, the fewest warnings among those Completed
  * without errors), so a release redeployed many times costs no more to deploy again: progression
- * over that summary must be progression over every deployment.
+ * over that summary must be progression over every deployment. releaseHistory reads the same
+ * summary for release details and automatic deployments, with where the release went and whether a
+ * rollback deployed it.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import { newId, type SnapshotLifecycle } from '../../../services/core/index.ts';
@@ -24,7 +26,35 @@ beforeAll(async () => {
   t = await testApp();
 });
 
-describe('deployments.requestFacts', () => {
+describe('deployments.requestFacts and releaseHistory', () => {
+  it('reads nothing of a release never deployed, and a rollback once one deployed it', async () => {
+    const project = await ok(
+      t.admin.post('/api/project', { workspaceId: t.mainWorkspaceId, name: `History-${Date.now()}` }),
+    );
+    const release = await ok(t.admin.post('/api/release', { projectId: project.projectId, version: '1.0.0' }));
+    expect(await t.deps.store.deployments.releaseHistory(release.releaseId)).toEqual({
+      completions: [],
+      deployedEnvironmentIds: [],
+      rolledBack: false,
+    });
+    const [environment] = await t.deps.store.environments.listAll(t.mainWorkspaceId);
+    if (!environment) throw new Error('the workspace has no environment');
+    const deployment = manualDeployment({
+      id: newId(),
+      workspaceId: t.mainWorkspaceId,
+      projectId: project.projectId,
+      releaseId: release.releaseId,
+      environmentId: environment.id,
+      environmentName: environment.name,
+    });
+    await t.deps.store.deployments.insert([{ ...deployment, rolledBackFromReleaseId: release.releaseId }]);
+    expect(await t.deps.store.deployments.releaseHistory(release.releaseId)).toEqual({
+      completions: [],
+      deployedEnvironmentIds: [environment.id],
+      rolledBack: true,
+    });
+  });
+
   it('reads the environments exactly as their own read does', async () => {
     const workspaceId = t.mainWorkspaceId;
     await ok(t.admin.post('/api/environment', { workspaceId, name: `Facts-${Date.now()}`, description: 'unused' }));
@@ -71,12 +101,20 @@ describe('deployments.requestFacts', () => {
     }
 
     const facts = await t.deps.store.deployments.requestFacts(workspaceId, release.releaseId, null, new Date());
+    // Release details and automatic deployments read the same summary, with where it went.
+    const history = await t.deps.store.deployments.releaseHistory(release.releaseId);
+    expect(history.completions).toEqual(facts.releaseCompletions);
+    expect(history.deployedEnvironmentIds.sort()).toEqual([a, b, c].map((e) => e.environmentId).sort());
+    expect(history.rolledBack).toBe(false);
     const byEnvironment = (list: typeof facts.releaseCompletions) =>
       Object.fromEntries(list.map((d) => [d.environmentId, d.warningCount]));
     expect(byEnvironment(facts.releaseCompletions)).toEqual({ [a.environmentId]: 1, [c.environmentId]: 0 });
     expect(facts.releaseCompletions.every((d) => d.status === 'Completed' && d.errorCount === 0)).toBe(true);
 
-    const all = await t.deps.store.deployments.listForRelease(release.releaseId);
+    const { items: all } = await t.deps.store.deployments.list(
+      { releaseId: release.releaseId },
+      { skip: 0, take: 100 },
+    );
     expect(all).toHaveLength(made.length);
     for (const errorMode of ['NoErrorsAllowWarnings', 'NoErrorsNoWarnings'] as const) {
       // Each environment its own phase, each needing the one before: the progression tells them apart.
