@@ -94,7 +94,7 @@ export function channelsStore(db: Db) {
     },
     /** Locks the project row until the transaction ends, serializing default-channel changes. */
     async lockProject(projectId: string): Promise<void> {
-      await db('projects').where({ id: projectId }).forUpdate().first('id');
+      await db('projects').where({ id: projectId }).forNoKeyUpdate().first('id');
     },
     /** Takes the default flag off every channel of the project. */
     async clearDefault(projectId: string): Promise<void> {

@@ -238,8 +238,11 @@ export interface RecordLease {
  * max(end of item r-1 + 1, its own created tick) and a chunk spans `span` ticks. With P_r the
  * ticks taken before item r (Σ span + 1), that unrolls to start_r = P_r + max(last + 1, max over
  * j ≤ r of (created_j - P_j)): a running max, so window functions compute every start. The row
- * lock on the deployment (FOR UPDATE, held to the end of the statement) makes commits happen in
- * tick order, so a reader paging with `tick > T` never skips a line that commits later.
+ * lock on the deployment (held to the end of the transaction) makes commits happen in tick order,
+ * so a reader paging with `tick > T` never skips a line that commits later. It is FOR NO KEY
+ * UPDATE, the lock the statement's UPDATE of the row takes anyway: FOR UPDATE also held back the
+ * foreign-key checks of rows inserted meanwhile for the deployment (the rest of a wide plan's
+ * tasks, an approval) until the record committed.
  *
  * An entry whose id is already stored is skipped, so a caller can write a parent entry with a
  * fixed id ("Step 'Deploy'") before each batch of its children and it is stored once.
@@ -294,7 +297,7 @@ WITH started AS (
     AND (t.deployment_id = ? AND t.status = 'Running') IS TRUE AND t.last_log_seq < c.first_seq
   RETURNING t.id
 ), locked AS (
-  SELECT last_log_tick FROM deployments WHERE id = ? FOR UPDATE
+  SELECT last_log_tick FROM deployments WHERE id = ? FOR NO KEY UPDATE
 ), entry_input AS (
   SELECT x.* FROM jsonb_to_recordset(CAST(? AS jsonb)) AS x(
     ord int, id text, created_tick bigint, level text, data text,

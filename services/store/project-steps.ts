@@ -119,10 +119,11 @@ export function projectStepsStore(db: Db) {
     /**
      * Serializes changes to one project's step list (append, delete, reorder, group membership)
      * until the surrounding transaction ends, so two writers never compute positions from the
-     * same stale list. False when the project is missing or deleted.
+     * same stale list. False when the project is missing or deleted. NO KEY UPDATE, as every
+     * project lock: inserts that reference the project (deployments) are not held back.
      */
     async lockProject(projectId: string): Promise<boolean> {
-      const row = await db('projects').where({ id: projectId }).whereNull('deleted_at').forUpdate().first('id');
+      const row = await db('projects').where({ id: projectId }).whereNull('deleted_at').forNoKeyUpdate().first('id');
       return row !== undefined;
     },
     async maxSortOrder(projectId: string): Promise<number> {

@@ -56,7 +56,7 @@ export function projectsStore(db: Db) {
         .whereNull('w.deleted_at')
         .where('p.id', id)
         .first('p.*', 'w.organization_id as workspace_organization_id');
-      if (options.lock) void query.forUpdate('p');
+      if (options.lock) void query.forNoKeyUpdate('p');
       const row: (ProjectRow & { workspace_organization_id: string }) | undefined = await query;
       return row ? { resource: toProject(row), organizationId: row.workspace_organization_id } : null;
     },

@@ -10,16 +10,19 @@
  * out, the same order) and maps through that store's row mapper. Rows come back as JSON, so a part
  * whose mapper needs a timestamp must read it with jsonDate (none does today).
  *
- * The same statement locks the project (FOR UPDATE, as projects.getWithOrganization with `lock`):
- * the lock serializes the project's release creates and step-list edits, and taking it here saves
- * a round trip, which under load is a turn of a busy event loop (bench/throughput). The statement
+ * The same statement locks the project (FOR NO KEY UPDATE, as projects.getWithOrganization with
+ * `lock`): the lock serializes the project's release creates and step-list edits, and taking it here
+ * saves a round trip, which under load is a turn of a busy event loop (bench/throughput). The statement
  * reads one snapshot, taken before it waited for the lock, so what another holder of the lock
  * committed meanwhile is not in it. Everything returned, the project's own row included, comes
  * from that snapshot (the locked row only says the project is still there): one consistent state,
  * as if this release had been created just before that holder's change. The one thing such a
  * change could make wrong is a version, added by another release create: so the insert checks the
  * version again against what is committed when it runs (releases.insertUnlessVersionTaken). The
- * templates are read FOR SHARE (not deleted before the release commits).
+ * templates are read FOR SHARE (not deleted before the release commits). NO KEY UPDATE, the lock an
+ * UPDATE takes, still conflicts with every other lock of the project; FOR UPDATE also held back
+ * the foreign-key check of any row inserted meanwhile that references the project, so a deploy
+ * requested in the project waited for the release create to commit.
  */
 import type { Db } from './db.ts';
 import { toChannel, type Channel, type ChannelRow } from './channels.ts';
@@ -87,7 +90,7 @@ const INPUTS_SQL = `
 WITH locked_project AS MATERIALIZED (
   SELECT p.id, w.organization_id FROM projects p JOIN workspaces w ON w.id = p.workspace_id
   WHERE p.id = :projectId AND p.deleted_at IS NULL AND w.deleted_at IS NULL
-  FOR UPDATE OF p),
+  FOR NO KEY UPDATE OF p),
 live_project AS (SELECT * FROM projects WHERE id = :projectId AND deleted_at IS NULL),
 channel AS (
   SELECT c.*, p.workspace_id FROM channels c JOIN live_project p ON p.id = c.project_id

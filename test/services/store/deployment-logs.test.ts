@@ -2,6 +2,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { dateToTicks, newId, ticksToDate } from '../../../services/core/index.ts';
 import type { LogReport, NewLogChunk, TaskFinish } from '../../../services/store/index.ts';
 import { testApp, type TestContext } from '../../helpers/app.ts';
+import { tryRowLock } from '../../helpers/row-locks.ts';
 import { manualDeployment } from '../../helpers/deployment-row.ts';
 
 let t: TestContext;
@@ -354,6 +355,18 @@ describe('deployment logs', () => {
     const texts = (await readAll()).map((entry) => entry.data);
     expect(texts).toContain(`${kept}, before`);
     expect(texts.filter((text) => text.startsWith(lost))).toEqual([]);
+  });
+
+  it("holds the deployment's row until the record's transaction ends, without holding back inserts that reference it", async () => {
+    const attempt = (mode: 'NO KEY UPDATE' | 'KEY SHARE') => tryRowLock(t.db, 'deployments', deploymentId, mode);
+    await t.deps.store.transaction(async (tx) => {
+      await tx.deploymentLogs.append(deploymentId, [{ level: 'Information', data: 'held' }], new Date());
+      // Another record waits (commits stay in tick order)…
+      expect(await attempt('NO KEY UPDATE')).toBe('55P03');
+      // …but a foreign-key check (FOR KEY SHARE: a task of the deployment inserted) goes on.
+      expect(await attempt('KEY SHARE')).toBe('taken');
+    });
+    expect(await attempt('NO KEY UPDATE')).toBe('taken');
   });
 
   it('stores a line holding U+0000 (PostgreSQL text cannot) with a replacement character', async () => {

@@ -9,6 +9,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { ReleaseInputs } from '../../../services/store/index.ts';
 import { testApp, type TestContext } from '../../helpers/app.ts';
+import { tryRowLock } from '../../helpers/row-locks.ts';
 
 let t: TestContext;
 let counter = 0;
@@ -398,27 +399,29 @@ describe('store.releaseInputs.lockProjectAndRead: the project', () => {
     expect((await lockAndRead({ projectId })).project).toBeNull();
   });
 
-  it('holds the project locked until its transaction ends', async () => {
-    const holder = await t.db.transaction();
-    try {
-      await t.deps.store.transaction(async (tx) => {
-        await tx.releaseInputs.lockProjectAndRead({
+  it('holds the project locked until its transaction ends, as every project lock, without holding back inserts that reference it', async () => {
+    const lockers: Record<string, (tx: TestContext['deps']['store']) => Promise<unknown>> = {
+      'releaseInputs.lockProjectAndRead': (tx) =>
+        tx.releaseInputs.lockProjectAndRead({
           projectId: rich.projectId,
           version: '9.9.9',
           channelName: null,
           ignoreDefaultChannel: false,
-        });
-        // Another transaction cannot take the lock meanwhile.
-        const attempt = await holder
-          .raw('SELECT id FROM projects WHERE id = ? FOR UPDATE NOWAIT', [rich.projectId])
-          .then(
-            () => 'locked',
-            (error: { code?: string }) => error.code,
-          );
-        expect(attempt).toBe('55P03');
+        }),
+      'projects.getWithOrganization': (tx) => tx.projects.getWithOrganization(rich.projectId, { lock: true }),
+      'projectSteps.lockProject': (tx) => tx.projectSteps.lockProject(rich.projectId),
+      'channels.lockProject': (tx) => tx.channels.lockProject(rich.projectId),
+    };
+    const attempt = (mode: 'NO KEY UPDATE' | 'KEY SHARE') => tryRowLock(t.db, 'projects', rich.projectId, mode);
+    for (const [name, lock] of Object.entries(lockers)) {
+      await t.deps.store.transaction(async (tx) => {
+        await lock(tx);
+        // Another transaction cannot take the project's lock meanwhile…
+        expect(await attempt('NO KEY UPDATE'), name).toBe('55P03');
+        // …but a foreign-key check (FOR KEY SHARE: a deployment inserted in the project) goes on.
+        expect(await attempt('KEY SHARE'), name).toBe('taken');
       });
-    } finally {
-      await holder.rollback();
+      expect(await attempt('NO KEY UPDATE'), `${name}, after its transaction`).toBe('taken');
     }
   });
 });
