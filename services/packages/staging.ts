@@ -34,6 +34,9 @@ export async function stageStream(
   maxBytes: number,
   property: string,
 ): Promise<StagedFile> {
+  // Until pipeline() listens, an error of the source (the client gone while the folder and file are
+  // made) would be thrown as uncaught. It is kept by the errored stream: pipeline() rejects with it.
+  source.on('error', () => undefined);
   await fs.mkdir(dir, { recursive: true, mode: 0o700 });
   const file = path.join(dir, `${newId()}.upload`);
   const hash = createHash('sha256');

@@ -45,10 +45,25 @@ it('leaves nothing when the first chunk is already over the limit, every time', 
 });
 
 it('leaves nothing when the source fails part way', async () => {
-  const source = new Readable({ read() {} });
-  const staging = stageStream(source, dir, 1 << 20, 'PackageFile');
-  source.push(Buffer.alloc(512, 1));
-  setImmediate(() => source.destroy(new Error('client went away')));
-  await expect(staging).rejects.toThrow('client went away');
+  let reads = 0;
+  const source = new Readable({
+    read() {
+      // A first chunk, then the client goes away.
+      if (++reads === 1) this.push(Buffer.alloc(512, 1));
+      else this.destroy(new Error('client went away'));
+    },
+  });
+  await expect(stageStream(source, dir, 1 << 20, 'PackageFile')).rejects.toThrow('client went away');
+  expect(reads).toBe(2);
   expect(await fs.readdir(dir)).toEqual([]);
+});
+
+it("fails with the source's error, not an uncaught one, when the source fails before its file is made", async () => {
+  // Its error comes while the folder and the file are made, before pipeline() listens: unhandled,
+  // it would end the process (vitest reports it as an uncaught exception).
+  const source = new Readable({ read() {} });
+  const staging = stageStream(source, path.join(dir, 'new-folder'), 1 << 20, 'PackageFile');
+  source.destroy(new Error('client went away'));
+  await expect(staging).rejects.toThrow('client went away');
+  expect(await fs.readdir(path.join(dir, 'new-folder'))).toEqual([]);
 });
