@@ -10,6 +10,12 @@ export interface AdvanceDeploymentMessage {
   v: 1;
   type: 'deployment.advance';
   deploymentId: string;
+  /**
+   * A deployment just created names what its validation reads by, so that those reads leave with
+   * the advance's claim. Optional and only a hint (checked against the claimed row): a build that
+   * does not know it ignores it and reads after the claim.
+   */
+  validate?: { releaseId: string; workspaceId: string; environmentId: string };
 }
 
 /** Every message a work queue may carry. Extend this union; never change a shipped member. */

@@ -235,7 +235,19 @@ export async function createDeployments(
   });
   // Committed: the answer is 200 whatever the bus does. Not awaited: with NATS restarting a
   // publish waits seconds for its ack, and a lost wake-up is swept up by the engine anyway.
-  void deps.wakeDeployments?.(ids);
+  void deps.wakeDeployments?.(
+    rows.map((row) =>
+      // One due now starts validating at its first claim: the engine reads what that needs with it.
+      row.gated || row.scheduledFor !== null
+        ? row.id
+        : {
+            deploymentId: row.id,
+            releaseId: row.releaseId,
+            workspaceId: row.workspaceId,
+            environmentId: row.environmentId,
+          },
+    ),
+  );
   return created;
 }
 

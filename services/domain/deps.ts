@@ -12,6 +12,14 @@ export interface DeploymentChanges {
   subscribe(deploymentId: string, onChange: () => void): () => void;
 }
 
+/** A deployment just created, woken with what its validation reads by (the engine reads them with its claim). */
+export interface CreatedDeployment {
+  deploymentId: string;
+  releaseId: string;
+  workspaceId: string;
+  environmentId: string;
+}
+
 /** What every use case receives. Passed in, never imported as a singleton. */
 export interface DomainDeps {
   store: Store;
@@ -22,7 +30,7 @@ export interface DomainDeps {
    * implements it; without one (tests of the topology alone) deployments simply wait. Never
    * throws (best effort: the engine's sweep starts what a lost wake-up did not).
    */
-  wakeDeployments?: (deploymentIds: readonly string[]) => Promise<void>;
+  wakeDeployments?: (deployments: ReadonlyArray<string | CreatedDeployment>) => Promise<void>;
   /**
    * Called after a release is committed, with the release as stored (so it need not be read
    * back): the engine starts its Automatic environments (contract §5).

@@ -2,7 +2,7 @@
  * Use cases: business rules per resource. Every function takes (deps, principal, input), checks
  * scope and capability itself, and throws the core errors. Never sees request or reply.
  */
-export type { DomainDeps, DeploymentChanges } from './deps.ts';
+export type { CreatedDeployment, DomainDeps, DeploymentChanges } from './deps.ts';
 export { followDeployment } from './deployment-events.ts';
 export { downloadDeploymentLog } from './deployment-log-download.ts';
 export { followWorkspace, getOverview, getProjectPage, getReleaseForm, permission } from './dashboard.ts';

@@ -13,13 +13,14 @@ import {
   newId,
   toError,
 } from '../core/index.ts';
-import { WorkQueue, type Bus, type Subscription } from '../bus/index.ts';
+import { WorkQueue, type AdvanceDeploymentMessage, type Bus, type Subscription } from '../bus/index.ts';
 import {
   approvalsByPhase,
   automaticEnvironmentsDue,
   computeProgression,
   gateOfNew,
   isDatabaseUnavailable,
+  type CreatedDeployment,
 } from '../domain/index.ts';
 import type {
   Deployment,
@@ -38,6 +39,7 @@ import {
   type Claimed,
   type OrchestratorTiming,
   type TaskEnd,
+  type ValidationKeys,
 } from './orchestrator.ts';
 import { ProgressWriter } from './progress-writer.ts';
 import { createDeploymentChangeHub, type DeploymentChangeHub } from './deployment-changes.ts';
@@ -65,7 +67,7 @@ export interface Engine {
   start(): Promise<void>;
   stop(): Promise<void>;
   /** Asks some replica to advance these deployments now. Never throws: a lost wake-up is swept up. */
-  wake(deploymentIds: readonly string[]): Promise<void>;
+  wake(deployments: ReadonlyArray<string | CreatedDeployment>): Promise<void>;
   /**
    * Creates the automatic deployments a release has become due for (contract §5). `stored`: the
    * release just stored, so it is not read back.
@@ -111,10 +113,24 @@ export function createEngine(options: EngineOptions): Engine {
   // Best effort by design: PostgreSQL holds the deployment, the bus only wakes. A wake-up that
   // cannot be published (NATS restarting) is logged, and the sweep starts the deployment within
   // sweepIntervalMs — so a committed deploy is never reported as failed because of the bus.
-  const wake = async (ids: readonly string[]) => {
-    for (const deploymentId of ids) {
+  const wake = async (deployments: ReadonlyArray<string | CreatedDeployment>) => {
+    for (const deployment of deployments) {
+      const message: AdvanceDeploymentMessage =
+        typeof deployment === 'string'
+          ? { v: 1, type: 'deployment.advance', deploymentId: deployment }
+          : {
+              v: 1,
+              type: 'deployment.advance',
+              deploymentId: deployment.deploymentId,
+              validate: {
+                releaseId: deployment.releaseId,
+                workspaceId: deployment.workspaceId,
+                environmentId: deployment.environmentId,
+              },
+            };
+      const { deploymentId } = message;
       try {
-        await bus.publishWork(WorkQueue.deployments, { v: 1, type: 'deployment.advance', deploymentId });
+        await bus.publishWork(WorkQueue.deployments, message);
       } catch (error) {
         logger.warn({ err: toError(error), deploymentId }, 'wake-up not published; the sweep will pick it up');
       }
@@ -228,16 +244,20 @@ export function createEngine(options: EngineOptions): Engine {
     deploymentId: string,
     state: { again: boolean },
     preclaimed?: Claimed,
+    /** A new deployment's wake-up named what its validation reads (for the first advance). */
+    validate?: ValidationKeys,
   ): Promise<AdvanceResult> => {
     let outcome: AdvanceResult;
     let claimed = preclaimed;
+    let keys = validate;
     // Wake-ups that came while a recorded end was taking the lease: that advance knows only its
     // own task ended, so they are owed one more advance (which claims and reads every end).
     let owed = preclaimed !== undefined && state.again;
     do {
       state.again = false;
-      outcome = await orchestrator.advance(deploymentId, () => state.again || owed, claimed);
+      outcome = await orchestrator.advance(deploymentId, () => state.again || owed, claimed, keys);
       claimed = undefined;
+      keys = undefined;
       if (owed || outcome === 'again') state.again = true;
       owed = false;
     } while (state.again && outcome !== 'busy');
@@ -612,7 +632,7 @@ export function createEngine(options: EngineOptions): Engine {
           const state = { again: false };
           advancing.set(deploymentId, state);
           try {
-            const outcome = await advanceHere(deploymentId, state);
+            const outcome = await advanceHere(deploymentId, state, undefined, message.validate);
             return outcome === 'busy' ? { retryInMs: 250 } : 'ack';
           } catch (error) {
             const { deliveryCount } = context;

@@ -74,6 +74,25 @@ export type AdvanceResult = 'done' | 'busy' | 'again';
 /** A deployment's lease taken for an advance, as store.deployments.claim answers it. */
 export type Claimed = Deployment & { previousLeaseOwner: string | null; advanceSeq: number; ended: DeploymentTask[] };
 
+/**
+ * What a new deployment's validation reads by, known to whoever created it: its wake-up names them
+ * so that those reads leave together with the claim instead of after its answer.
+ */
+export interface ValidationKeys {
+  releaseId: string;
+  workspaceId: string;
+  environmentId: string;
+}
+
+/** What validating a deployment reads: its release, its organization's limits, its environment's machines. */
+type ValidationReads = Promise<
+  [
+    Awaited<ReturnType<Store['releases']['get']>>,
+    Awaited<ReturnType<Store['deployments']['organizationLimits']>>,
+    TargetMachine[],
+  ]
+>;
+
 /** How a task ended, as its end is recorded (an agent's result, or decided here). */
 export type TaskEnd = { status: 'Succeeded' | 'Failed' | 'Cancelled'; exitCode: number | null; message: string };
 
@@ -164,11 +183,17 @@ export class Orchestrator {
     goOn: () => boolean = () => false,
     /** The lease a task end recorded here already took (finishAndClaim): no claim of its own. */
     preclaimed?: Claimed,
+    /** A new deployment's (its wake-up's): what its validation will read is asked for with the claim. */
+    keys?: ValidationKeys,
   ): Promise<AdvanceResult> {
     const { store, clock, replicaId, timing } = this.#deps;
     const now = clock.now();
     // Only this advance touches the deployment's run state here (the engine never overlaps two).
     const run = this.#runs.get(deploymentId);
+    // One round trip less before a new deployment's first dispatch. Unused when the claim finds it
+    // past validation (a wake-up delivered twice) or not ours: a few cheap reads thrown away.
+    const early = keys && !run && !preclaimed ? { keys, reads: this.#readForValidation(keys) } : undefined;
+    early?.reads.catch(() => undefined);
     const claimed =
       preclaimed ??
       (await store.deployments.claim(
@@ -201,7 +226,7 @@ export class Orchestrator {
       // Each state hands on the deployment as it left it, so Validating → Running → dispatch
       // happens in one advance without reading the deployment back between states.
       let deployment: Deployment | null = claimed;
-      for (let pass = 0; deployment && pass < 6; pass++) deployment = await this.#step(deployment);
+      for (let pass = 0; deployment && pass < 6; pass++) deployment = await this.#step(deployment, early);
       keep = goOn() && !this.#finished.has(deploymentId);
       return this.#againAfterRelease.has(deploymentId) ? 'again' : 'done';
     } catch (error) {
@@ -216,14 +241,20 @@ export class Orchestrator {
   }
 
   /** Does what the state allows; returns the deployment when it moved to a state that can go on now. */
-  async #step(deployment: Deployment): Promise<Deployment | null> {
+  async #step(
+    deployment: Deployment,
+    early?: { keys: ValidationKeys; reads: ValidationReads },
+  ): Promise<Deployment | null> {
     if (deployment.cancellationRequestedUtc) {
       await this.#cancel(deployment);
       return null;
     }
     switch (deployment.status) {
       case 'Validating':
-        return this.#validate(deployment);
+        return this.#validate(
+          deployment,
+          early && sameKeys(early.keys, deployment) ? early.reads : this.#readForValidation(deployment),
+        );
       case 'AwaitingSlot':
         return this.#acquireSlot(deployment);
       case 'Running':
@@ -347,14 +378,19 @@ export class Orchestrator {
    * Validating: resolve targets into a plan, store one task per step × machine and, when a slot
    * is free, start — all in one transaction with their log lines (AwaitingSlot otherwise).
    */
-  async #validate(deployment: Deployment): Promise<Deployment | null> {
+  #readForValidation(keys: ValidationKeys): ValidationReads {
+    const { store } = this.#deps;
+    return Promise.all([
+      store.releases.get(keys.releaseId),
+      store.deployments.organizationLimits(keys.workspaceId),
+      store.deploymentMachines.listInEnvironment(keys.environmentId),
+    ]);
+  }
+
+  async #validate(deployment: Deployment, reads: ValidationReads): Promise<Deployment | null> {
     const { store, clock } = this.#deps;
     const validating: NewLogEntry = { level: 'Information', data: 'Validating the deployment' };
-    const [release, organization, machines] = await Promise.all([
-      store.releases.get(deployment.releaseId),
-      store.deployments.organizationLimits(deployment.workspaceId),
-      store.deploymentMachines.listInEnvironment(deployment.environmentId),
-    ]);
+    const [release, organization, machines] = await reads;
     if (!release) {
       await this.#finish(
         deployment,
@@ -1061,4 +1097,12 @@ function skipLines(deploymentId: string, stage: Stage): NewLogEntry[] {
     });
   }
   return lines;
+}
+
+function sameKeys(keys: ValidationKeys, deployment: Deployment): boolean {
+  return (
+    keys.releaseId === deployment.releaseId &&
+    keys.workspaceId === deployment.workspaceId &&
+    keys.environmentId === deployment.environmentId
+  );
 }

@@ -53,6 +53,32 @@ describe('POST /api/release/deploy', () => {
     expect(obsolete.status).toBe(200);
   });
 
+  it('wakes the engine after commit with what a deployment due now validates by, and one scheduled by its ID', async () => {
+    const woken: unknown[] = [];
+    t.app.deps.wakeDeployments = async (deployments) => void woken.push(...deployments);
+    try {
+      const now = await t.admin.post('/api/release/deploy', { releaseId, environments: ['Staging'] });
+      expect(now.status, now.text).toBe(200);
+      const later = await t.admin.post('/api/release/deploy', {
+        releaseId,
+        environments: ['Staging'],
+        deploymentDateUnixMillis: Date.now() + 3_600_000,
+      });
+      expect(later.status, later.text).toBe(200);
+      expect(woken).toEqual([
+        {
+          deploymentId: now.body.deploymentIds[0],
+          releaseId,
+          workspaceId: t.mainWorkspaceId,
+          environmentId: staging,
+        },
+        later.body.deploymentIds[0],
+      ]);
+    } finally {
+      t.app.deps.wakeDeployments = undefined;
+    }
+  });
+
   it('refuses an environment the release has not reached, naming it', async () => {
     const response = await t.admin.post('/api/release/deploy', { releaseId, environments: ['Production'] });
     expect(response.status).toBe(400);
