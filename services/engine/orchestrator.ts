@@ -9,7 +9,7 @@
  */
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { BoundedCache, isFinalStatus, type Clock, type Logger, type Metrics, type TaskStatus } from '../core/index.ts';
-import type { Bus } from '../bus/index.ts';
+import type { AdvanceDeploymentMessage, Bus } from '../bus/index.ts';
 import { EventSubject } from '../bus/index.ts';
 import type {
   Deployment,
@@ -78,11 +78,7 @@ export type Claimed = Deployment & { previousLeaseOwner: string | null; advanceS
  * What a new deployment's validation reads by, known to whoever created it: its wake-up names them
  * so that those reads leave together with the claim instead of after its answer.
  */
-export interface ValidationKeys {
-  releaseId: string;
-  workspaceId: string;
-  environmentId: string;
-}
+export type ValidationKeys = NonNullable<AdvanceDeploymentMessage['validate']>;
 
 /** What validating a deployment reads: its release, its organization's limits, its environment's machines. */
 type ValidationReads = Promise<

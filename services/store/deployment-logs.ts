@@ -537,7 +537,7 @@ async function sendRecord(
         deploymentId,
         deploymentId,
       ])
-      .options({ name: 'gantry_deployment_logs_record_v9' }),
+      .options({ name: 'gantry_deployment_logs_record_v10' }),
   );
   const result = answered.then((answer) => toRecordResult(answer.rows, entryInput));
   // Handled here too: a failure may come before the caller awaits it (after its COMMIT).

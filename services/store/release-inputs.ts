@@ -156,7 +156,7 @@ export function releaseInputsStore(db: Db) {
           channelName: query.channelName,
           ignoreDefaultChannel: query.ignoreDefaultChannel,
         })
-        .options({ name: 'gantry_release_inputs_v2' });
+        .options({ name: 'gantry_release_inputs_v3' });
       const row = rows[0]!;
       const project =
         row.organization_id != null
