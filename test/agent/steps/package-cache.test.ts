@@ -10,6 +10,7 @@ import path from 'node:path';
 import { Readable } from 'node:stream';
 import { afterEach, beforeEach, expect, it } from 'vitest';
 import { PackageCache } from '../../../agent/steps/package-cache.ts';
+import { filesUnder } from '../../helpers/files.ts';
 
 let root: string;
 beforeEach(async () => {
@@ -29,11 +30,6 @@ const ref = (version: string, sha = sha256) => ({
   format: 'zip',
 });
 const options = () => ({ redownload: false, signal: new AbortController().signal });
-
-async function filesUnder(dir: string): Promise<string[]> {
-  const entries = await fs.readdir(dir, { recursive: true, withFileTypes: true });
-  return entries.filter((e) => e.isFile()).map((e) => path.relative(dir, path.join(e.parentPath, e.name)));
-}
 
 it('leaves no partial file when the download fails at once, every time', async () => {
   // The partial file exists before the download starts: a cleanup that runs before the file is

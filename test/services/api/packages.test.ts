@@ -4,6 +4,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { testApp, type Client, type TestContext } from '../../helpers/app.ts';
+import { filesUnder } from '../../helpers/files.ts';
 import { waitFor } from '../../helpers/wait-for.ts';
 import { parsePackageFileName } from '../../../services/packages/index.ts';
 import { archiveFor, makeZip, multipartBody, type FormPart } from '../packages/archives.ts';
@@ -25,12 +26,6 @@ function upload(client: Client, workspaceId: string, fileName: string, data: Buf
     { name: 'workspaceId', value: workspaceId },
     { name: 'PackageFile', file: { fileName, data } },
   ]);
-}
-
-/** Every file under a folder, relative, recursively (missing folder: none). */
-async function filesUnder(dir: string): Promise<string[]> {
-  const entries = await fs.readdir(dir, { recursive: true, withFileTypes: true }).catch(() => []);
-  return entries.filter((e) => e.isFile()).map((e) => path.relative(dir, path.join(e.parentPath, e.name)));
 }
 
 async function rowsFor(context: TestContext, workspaceId: string, packageId: string) {

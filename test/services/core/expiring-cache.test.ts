@@ -1,12 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ExpiringCache } from '../../../services/core/index.ts';
-
-/** A load the test finishes when it wants: to change things while it runs. */
-function deferred<T>() {
-  let resolve!: (value: T) => void;
-  const promise = new Promise<T>((r) => (resolve = r));
-  return { promise, resolve };
-}
+import { deferred } from '../../helpers/deferred.ts';
 
 describe('ExpiringCache', () => {
   it('keeps a value for its max age from the start of its read, then reads again', async () => {

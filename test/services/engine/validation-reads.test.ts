@@ -9,6 +9,7 @@ import { InProcessBus } from '../../../services/bus/index.ts';
 import { createEngine, type Engine } from '../../../services/engine/engine.ts';
 import type { Store } from '../../../services/store/index.ts';
 import { testApp, type TestContext } from '../../helpers/app.ts';
+import { deferred } from '../../helpers/deferred.ts';
 import { waitFor } from '../../helpers/wait-for.ts';
 import { deployment, environmentId, fleetOf, release, step } from '../../helpers/engine-fixtures.ts';
 
@@ -20,12 +21,6 @@ let production: string;
 /** What the engine's store was asked, in order. */
 const calls: string[] = [];
 let releaseAsked = deferred();
-
-function deferred(): { promise: Promise<void>; resolve: () => void } {
-  let resolve: () => void = () => undefined;
-  const promise = new Promise<void>((done) => (resolve = done));
-  return { promise, resolve };
-}
 
 beforeAll(async () => {
   t = await testApp();
