@@ -18,9 +18,15 @@ let engine: Engine;
 let bus: InProcessBus;
 let staging: string;
 let production: string;
-/** What the engine's store was asked, in order. */
+/** What the engine's store was asked about the deployment under test, in order. */
 const calls: string[] = [];
 let releaseAsked = deferred();
+/**
+ * The deployment under test and its release. An earlier test's deployment goes on meanwhile (its
+ * machines never connect, so it fails and its end reads its release for automatic deployments):
+ * its calls are not this test's.
+ */
+let current = { deploymentId: '', releaseId: '' };
 
 beforeAll(async () => {
   t = await testApp();
@@ -30,6 +36,7 @@ beforeAll(async () => {
     deployments: {
       ...store.deployments,
       claim: async (...args) => {
+        if (args[0] !== current.deploymentId) return store.deployments.claim(...args);
         calls.push('claim');
         // Answered once the release is asked for (at most a second later): only reads sent with
         // the claim are asked for before its answer.
@@ -42,6 +49,7 @@ beforeAll(async () => {
     releases: {
       ...store.releases,
       get: (id) => {
+        if (id !== current.releaseId) return store.releases.get(id);
         calls.push('release read');
         releaseAsked.resolve();
         return store.releases.get(id);
@@ -69,6 +77,7 @@ async function validated(wakeUp: (ids: { deploymentId: string; releaseId: string
   const deploymentId = await deployment(t, target, staging);
   calls.length = 0;
   releaseAsked = deferred();
+  current = { deploymentId, releaseId: target.releaseId };
   await engine.wake(wakeUp({ deploymentId, releaseId: target.releaseId }));
   const planned = await waitFor(
     async () =>
