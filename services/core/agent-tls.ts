@@ -4,9 +4,10 @@
  * data folder, and so the CA, as they share master.key), and a server certificate signed by it,
  * made afresh at every start. Agents pin the CA by its SHA-256 fingerprint, which every
  * registration token answer carries; any other certificate is refused. node:crypto makes the
- * keys; node-forge (pure JS, no dependencies) writes the certificates, which node:crypto cannot.
+ * keys and the server certificate's signature; node-forge (pure JS, no dependencies) writes the
+ * certificates, which node:crypto cannot.
  */
-import { generateKeyPairSync, randomBytes, X509Certificate } from 'node:crypto';
+import { generateKeyPairSync, randomBytes, sign, X509Certificate } from 'node:crypto';
 import fs from 'node:fs/promises';
 import { isIP } from 'node:net';
 import path from 'node:path';
@@ -112,26 +113,48 @@ function createServerCertificate(caPem: string, names: readonly string[]): { cer
   );
 }
 
+/**
+ * The server certificate has an ECDSA P-256 key, where the CA keeps its RSA one (agents pin the CA,
+ * so it never changes): every TLS handshake signs with the server's key, and P-256 signs in about
+ * a seventh of RSA-2048's time — a fleet reconnecting after a replica restart is thousands of
+ * handshakes on the gateway's one thread. node-forge writes only RSA keys into a certificate, so
+ * it lays out the certificate around the CA's public key as a stand-in, the P-256 key node:crypto
+ * made takes its place, and node:crypto signs the result with the CA's key.
+ */
 function makeServerCertificate(caPem: string, names: readonly string[]): { cert: string; key: string } {
   const caCert = forge.pki.certificateFromPem(caPem);
-  const caKey = forge.pki.privateKeyFromPem(
-    /-----BEGIN RSA PRIVATE KEY-----[\s\S]+?-----END RSA PRIVATE KEY-----/.exec(caPem)?.[0] ?? '',
-  );
-  const keys = forgeKeyPair();
-  const cert = newCertificate(keys.publicKey, SERVER_YEARS);
+  const caKey = /-----BEGIN RSA PRIVATE KEY-----[\s\S]+?-----END RSA PRIVATE KEY-----/.exec(caPem)?.[0] ?? '';
+  const keys = generateKeyPairSync('ec', { namedCurve: 'prime256v1' });
+  const standIn = caCert.publicKey as forge.pki.rsa.PublicKey;
+  const cert = newCertificate(standIn, SERVER_YEARS);
   cert.setSubject([{ name: 'commonName', value: names[0] ?? 'gantry-control-plane' }]);
   cert.setIssuer(caCert.subject.attributes);
   cert.setExtensions([
     { name: 'basicConstraints', cA: false, critical: true },
-    { name: 'keyUsage', digitalSignature: true, keyEncipherment: true, critical: true },
+    // An ECDSA key only signs (the handshake's key exchange is ephemeral): no keyEncipherment.
+    { name: 'keyUsage', digitalSignature: true, critical: true },
     { name: 'extKeyUsage', serverAuth: true },
     {
       name: 'subjectAltName',
       altNames: [...new Set(names)].map((name) => (isIP(name) ? { type: 7, ip: name } : { type: 2, value: name })),
     },
   ]);
-  cert.sign(caKey, forge.md.sha256.create());
-  return { cert: forge.pki.certificateToPem(cert), key: forge.pki.privateKeyToPem(keys.privateKey) };
+  cert.siginfo.algorithmOid = cert.signatureOid = forge.pki.oids.sha256WithRSAEncryption!;
+  cert.signature = '';
+  // The certificate's first part is what is signed (TBSCertificate); the rest is made again below.
+  const tbs = (forge.pki.certificateToAsn1(cert).value as forge.asn1.Asn1[])[0]!;
+  const der = (node: forge.asn1.Asn1) => forge.asn1.toDer(node).getBytes();
+  const parts = tbs.value as forge.asn1.Asn1[];
+  const standInDer = der(forge.pki.publicKeyToAsn1(standIn));
+  const keyAt = parts.findIndex((part) => der(part) === standInDer);
+  if (keyAt < 0) throw new Error('The server certificate has no public key to replace');
+  parts[keyAt] = forge.asn1.fromDer(keys.publicKey.export({ type: 'spki', format: 'der' }).toString('binary'));
+  cert.tbsCertificate = tbs;
+  cert.signature = sign('sha256', Buffer.from(der(tbs), 'binary'), caKey).toString('binary');
+  return {
+    cert: forge.pki.certificateToPem(cert),
+    key: keys.privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(),
+  };
 }
 
 /**
