@@ -123,7 +123,7 @@ function createServerCertificate(caPem: string, names: readonly string[]): { cer
  */
 function makeServerCertificate(caPem: string, names: readonly string[]): { cert: string; key: string } {
   const caCert = forge.pki.certificateFromPem(caPem);
-  const caKey = /-----BEGIN RSA PRIVATE KEY-----[\s\S]+?-----END RSA PRIVATE KEY-----/.exec(caPem)?.[0] ?? '';
+  const caKey = pemParts(caPem).key;
   const keys = generateKeyPairSync('ec', { namedCurve: 'prime256v1' });
   const standIn = caCert.publicKey as forge.pki.rsa.PublicKey;
   const cert = newCertificate(standIn, SERVER_YEARS);
