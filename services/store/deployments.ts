@@ -224,6 +224,18 @@ export interface DeploymentFilter {
 
 const NEXT_CHANGE = "nextval('deployment_change_seq')";
 
+/*
+ * Statements named `gantry_…` are server-side prepared. PostgreSQL parses and plans an unnamed
+ * statement at every execution: for each of these, 0.1–0.5 ms of its CPU against about as much or
+ * less to run them, every deployment (pg_stat_statements; bench/README, twenty-ninth session). A
+ * connection keeps a prepared statement's plan. Named only: statements whose text never changes;
+ * that list their columns (after a migration adds a column, a prepared `*` fails with "cached
+ * plan must not change result type"); whose constants are in the text, so that a generic plan
+ * estimates a status filter as a custom plan would; whose plan does not hang on how many rows a
+ * parameter selects (an environment's machines, 10 or 10,000, are read unnamed).
+ */
+const ACTIVE_STATUS_LITERAL = `'{${ACTIVE_STATUSES.join(',')}}'::text[]`;
+
 /** A release's deployments to one environment that Completed without errors, as progression sees them. */
 export interface ReleaseCompletion {
   environmentId: string;
@@ -288,7 +300,8 @@ export function deploymentsStore(db: Db) {
         .join('workspaces as w', 'w.id', 'd.workspace_id')
         .whereNull('w.deleted_at')
         .where('d.id', id)
-        .first(...COLUMNS.map((column) => `d.${column}`), 'w.organization_id as workspace_organization_id');
+        .first(...COLUMNS.map((column) => `d.${column}`), 'w.organization_id as workspace_organization_id')
+        .options({ name: 'gantry_deployment_with_organization_v1' });
       return row ? { deployment: toDeployment(row), organizationId: row.workspace_organization_id } : null;
     },
     async insert(deployments: NewDeployment[], now?: Date): Promise<void> {
@@ -404,23 +417,24 @@ export function deploymentsStore(db: Db) {
       liveFreezes: DeploymentFreeze[];
       phaseApprovals: Map<string, number>;
     }> {
-      const { rows } = await db.raw<{
-        rows: Array<{
-          environments: EnvironmentRow[] | null;
-          completions: Record<string, number> | null;
-          max_queued_deployments: number;
-          active: string;
-          freezes: Array<Record<string, unknown>> | null;
-          approvals: Record<string, number> | null;
-        }>;
-      }>(
-        `SELECT
+      const { rows } = await db
+        .raw<{
+          rows: Array<{
+            environments: EnvironmentRow[] | null;
+            completions: Record<string, number> | null;
+            max_queued_deployments: number;
+            active: string;
+            freezes: Array<Record<string, unknown>> | null;
+            approvals: Record<string, number> | null;
+          }>;
+        }>(
+          `SELECT
            (SELECT json_agg(row_to_json(e) ORDER BY e.sort_order, e.name) FROM environments e
              WHERE e.workspace_id = w.id AND e.deleted_at IS NULL) AS environments,
            ${RELEASE_COMPLETIONS} AS completions,
            o.max_queued_deployments,
            (SELECT count(*) FROM deployments d JOIN workspaces dw ON dw.id = d.workspace_id
-             WHERE dw.organization_id = o.id AND d.status = any(?::text[])) AS active,
+             WHERE dw.organization_id = o.id AND d.status = any(${ACTIVE_STATUS_LITERAL})) AS active,
            (SELECT json_agg(row_to_json(f) ORDER BY f.name) FROM deployment_freezes f
              WHERE f.workspace_id = w.id AND f.deleted_at IS NULL AND (f.recurrence_cron IS NOT NULL OR f.end_at > ?)) AS freezes,
            (SELECT json_object_agg(a.environment_id, a.required) FROM (
@@ -428,8 +442,9 @@ export function deploymentsStore(db: Db) {
               FROM phase_environments pe JOIN lifecycle_phases p ON p.id = pe.phase_id
               WHERE p.lifecycle_id = ? AND pe.required_approvals IS NOT NULL GROUP BY pe.environment_id) a) AS approvals
          FROM workspaces w JOIN organizations o ON o.id = w.organization_id WHERE w.id = ?`,
-        [releaseId, [...ACTIVE_STATUSES], now, lifecycleId, workspaceId],
-      );
+          [releaseId, now, lifecycleId, workspaceId],
+        )
+        .options({ name: 'gantry_deployment_request_facts_v1' });
       const row = rows[0];
       if (!row) throw new Error(`Workspace ${workspaceId} has no organization`);
       return {
@@ -496,7 +511,8 @@ export function deploymentsStore(db: Db) {
                  AS ended_tasks`,
                 [[...running]],
               ),
-        ]);
+        ])
+        .options({ name: running.length === 0 ? 'gantry_deployment_claim_v1' : 'gantry_deployment_claim_ended_v1' });
       return row
         ? {
             ...toDeployment(row),
@@ -631,7 +647,10 @@ export function deploymentsStore(db: Db) {
       ).map(toDeployment);
     },
     async releaseLease(id: string, owner: string): Promise<void> {
-      await db('deployments').where({ id, lease_owner: owner }).update({ lease_owner: null, lease_until: null });
+      await db('deployments')
+        .where({ id, lease_owner: owner })
+        .update({ lease_owner: null, lease_until: null })
+        .options({ name: 'gantry_deployment_release_lease_v1' });
     },
     /** Deployments waiting (queued, validating, awaiting a slot) and running now: the metrics gauge, one grouped read. */
     async countActive(): Promise<{ queued: number; running: number }> {
@@ -707,7 +726,8 @@ export function deploymentsStore(db: Db) {
       const row = await db('workspaces as w')
         .join('organizations as o', 'o.id', 'w.organization_id')
         .where('w.id', workspaceId)
-        .first('o.*');
+        .first('o.id', 'o.max_parallel_machines', 'o.max_concurrent_deployments', 'o.max_queued_deployments')
+        .options({ name: 'gantry_organization_limits_v1' });
       if (!row) throw new Error(`Workspace ${workspaceId} has no organization`);
       return {
         organizationId: row.id,
@@ -745,7 +765,8 @@ export function deploymentsStore(db: Db) {
           .where({ id: deployment.id, status: fromValidating ? 'Validating' : 'AwaitingSlot' })
           .whereNotExists(
             trx('deployments')
-              .where({ project_id: deployment.projectId, environment_id: deployment.environmentId, status: 'Running' })
+              .where({ project_id: deployment.projectId, environment_id: deployment.environmentId })
+              .whereRaw(`status = 'Running'`)
               .select(trx.raw('1')),
           )
           .whereRaw(
@@ -760,7 +781,8 @@ export function deploymentsStore(db: Db) {
             last_update_at: now,
             change_tick: trx.raw(NEXT_CHANGE),
             ...(fromValidating ? { plan: JSON.stringify(fromValidating.plan) } : {}),
-          });
+          })
+          .options({ name: fromValidating ? 'gantry_deployment_start_validated_v1' : 'gantry_deployment_start_v1' });
         const [, count] = await Promise.all([locked, updated]);
         return count > 0;
       };
@@ -770,10 +792,11 @@ export function deploymentsStore(db: Db) {
     /** Deployments waiting for a slot, oldest first (woken when a slot frees up). */
     async listAwaitingSlot(limit: number): Promise<string[]> {
       const rows = await db('deployments')
-        .where({ status: 'AwaitingSlot' })
+        .whereRaw(`status = 'AwaitingSlot'`)
         .orderBy('created_at')
         .limit(limit)
-        .select('id');
+        .select('id')
+        .options({ name: 'gantry_deployments_awaiting_slot_v1' });
       return rows.map((r) => r.id as string);
     },
     /** Marks cancellation requested on an active deployment; false when it is already final. */

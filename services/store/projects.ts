@@ -21,6 +21,17 @@ export interface ProjectRow {
   deleted_at: Date | null;
 }
 
+/** What toProject reads: a prepared statement names its columns (store/deployments.ts, ACTIVE_STATUS_LITERAL). */
+const PROJECT_COLUMNS = [
+  'id',
+  'workspace_id',
+  'name',
+  'description',
+  'lifecycle_id',
+  'created_at',
+  'deleted_at',
+] as const satisfies ReadonlyArray<keyof ProjectRow>;
+
 export function toProject(row: ProjectRow): Project {
   return {
     id: row.id,
@@ -55,7 +66,8 @@ export function projectsStore(db: Db) {
         .whereNull('p.deleted_at')
         .whereNull('w.deleted_at')
         .where('p.id', id)
-        .first('p.*', 'w.organization_id as workspace_organization_id');
+        .first(...PROJECT_COLUMNS.map((column) => `p.${column}`), 'w.organization_id as workspace_organization_id')
+        .options({ name: options.lock ? 'gantry_project_locked_v1' : 'gantry_project_v1' });
       if (options.lock) void query.forNoKeyUpdate('p');
       const row: (ProjectRow & { workspace_organization_id: string }) | undefined = await query;
       return row ? { resource: toProject(row), organizationId: row.workspace_organization_id } : null;

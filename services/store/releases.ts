@@ -29,6 +29,20 @@ interface ReleaseRow {
   created_at: Date;
 }
 
+/** What toRelease reads: a prepared statement names its columns (store/deployments.ts, ACTIVE_STATUS_LITERAL). */
+const RELEASE_COLUMNS = [
+  'id',
+  'workspace_id',
+  'project_id',
+  'version',
+  'channel_id',
+  'channel_name',
+  'notes',
+  'package_versions',
+  'snapshot',
+  'created_at',
+] as const satisfies ReadonlyArray<keyof ReleaseRow>;
+
 function toRelease(row: ReleaseRow): Release {
   return {
     id: row.id,
@@ -52,7 +66,8 @@ export function releasesStore(db: Db) {
         .join('projects as p', 'p.id', 'r.project_id')
         .whereNull('p.deleted_at')
         .where('r.id', id)
-        .first('r.*');
+        .first(...RELEASE_COLUMNS.map((column) => `r.${column}`))
+        .options({ name: 'gantry_release_v1' });
       return row ? toRelease(row) : null;
     },
     /** As get, when the project's workspace is not deleted either, with its organization: a visibility check in one read. */
