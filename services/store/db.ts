@@ -8,6 +8,19 @@ import { PipelinedPgClient } from './pipelined-pg.ts';
 
 export type Db = Knex | Knex.Transaction;
 
+/*
+ * Prepared statements: a statement given `.options({ name: 'gantry_…' })` is server-side
+ * prepared. PostgreSQL parses and plans an unnamed statement at every execution (on a
+ * deployment's path 0.1–0.5 ms of its CPU for each, against about as much or less to run it:
+ * pg_stat_statements, bench/README, twenty-ninth session); a connection keeps a prepared
+ * statement's plan. Named only: statements whose text never changes (each variant its own name);
+ * that list their columns (after a migration adds a column, a prepared `*` fails with "cached plan
+ * must not change result type"); whose constants are in the text, so that a generic plan
+ * estimates a status filter as a custom plan would; whose plan does not depend on how many rows a
+ * parameter selects (an environment's machines, 10 or 10,000, are read unnamed).
+ * test/services/store/prepared-statements.test.ts holds these rules.
+ */
+
 // int8 (bigint) stays a string from pg; ticks are converted with BigInt() where they are read.
 // Counts come back as strings too: store code converts them with Number().
 export function createDb(

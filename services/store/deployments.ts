@@ -224,16 +224,7 @@ export interface DeploymentFilter {
 
 const NEXT_CHANGE = "nextval('deployment_change_seq')";
 
-/*
- * Statements named `gantry_…` are server-side prepared. PostgreSQL parses and plans an unnamed
- * statement at every execution: for each of these, 0.1–0.5 ms of its CPU against about as much or
- * less to run them, every deployment (pg_stat_statements; bench/README, twenty-ninth session). A
- * connection keeps a prepared statement's plan. Named only: statements whose text never changes;
- * that list their columns (after a migration adds a column, a prepared `*` fails with "cached
- * plan must not change result type"); whose constants are in the text, so that a generic plan
- * estimates a status filter as a custom plan would; whose plan does not hang on how many rows a
- * parameter selects (an environment's machines, 10 or 10,000, are read unnamed).
- */
+/** The active statuses written into a prepared statement's text (prepared statements: store/db.ts). */
 const ACTIVE_STATUS_LITERAL = `'{${ACTIVE_STATUSES.join(',')}}'::text[]`;
 
 /** A release's deployments to one environment that Completed without errors, as progression sees them. */

@@ -21,7 +21,7 @@ export interface ProjectRow {
   deleted_at: Date | null;
 }
 
-/** What toProject reads: a prepared statement names its columns (store/deployments.ts, ACTIVE_STATUS_LITERAL). */
+/** What toProject reads, as `p.…`: a prepared statement lists its columns (store/db.ts). */
 const PROJECT_COLUMNS = [
   'id',
   'workspace_id',
@@ -31,6 +31,7 @@ const PROJECT_COLUMNS = [
   'created_at',
   'deleted_at',
 ] as const satisfies ReadonlyArray<keyof ProjectRow>;
+const PROJECT_SELECT = PROJECT_COLUMNS.map((column) => `p.${column}`);
 
 export function toProject(row: ProjectRow): Project {
   return {
@@ -66,7 +67,7 @@ export function projectsStore(db: Db) {
         .whereNull('p.deleted_at')
         .whereNull('w.deleted_at')
         .where('p.id', id)
-        .first(...PROJECT_COLUMNS.map((column) => `p.${column}`), 'w.organization_id as workspace_organization_id')
+        .first(...PROJECT_SELECT, 'w.organization_id as workspace_organization_id')
         .options({ name: options.lock ? 'gantry_project_locked_v1' : 'gantry_project_v1' });
       if (options.lock) void query.forNoKeyUpdate('p');
       const row: (ProjectRow & { workspace_organization_id: string }) | undefined = await query;

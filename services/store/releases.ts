@@ -29,7 +29,7 @@ interface ReleaseRow {
   created_at: Date;
 }
 
-/** What toRelease reads: a prepared statement names its columns (store/deployments.ts, ACTIVE_STATUS_LITERAL). */
+/** What toRelease reads, as `r.…`: a prepared statement lists its columns (store/db.ts). */
 const RELEASE_COLUMNS = [
   'id',
   'workspace_id',
@@ -42,6 +42,7 @@ const RELEASE_COLUMNS = [
   'snapshot',
   'created_at',
 ] as const satisfies ReadonlyArray<keyof ReleaseRow>;
+const RELEASE_SELECT = RELEASE_COLUMNS.map((column) => `r.${column}`);
 
 function toRelease(row: ReleaseRow): Release {
   return {
@@ -66,7 +67,7 @@ export function releasesStore(db: Db) {
         .join('projects as p', 'p.id', 'r.project_id')
         .whereNull('p.deleted_at')
         .where('r.id', id)
-        .first(...RELEASE_COLUMNS.map((column) => `r.${column}`))
+        .first(...RELEASE_SELECT)
         .options({ name: 'gantry_release_v1' });
       return row ? toRelease(row) : null;
     },

@@ -1,6 +1,6 @@
 /**
  * The statements a deployment runs on every step are server-side prepared (named `gantry_…`, the
- * why in services/store/deployments.ts): PostgreSQL then parses and plans them once per
+ * why in services/store/db.ts): PostgreSQL then parses and plans them once per
  * connection. Two rules keep that safe. A name stands for one text: node-postgres refuses a name
  * reused with another, so each variant of a statement has its own. And a prepared statement lists
  * its columns: a `*` fails ("cached plan must not change result type") on a connection that
@@ -74,8 +74,8 @@ async function runEach(): Promise<void> {
   const deployment = { id: deploymentId, projectId, environmentId, workspaceId: t.mainWorkspaceId };
   await store
     .transaction(async (tx) => {
-      // Neither starts it (it is Validating after the claim, and no plan is given as valid): each
-      // variant's statement runs, and the transaction's lock and writes are rolled back below.
+      // Each variant's statement runs: the first finds no AwaitingSlot deployment (the claim made it
+      // Validating), the second may start it; the transaction, its lock and writes roll back below.
       expect(await tx.deployments.tryStart(deployment, now)).toBe(false);
       expect(typeof (await tx.deployments.tryStart(deployment, now, { fromValidating: { plan: {} } }))).toBe('boolean');
       expect((await tx.projects.getWithOrganization(projectId, { lock: true }))?.resource.id).toBe(projectId);
