@@ -145,6 +145,8 @@ const tick = setInterval(() => {
   }
 }, 100);
 
+// The bench is gone (killed before it could say stop): its thousands of connections must not go on.
+process.once('disconnect', () => process.exit(0));
 process.on('message', (message: { type: string }) => {
   if (message.type === 'report') {
     const heartbeats = healthReads - hellos;

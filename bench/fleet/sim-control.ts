@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import type pg from 'pg';
 import { AGENT_CA_FILE } from '../../services/core/index.ts';
 import { waitFor } from '../../test/helpers/wait-for.ts';
-import { tempDir, type ControlPlane } from '../../test/e2e/harness.ts';
+import { adoptProcess, tempDir, type ControlPlane } from '../../test/e2e/harness.ts';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 
@@ -105,6 +105,7 @@ export async function startSims(
       execArgv: ['--max-old-space-size=4096', '--import', 'tsx'],
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     });
+    adoptProcess(child);
     const sim: Sim = { child, offset, welcomed: 0, lastWelcomeAt: 0 };
     child.on('message', (message: { type: string; count?: number; at?: number }) => {
       if (message.type === 'welcomed') {

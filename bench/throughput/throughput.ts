@@ -15,6 +15,7 @@ import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import {
+  adoptProcess,
   api,
   bashProject,
   cleanup,
@@ -204,6 +205,7 @@ async function main(): Promise<void> {
     bare = spawn(process.execPath, ['--import', 'tsx', path.join(here, 'bare-server.ts'), file], {
       stdio: ['ignore', 'pipe', 'inherit'],
     });
+    adoptProcess(bare);
     const barePort = await new Promise<string>((resolve) =>
       bare!.stdout!.once('data', (d: Buffer) => resolve(d.toString().trim())),
     );

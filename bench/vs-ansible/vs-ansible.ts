@@ -26,7 +26,16 @@ import { parseArgs } from 'node:util';
 import { buildCli } from '../../scripts/build-cli.ts';
 import { freePort } from '../../services/core/index.ts';
 import { waitFor } from '../../test/helpers/wait-for.ts';
-import { ADMIN, api, cleanup, startAgent, startControlPlane, workspaceOf, type Api } from '../../test/e2e/harness.ts';
+import {
+  ADMIN,
+  adoptProcess,
+  api,
+  cleanup,
+  startAgent,
+  startControlPlane,
+  workspaceOf,
+  type Api,
+} from '../../test/e2e/harness.ts';
 import { machineBusy } from '../deploy/cpu.ts';
 import { median, table } from '../deploy/stats.ts';
 
@@ -150,6 +159,7 @@ async function startSshd(dir: string): Promise<{ port: number; key: string; stop
     );
     const sshd = spawn('/usr/sbin/sshd', ['-D', '-e', '-f', config], { stdio: ['ignore', 'ignore', 'pipe'] });
     sshd.stderr.on('data', (c: Buffer) => (errors += c.toString()));
+    adoptProcess(sshd);
     daemons.push(sshd);
   }
   // Ready when the last address of every daemon accepts a login.

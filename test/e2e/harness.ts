@@ -4,7 +4,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { constants as osConstants, tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach } from 'vitest';
@@ -35,6 +35,29 @@ if (process.env.VITEST) {
   });
 }
 
+// Only for bench/ scripts: a bench stopped by a signal, or ending through process.exit before its
+// cleanup, left its control planes (with their embedded PostgreSQL) and its agents running,
+// idle beside whatever was measured next. A signal now cleans up first (a second one kills at
+// once, the default again), and at exit whatever still runs is sent SIGTERM (the exit hook cannot
+// wait: each stops on its own, a plane with its PostgreSQL). Vitest has its own leak check.
+if (!process.env.VITEST) {
+  process.once('exit', () => {
+    for (const child of processes) if (isRunning(child)) child.kill('SIGTERM');
+  });
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+    process.once(signal, () => void cleanup().finally(() => process.exit(128 + osConstants.signals[signal])));
+  }
+}
+
+function isRunning(child: ChildProcess): boolean {
+  return child.exitCode === null && child.signalCode === null;
+}
+
+/** A process a bench started itself (a bare server, sshd): stopped by cleanup() and at exit as the harness's own. */
+export function adoptProcess(child: ChildProcess): void {
+  processes.push(child);
+}
+
 /** Stops every process and removes every folder the harness made. Call from afterAll. */
 export async function cleanup(): Promise<void> {
   // Stopped, not killed: a control plane killed outright leaves its embedded PostgreSQL running
@@ -43,10 +66,12 @@ export async function cleanup(): Promise<void> {
   for (const folder of folders.splice(0)) rmSync(folder, { recursive: true, force: true });
 }
 
-/** Stops one process the harness started (SIGTERM, then SIGKILL after 5 s) and waits for its exit. */
-/** SIGTERM, then SIGKILL after `graceMs` (a process writing a large --cpu-prof on exit needs longer). */
+/**
+ * Stops one process the harness started and waits for its exit: SIGTERM, then SIGKILL after
+ * `graceMs` (a process writing a large --cpu-prof on exit needs longer than the default 5 s).
+ */
 export async function stopProcess(child: ChildProcess, graceMs = 5_000): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
+  if (!isRunning(child)) return;
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   child.kill('SIGTERM');
   const kill = setTimeout(() => child.kill('SIGKILL'), graceMs);
