@@ -76,12 +76,22 @@ async function deployLoop(
   client: Api,
   projectId: string,
   until: () => boolean,
-  out: { created: string[]; releaseMs: number[]; deployMs: number[]; completed: number; errors: string[] },
+  out: {
+    created: string[];
+    releaseMs: number[];
+    laterReleaseMs: number[];
+    deployMs: number[];
+    completed: number;
+    errors: string[];
+  },
 ): Promise<void> {
   for (let version = 1; !until(); version++) {
     const releaseStart = now();
     const release = await client.post('/api/release', { projectId, version: `1.0.${version}` });
-    out.releaseMs.push(now() - releaseStart);
+    const releaseMs = now() - releaseStart;
+    out.releaseMs.push(releaseMs);
+    // Each client's first create meets the run's start (60 connections and requests at once).
+    if (version > 1) out.laterReleaseMs.push(releaseMs);
     if (release.status !== 200) {
       out.errors.push(`POST /api/release: ${release.status} ${release.text.slice(0, 200)}`);
       return;
@@ -152,6 +162,7 @@ async function main(): Promise<void> {
     const out = {
       created: [] as string[],
       releaseMs: [] as number[],
+      laterReleaseMs: [] as number[],
       deployMs: [] as number[],
       completed: 0,
       errors: [] as string[],
@@ -264,6 +275,12 @@ async function main(): Promise<void> {
             `${f(releaseP50, 1)} / ${f(releaseP99, 1)} ms (${out.releaseMs.length} creates)`,
             `p99 ≤ ${GOAL.releaseP99Ms} ms`,
             mark(releaseP99 <= GOAL.releaseP99Ms),
+          ],
+          [
+            "the same without each client's first (the run's start)",
+            `${f(percentile(out.laterReleaseMs, 50), 1)} / ${f(percentile(out.laterReleaseMs, 99), 1)} ms (${out.laterReleaseMs.length} creates)`,
+            '',
+            '',
           ],
         ],
       ),
