@@ -12,6 +12,7 @@ import { registerAuthentication } from './plugins/auth.ts';
 import { registerDashboardFiles } from './plugins/dashboard-files.ts';
 import { clientError, frameworkError, registerErrorHandling } from './plugins/errors.ts';
 import { registerInputNormalization } from './plugins/normalize-input.ts';
+import { registerReadPriority } from './plugins/read-priority.ts';
 import { registerRoutes } from './routes/index.ts';
 import type { ApiDeps } from './routes/route-types.ts';
 import { ErrorBody } from './schemas.ts';
@@ -106,6 +107,8 @@ export async function buildApp(rootDeps: ApiDeps, options: BuildAppOptions): Pro
     }
   });
   app.addSchema(ErrorBody);
+  // First of the onRequest hooks: a read waiting for its turn has cost nothing yet (no auth, no audit).
+  registerReadPriority(app);
   registerErrorHandling(app);
   registerInputNormalization(app);
   // Before authentication: it sets request.deps, which authentication reads.
