@@ -33,7 +33,7 @@ async function appWithGate(readsPerTurn: number) {
 }
 
 describe('reads yield to changes (read-priority)', () => {
-  it('begins a change at once although reads arrived before it, and the reads a few per turn, in order', async () => {
+  it('begins a change before reads that arrived first once a turn is full, and the reads a few per turn, in order', async () => {
     const { began, stop } = await appWithGate(2);
     const answers = await Promise.all([
       ...[1, 2, 3, 4, 5, 6].map((n) => app.inject({ method: 'GET', url: `/read/${n}` })),
@@ -42,7 +42,8 @@ describe('reads yield to changes (read-priority)', () => {
     stop();
     // Every request answered, the reads too: none starves.
     expect(answers.map((a) => a.statusCode)).toEqual([200, 200, 200, 200, 200, 200, 200]);
-    expect(began.map((b) => b.name)).toEqual(['change', 'read 1', 'read 2', 'read 3', 'read 4', 'read 5', 'read 6']);
+    // The first two reads of the turn begin at once, as without the gate; the change overtakes the rest.
+    expect(began.map((b) => b.name)).toEqual(['read 1', 'read 2', 'change', 'read 3', 'read 4', 'read 5', 'read 6']);
     const turnsOfReads = began.filter((b) => b.name.startsWith('read')).map((b) => b.turn);
     // Two per turn: three turns, each later than the one before.
     expect(new Set(turnsOfReads).size).toBe(3);
@@ -64,14 +65,14 @@ describe('reads yield to changes (read-priority)', () => {
   });
 
   it('keeps arrival order across a long queue (the queue is compacted as it drains)', async () => {
-    const { began, stop } = await appWithGate(512);
-    const count = 1_100;
+    const { began, stop } = await appWithGate(300);
+    const count = 1_700;
     const answers = await Promise.all(
       Array.from({ length: count }, (_, i) => app.inject({ method: 'GET', url: `/read/${i}` })),
     );
     stop();
     expect(answers.every((a) => a.statusCode === 200)).toBe(true);
     expect(began.map((b) => b.name)).toEqual(Array.from({ length: count }, (_, i) => `read ${i}`));
-    expect(new Set(began.map((b) => b.turn)).size).toBe(3);
+    expect(new Set(began.map((b) => b.turn)).size).toBe(Math.ceil(count / 300));
   });
 });
