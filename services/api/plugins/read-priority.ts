@@ -14,8 +14,9 @@
  * Measured with bench/throughput on a 2-core VM (three interleaved pairs, 20 s each): release
  * creates p50 66–80 against 117–136 ms, deployments per minute 817–1,064 against 583–641, while
  * the pollers' own reads during the deployments fell from 878–1,061 to 353–467 a second (reads
- * alone are as fast as before, 0.92–0.98 of a bare Fastify route). 4 per turn changed little
- * more for the creates and halved the reads again; 16 and 32 gave most of the gain back.
+ * alone are as fast as before, 0.92–0.98 of a bare Fastify route); the creates' p99 moved within
+ * that VM's noise. 4 per turn changed little more for the creates and halved the reads again; 16
+ * and 32 gave most of the gain back. The full A/B is in bench/README.md (thirtieth session).
  */
 import type { FastifyInstance } from 'fastify';
 
