@@ -118,22 +118,27 @@ function insertStatement(db: Db, event: AuditEvent, placedBy: Readonly<Record<st
           ...owners.map(([property]) => placedBy[property]!),
           event.workspaceId,
         ]);
-  return db('audit_events').insert({
-    id: event.id,
-    organization_id: event.organizationId,
-    workspace_id: workspaceId,
-    occurred_at: event.occurredUtc,
-    account_id: event.accountId,
-    account_name: event.accountName,
-    action: event.action,
-    resource_type: event.resourceType,
-    resource_id: event.resourceId,
-    before: event.before === undefined ? null : JSON.stringify(event.before),
-    after: event.after === undefined ? null : JSON.stringify(event.after),
-    address: event.address,
-    request_id: event.requestId,
-    status: event.status,
-  });
+  // Server-side prepared (store/db.ts), a name for each set of owners read: they alone vary the
+  // text (every column is always given, `?? null`: knex leaves an undefined one out).
+  const ownersRead = owners.map((owner) => OWNER_TABLES.indexOf(owner).toString(36)).join('');
+  return db('audit_events')
+    .insert({
+      id: event.id,
+      organization_id: event.organizationId ?? null,
+      workspace_id: workspaceId ?? null,
+      occurred_at: event.occurredUtc,
+      account_id: event.accountId ?? null,
+      account_name: event.accountName ?? null,
+      action: event.action,
+      resource_type: event.resourceType,
+      resource_id: event.resourceId ?? null,
+      before: event.before === undefined ? null : JSON.stringify(event.before),
+      after: event.after === undefined ? null : JSON.stringify(event.after),
+      address: event.address ?? null,
+      request_id: event.requestId ?? null,
+      status: event.status,
+    })
+    .options({ name: `gantry_audit_insert_v1_${ownersRead}` });
 }
 
 export function auditEventsStore(db: Db) {

@@ -213,7 +213,10 @@ export function deploymentTasksStore(db: Db) {
      */
     async insertManyCounted(tasks: NewTaskRows): Promise<number> {
       if (tasks.length === 0) return 0;
-      const result: { rowCount: number | null } = await db.raw(INSERT_TASKS, taskColumns(tasks));
+      // Named (store/db.ts): one text whatever the count, and its plan does not depend on it.
+      const result: { rowCount: number | null } = await db
+        .raw(INSERT_TASKS, taskColumns(tasks))
+        .options({ name: 'gantry_deployment_tasks_insert_v1' });
       return result.rowCount ?? 0;
     },
     /**

@@ -224,6 +224,9 @@ export interface DeploymentFilter {
 
 const NEXT_CHANGE = "nextval('deployment_change_seq')";
 
+/** What deployments.update may set besides its change tick, in the order it sets them. */
+const UPDATE_COLUMNS = ['status', 'started_at', 'completed_at', 'last_attempt_at', 'failure_message', 'plan'] as const;
+
 /** The active statuses written into a prepared statement's text (prepared statements: store/db.ts). */
 const ACTIVE_STATUS_LITERAL = `'{${ACTIVE_STATUSES.join(',')}}'::text[]`;
 
@@ -280,7 +283,8 @@ export function deploymentsStore(db: Db) {
     async get(id: string, options: { lock?: boolean } = {}): Promise<Deployment | null> {
       const query = db<DeploymentRow>('deployments')
         .where({ id })
-        .first(...COLUMNS);
+        .first(...COLUMNS)
+        .options({ name: options.lock ? 'gantry_deployment_locked_v1' : 'gantry_deployment_v1' });
       if (options.lock) void query.forUpdate();
       const row = await query;
       return row ? toDeployment(row) : null;
@@ -694,13 +698,25 @@ export function deploymentsStore(db: Db) {
       now: Date,
     ): Promise<Deployment | null> {
       const row: Record<string, unknown> = { last_update_at: now, change_tick: db.raw(NEXT_CHANGE) };
-      if (patch.status !== undefined) row.status = patch.status;
-      if (patch.startedUtc !== undefined) row.started_at = patch.startedUtc;
-      if (patch.completedUtc !== undefined) row.completed_at = patch.completedUtc;
-      if (patch.lastAttemptUtc !== undefined) row.last_attempt_at = patch.lastAttemptUtc;
-      if (patch.failureMessage !== undefined) row.failure_message = patch.failureMessage;
-      if (patch.plan !== undefined) row.plan = JSON.stringify(patch.plan);
-      const [updated] = await db<DeploymentRow>('deployments').where({ id }).update(row).returning(COLUMNS);
+      // The columns set decide the text, so each set has its own name (a deployment's finish is
+      // one), told by a bit per column: PostgreSQL keeps 63 bytes of a statement's name.
+      let columnsSet = 0;
+      const set = (column: (typeof UPDATE_COLUMNS)[number], value: unknown) => {
+        if (value === undefined) return;
+        row[column] = value;
+        columnsSet |= 1 << UPDATE_COLUMNS.indexOf(column);
+      };
+      set('status', patch.status);
+      set('started_at', patch.startedUtc);
+      set('completed_at', patch.completedUtc);
+      set('last_attempt_at', patch.lastAttemptUtc);
+      set('failure_message', patch.failureMessage);
+      set('plan', patch.plan === undefined ? undefined : JSON.stringify(patch.plan));
+      const [updated] = await db<DeploymentRow>('deployments')
+        .where({ id })
+        .update(row)
+        .returning(COLUMNS)
+        .options({ name: `gantry_deployment_update_v1_${columnsSet}` });
       return updated ? toDeployment(updated) : null;
     },
     async getPlan(id: string): Promise<unknown> {
@@ -749,7 +765,9 @@ export function deploymentsStore(db: Db) {
         // Sent with the update behind it (a pipelined connection: one round trip for both). The
         // update runs once the lock is held; if taking it fails, so does the update.
         const { answered: locked } = await sendWithoutWaiting(
-          trx.raw('select pg_advisory_xact_lock(hashtext(?))', [`gantry.start.${org.organization_id}`]),
+          trx
+            .raw('select pg_advisory_xact_lock(hashtext(?))', [`gantry.start.${org.organization_id}`])
+            .options({ name: 'gantry_organization_start_lock_v1' }),
         );
         // The slot checks are the update's own conditions.
         const updated = trx('deployments')

@@ -79,7 +79,8 @@ export function releasesStore(db: Db) {
         .whereNull('p.deleted_at')
         .whereNull('w.deleted_at')
         .where('r.id', id)
-        .first('r.*', 'w.organization_id as workspace_organization_id');
+        .first(...RELEASE_SELECT, 'w.organization_id as workspace_organization_id')
+        .options({ name: 'gantry_release_with_organization_v1' });
       return row ? { resource: toRelease(row), organizationId: row.workspace_organization_id } : null;
     },
     async findByVersion(projectId: string, version: string): Promise<Release | null> {
@@ -99,7 +100,8 @@ export function releasesStore(db: Db) {
           { column: 'created_at', order: 'asc' },
           { column: 'id', order: 'asc' },
         ])
-        .first();
+        .first(...RELEASE_COLUMNS)
+        .options({ name: 'gantry_release_highest_v1' });
       return row ? toRelease(row) : null;
     },
     /** The project's releases whose version has the precedence of `version` (a valid SemVer): build metadata ignored. */
@@ -128,24 +130,26 @@ export function releasesStore(db: Db) {
      * version is checked again here).
      */
     async insertUnlessVersionTaken(release: Omit<Release, 'createdUtc'>): Promise<Date | null> {
-      const { rows }: { rows: Array<{ created_at: Date }> } = await db.raw(
-        `INSERT INTO releases (id, workspace_id, project_id, version, channel_id, channel_name, notes, package_versions, snapshot)
+      const { rows }: { rows: Array<{ created_at: Date }> } = await db
+        .raw(
+          `INSERT INTO releases (id, workspace_id, project_id, version, channel_id, channel_name, notes, package_versions, snapshot)
          SELECT :id, :workspaceId, :projectId, :version, :channelId, :channelName, :notes, :packageVersions::jsonb, :snapshot::jsonb
          WHERE NOT EXISTS (SELECT 1 FROM releases WHERE project_id = :projectId
                            AND (version = :version OR version_order = semver_order_key(:version)))
          RETURNING created_at`,
-        {
-          id: release.id,
-          workspaceId: release.workspaceId,
-          projectId: release.projectId,
-          version: release.version,
-          channelId: release.channelId,
-          channelName: release.channelName,
-          notes: release.notes,
-          packageVersions: JSON.stringify(release.packageVersions),
-          snapshot: JSON.stringify(release.snapshot),
-        },
-      );
+          {
+            id: release.id,
+            workspaceId: release.workspaceId,
+            projectId: release.projectId,
+            version: release.version,
+            channelId: release.channelId,
+            channelName: release.channelName,
+            notes: release.notes,
+            packageVersions: JSON.stringify(release.packageVersions),
+            snapshot: JSON.stringify(release.snapshot),
+          },
+        )
+        .options({ name: 'gantry_release_insert_v1' });
       return rows[0]?.created_at ?? null;
     },
   };

@@ -19,7 +19,15 @@ let store: Store;
 let ids: { projectId: string; releaseId: string; deploymentId: string; environmentId: string };
 
 /** The tables whose rows the named statements read or write (a column is added to each). */
-const TABLES = ['deployments', 'releases', 'projects', 'organizations', 'workspaces'];
+const TABLES = [
+  'deployments',
+  'releases',
+  'projects',
+  'organizations',
+  'workspaces',
+  'deployment_tasks',
+  'audit_events',
+];
 
 beforeAll(async () => {
   t = await testApp();
@@ -79,6 +87,50 @@ async function runEach(): Promise<void> {
       expect(await tx.deployments.tryStart(deployment, now)).toBe(false);
       expect(typeof (await tx.deployments.tryStart(deployment, now, { fromValidating: { plan: {} } }))).toBe('boolean');
       expect((await tx.projects.getWithOrganization(projectId, { lock: true }))?.resource.id).toBe(projectId);
+      expect((await tx.deployments.get(deploymentId, { lock: true }))?.id).toBe(deploymentId);
+      const task = {
+        deploymentId,
+        stageIndex: 0,
+        stepId: newId(),
+        stepName: 'Probe',
+        machineId: newId(),
+        machineName: 'probe',
+      };
+      expect(await tx.deploymentTasks.insertManyCounted([{ id: newId(), ...task }])).toBe(1);
+      expect(await tx.deploymentTasks.insertManyCounted([{ id: newId(), ...task }])).toBe(0);
+      // Both variants of the update: a deployment's plan stored while it waits, and its finish.
+      expect((await tx.deployments.update(deploymentId, { plan: {}, status: 'AwaitingSlot' }, now))?.status).toBe(
+        'AwaitingSlot',
+      );
+      const finished = await tx.deployments.update(
+        deploymentId,
+        { status: 'Completed', completedUtc: later, lastAttemptUtc: later },
+        later,
+      );
+      expect(finished?.completedUtc).toEqual(later);
+      const { createdUtc: _, ...release } = (await tx.releases.get(releaseId))!;
+      expect(await tx.releases.insertUnlessVersionTaken({ ...release, id: newId() })).toBeNull();
+      const fresh = { ...release, id: newId(), version: '2.0.0' };
+      expect(await tx.releases.insertUnlessVersionTaken(fresh)).toBeInstanceOf(Date);
+      expect((await tx.releases.highest(projectId))?.version).toBe('2.0.0');
+      // The audit insert's variants: the workspace read from a resource named, and given outright.
+      const event = {
+        organizationId: null,
+        workspaceId: t.mainWorkspaceId,
+        occurredUtc: now,
+        accountId: null,
+        accountName: 'probe',
+        action: 'update',
+        resourceType: 'probe',
+        resourceId: null,
+        before: undefined,
+        after: { probe: true },
+        address: null,
+        requestId: null,
+        status: 200,
+      };
+      await tx.auditEvents.insert({ ...event, id: newId() }, { projectId });
+      await tx.auditEvents.insert({ ...event, id: newId() });
       throw new RolledBack();
     })
     .catch((error: unknown) => {
@@ -86,6 +138,9 @@ async function runEach(): Promise<void> {
     });
   expect((await store.projects.getWithOrganization(projectId))?.resource.id).toBe(projectId);
   expect((await store.releases.get(releaseId))?.version).toBe('1.0.0');
+  expect((await store.releases.getWithOrganization(releaseId))?.resource.version).toBe('1.0.0');
+  expect((await store.releases.highest(projectId))?.id).toBe(releaseId);
+  expect((await store.deployments.get(deploymentId))?.id).toBe(deploymentId);
 }
 
 class RolledBack extends Error {}
@@ -111,6 +166,17 @@ describe('prepared statements on a deployment’s path', () => {
         'gantry_project_locked_v1',
         'gantry_project_v1',
         'gantry_release_v1',
+        'gantry_release_with_organization_v1',
+        'gantry_release_highest_v1',
+        'gantry_release_insert_v1',
+        'gantry_deployment_v1',
+        'gantry_deployment_locked_v1',
+        'gantry_deployment_tasks_insert_v1',
+        'gantry_deployment_update_v1_13',
+        'gantry_deployment_update_v1_33',
+        'gantry_organization_start_lock_v1',
+        'gantry_audit_insert_v1_',
+        'gantry_audit_insert_v1_0',
       ]),
     );
   });
