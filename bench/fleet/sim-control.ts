@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import type pg from 'pg';
 import { AGENT_CA_FILE } from '../../services/core/index.ts';
 import { waitFor } from '../../test/helpers/wait-for.ts';
-import { adoptProcess, tempDir, type ControlPlane } from '../../test/e2e/harness.ts';
+import { adoptProcess, stopProcess, tempDir, type ControlPlane } from '../../test/e2e/harness.ts';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 
@@ -157,11 +157,6 @@ export async function reportSims(sims: Sim[]): Promise<SimReport> {
   };
 }
 
-export async function stopSim(sim: Sim): Promise<void> {
-  if (sim.child.exitCode !== null || sim.child.signalCode !== null) return;
-  const exited = new Promise<void>((resolve) => sim.child.once('exit', () => resolve()));
-  sim.child.send({ type: 'stop' });
-  const kill = setTimeout(() => sim.child.kill('SIGKILL'), 15_000);
-  await exited;
-  clearTimeout(kill);
+export function stopSim(sim: Sim): Promise<void> {
+  return stopProcess(sim.child, 15_000, () => sim.child.send({ type: 'stop' }));
 }

@@ -67,13 +67,18 @@ export async function cleanup(): Promise<void> {
 }
 
 /**
- * Stops one process the harness started and waits for its exit: SIGTERM, then SIGKILL after
- * `graceMs` (a process writing a large --cpu-prof on exit needs longer than the default 5 s).
+ * Stops one process the harness started and waits for its exit: SIGTERM (or `ask`, e.g. a message
+ * over its IPC channel), then SIGKILL after `graceMs` (a process writing a large --cpu-prof on
+ * exit needs longer than the default 5 s).
  */
-export async function stopProcess(child: ChildProcess, graceMs = 5_000): Promise<void> {
+export async function stopProcess(
+  child: ChildProcess,
+  graceMs = 5_000,
+  ask: () => void = () => child.kill('SIGTERM'),
+): Promise<void> {
   if (!isRunning(child)) return;
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  child.kill('SIGTERM');
+  ask();
   const kill = setTimeout(() => child.kill('SIGKILL'), graceMs);
   await exited;
   clearTimeout(kill);
