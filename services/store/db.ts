@@ -17,7 +17,8 @@ export type Db = Knex | Knex.Transaction;
  * that list their columns (after a migration adds a column, a prepared `*` fails with "cached plan
  * must not change result type"); whose constants are in the text, so that a generic plan
  * estimates a status filter as a custom plan would; whose plan does not depend on how many rows a
- * parameter selects (an environment's machines, 10 or 10,000, are read unnamed).
+ * parameter selects (an environment's machines, 10 or 10,000, are read unnamed). A name stays
+ * within 63 bytes: PostgreSQL keeps no more, so two names alike that far are one statement.
  * test/services/store/prepared-statements.test.ts holds these rules.
  */
 
