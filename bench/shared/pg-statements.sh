@@ -38,7 +38,9 @@ pg_stat_statements.track_planning = on
 pg_stat_statements.max = 5000
 EOF
     fi
-    as_postgres "$BIN/pg_ctl" -D "$DIR/data" -l "$DIR/log" -w start >/dev/null
+    # Started again only when it is not running (a second `start` just prints the URL).
+    as_postgres "$BIN/pg_ctl" -D "$DIR/data" status >/dev/null 2>&1 ||
+      as_postgres "$BIN/pg_ctl" -D "$DIR/data" -l "$DIR/log" -w start >/dev/null
     psql_ -qc 'create extension if not exists pg_stat_statements'
     echo "GANTRY_BENCH_PG_URL=postgres://postgres@127.0.0.1:$PORT/postgres"
     ;;
