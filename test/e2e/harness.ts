@@ -3,7 +3,7 @@
  * public HTTP API — exactly what an operator and a CI pipeline do.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, mkdirSync, rmSync, chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { constants as osConstants, tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -200,6 +200,10 @@ export async function startControlPlane(
   if (env.GANTRY_GRPC_INSECURE !== '1' && !env.GANTRY_GRPC_TLS_CERT_FILE && options.agentCa !== 'own') {
     const ca = await sharedAgentCa();
     const file = path.join(dataDir, AGENT_CA_FILE);
+    // A data folder the caller named may not exist yet (bench/chaos names one per replica): the
+    // control plane would create it, but the CA goes in first (0755 as tempDir's: the embedded
+    // PostgreSQL runs as another user).
+    mkdirSync(dataDir, { recursive: true, mode: 0o755 });
     if (!existsSync(file)) writeFileSync(file, ca.pem, { mode: 0o600 });
     caFingerprint = ca.fingerprint;
   }
