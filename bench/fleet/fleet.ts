@@ -11,6 +11,8 @@
  *   npx tsx bench/fleet/fleet.ts --n 2000 --window 100 --sims 2
  *   npx tsx bench/fleet/fleet.ts --n 2000 --profile /tmp/prof   (a CPU profile of the control plane per N;
  *     it prints the idle and deployment windows' bounds for bench/shared/cpu-profile.ts)
+ *   npx tsx bench/fleet/fleet.ts --n 500 --warm-ups 1   (one deployment to all first: the measured one runs
+ *     warm code, as on a replica that has deployed before; default 0, the replica's first deployment)
  *   npx tsx bench/fleet/fleet.ts --task-ms 500-1500   (each simulated task takes 0.5–1.5 s, uniformly;
  *     `--task-ms 1000`: 1 s each): the tasks then bound the rate, and the refill is the server's own
  *     latency, not the loop's cycle (see "Refill against Little's law" in main)
@@ -67,6 +69,12 @@ if (!(TASK_MIN_MS >= 0 && TASK_MAX_MS >= TASK_MIN_MS)) throw new Error('--task-m
 const TASKS_TAKE_TIME = TASK_MAX_MS > 0;
 const TASK_TIME = TASK_MIN_MS === TASK_MAX_MS ? `${TASK_MIN_MS} ms` : `${TASK_MIN_MS}–${TASK_MAX_MS} ms (uniform)`;
 const SCRIPT = 'echo fleet';
+/**
+ * Deployments to all before the measured one (default 0: the measured one is the replica's first,
+ * its code paths run cold in V8). With 1, the measured one runs the code as a replica that has
+ * deployed before does.
+ */
+const WARM_UPS = Number(option('--warm-ups') ?? 0);
 const REAL_AGENTS = 2;
 
 const now = () => performance.timeOrigin + performance.now();
@@ -209,8 +217,38 @@ async function runSize(n: number): Promise<Row> {
       windowSize: window,
     });
     if (group.status !== 200) throw new Error(`POST /api/project/rolling-group: ${group.status} ${group.text}`);
-    const release = await client.post('/api/release', { projectId: project.projectId, version: '1.0.0' });
-    if (release.status !== 200) throw new Error(`POST /api/release: ${release.status} ${release.text}`);
+    const cut = async (version: string): Promise<string> => {
+      const release = await client.post('/api/release', { projectId: project.projectId, version });
+      if (release.status !== 200) throw new Error(`POST /api/release: ${release.status} ${release.text}`);
+      return release.body.releaseId as string;
+    };
+    /** Deploys a release to Staging; answers once the deployment is final. */
+    const deploy = async (releaseId: string) => {
+      const requestedAt = now();
+      const deployed = await client.post('/api/release/deploy', {
+        releaseId,
+        environments: ['Staging'],
+      });
+      if (deployed.status !== 200) throw new Error(`POST /api/release/deploy: ${deployed.status} ${deployed.text}`);
+      const deploymentId = deployed.body.deploymentIds[0] as string;
+      const final = await waitFor(
+        async () => {
+          const { rows } = await db.query<{ status: string; completed_at: Date | null }>(
+            'select status, completed_at from deployments where id = $1',
+            [deploymentId],
+          );
+          const row = rows[0];
+          return row && ['Completed', 'Failed', 'Cancelled'].includes(row.status) ? row : null;
+        },
+        { timeoutMs: 600_000, intervalMs: 100, description: `the deployment to ${n + REAL_AGENTS} machines` },
+      );
+      return { requestedAt, deploymentId, final };
+    };
+    for (let w = 0; w < WARM_UPS; w++) {
+      const { final } = await deploy(await cut(`0.0.${w}`));
+      if (final.status !== 'Completed') throw new Error(`warm-up deployment ${w + 1}: ${final.status}`);
+    }
+    const releaseId = await cut('1.0.0');
     // Where the two cores go during the deployment (the simulators stand for other hosts).
     const simCpu = () => sims.reduce((sum, sim) => sum + processCpu(sim.child.pid!).self, 0);
     const cpuBefore = {
@@ -219,25 +257,8 @@ async function runSize(n: number): Promise<Row> {
       sims: simCpu(),
       busy: machineBusy(),
     };
-    const requestedAt = now();
     const deployMono = monotonicUs();
-    const deployed = await client.post('/api/release/deploy', {
-      releaseId: release.body.releaseId,
-      environments: ['Staging'],
-    });
-    if (deployed.status !== 200) throw new Error(`POST /api/release/deploy: ${deployed.status} ${deployed.text}`);
-    const deploymentId = deployed.body.deploymentIds[0] as string;
-    const final = await waitFor(
-      async () => {
-        const { rows } = await db.query<{ status: string; completed_at: Date | null }>(
-          'select status, completed_at from deployments where id = $1',
-          [deploymentId],
-        );
-        const row = rows[0];
-        return row && ['Completed', 'Failed', 'Cancelled'].includes(row.status) ? row : null;
-      },
-      { timeoutMs: 600_000, intervalMs: 100, description: `the deployment to ${n + REAL_AGENTS} machines` },
-    );
+    const { requestedAt, deploymentId, final } = await deploy(releaseId);
     const tasksRun = n + REAL_AGENTS;
     const server = (processCpu(pid).self - cpuBefore.server) / tasksRun;
     const postgres = cpuDelta(cpuBefore.postgres, await backendCpu(db)) / tasksRun;
@@ -263,7 +284,8 @@ async function runSize(n: number): Promise<Row> {
     if (tasks.length !== n + REAL_AGENTS) problems.push(`${tasks.length} machines had a task, not ${n + REAL_AGENTS}`);
     const notOnce = tasks.filter((t) => t.count !== '1' || t.status !== 'Succeeded');
     if (notOnce.length > 0) problems.push(`${notOnce.length} machines without exactly one Succeeded task`);
-    const { runs } = report;
+    // The measured deployment's RunTasks (a warm-up's all arrived before its deploy request).
+    const runs = report.runs.filter(([, at]) => at >= requestedAt);
     const perAgent = new Map<number, number>();
     for (const [i] of runs) perAgent.set(i, (perAgent.get(i) ?? 0) + 1);
     if (perAgent.size !== n || [...perAgent.values()].some((c) => c !== 1))
@@ -380,6 +402,7 @@ async function main(): Promise<void> {
     `\nbench/fleet: one replica, N simulated agents + ${REAL_AGENTS} real ones, window ${WINDOW}, idle ${IDLE_S} s, step \`${SCRIPT}\`` +
       (HEARTBEATS_PER_SECOND ? `, heartbeat cap ${HEARTBEATS_PER_SECOND}/s` : '') +
       (AGENT_KEEPALIVE_MS ? `, the agents' keepalive every ${AGENT_KEEPALIVE_MS} ms` : '') +
+      (WARM_UPS > 0 ? `, measured after ${WARM_UPS} warm-up deployment(s) to all` : '') +
       `${TASKS_TAKE_TIME ? `, each simulated task taking ${TASK_TIME}` : ''}\n`,
   );
   console.log(
