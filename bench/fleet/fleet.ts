@@ -75,6 +75,8 @@ const SCRIPT = 'echo fleet';
  * deployed before does.
  */
 const WARM_UPS = Number(option('--warm-ups') ?? 0);
+if (!(Number.isInteger(WARM_UPS) && WARM_UPS >= 0))
+  throw new Error('--warm-ups: a whole number of deployments, 0 or more');
 const REAL_AGENTS = 2;
 
 const now = () => performance.timeOrigin + performance.now();
