@@ -61,6 +61,8 @@ export interface EngineOptions {
   metrics?: Metrics;
   /** Tasks of a wide deployment inserted per advance beyond what it starts (orchestrator STORE_AHEAD; tests). */
   storeAheadTasks?: number;
+  /** Starts committed with a deployment's validation before the rest of its first window (orchestrator DISPATCH_SLICE; tests). */
+  firstSliceTasks?: number;
 }
 
 export interface Engine {
@@ -229,6 +231,7 @@ export function createEngine(options: EngineOptions): Engine {
     onFinished,
     metrics,
     storeAhead: options.storeAheadTasks,
+    firstSlice: options.firstSliceTasks,
     onDispatched: (tasks) => {
       for (const task of tasks) handedOver.remember(task.task.id, task);
     },

@@ -24,11 +24,13 @@ let a: Engine;
 let b: Engine;
 /** Keeps two tasks stored ahead of what started: a wide deployment's tail in small steps. */
 let narrow: Engine;
+/** Commits two starts with a validation, the rest of the first window after. */
+let sliced: Engine;
 
 beforeAll(async () => {
   t = await testApp();
   const logger = createLogger('silent');
-  const replica = (replicaId: string, storeAheadTasks?: number) => {
+  const replica = (replicaId: string, storeAheadTasks?: number, firstSliceTasks?: number) => {
     const bus = new InProcessBus({ logger });
     buses.push(bus);
     return createEngine({
@@ -39,11 +41,13 @@ beforeAll(async () => {
       logger,
       replicaId,
       storeAheadTasks,
+      firstSliceTasks,
     });
   };
   a = replica('replica-a');
   b = replica('replica-b');
   narrow = replica('replica-narrow', 2);
+  sliced = replica('replica-sliced', undefined, 2);
 });
 
 afterAll(async () => {
@@ -226,6 +230,90 @@ describe('task statuses kept between advances', () => {
       }
       expect(await statuses(id)).toEqual([1, 2, 3, 4, 5].map((n) => `r-${n}:Succeeded`));
       expect(await tasks(id)).toHaveLength(5);
+    });
+  });
+
+  describe('a first window wider than the slice validation commits', () => {
+    async function windowOfFive(names: string[]): Promise<{ releaseId: string; projectId: string; staging: string }> {
+      const staging = await environmentId(t, 'Staging');
+      await t.db('machine_environments').where({ environment_id: staging }).delete(); // earlier tests' machines
+      for (const name of names) await onlineMachine(t, name, staging);
+      const target = await release(t, {
+        steps: [step('Only', { rollingGroupId: 'g' })],
+        rollingGroups: [rollingGroup('g', ['step-Only'], { windowSize: 5 })],
+      });
+      return { ...target, staging };
+    }
+    const names = (prefix: string) => [1, 2, 3, 4, 5, 6, 7].map((n) => `${prefix}-${n}`);
+    const statuses = async (id: string) => (await tasks(id)).map((task) => `${task.machine_name}:${task.status}`);
+    const logLines = async (id: string): Promise<string[]> =>
+      t.db('deployment_logs').where({ deployment_id: id }).orderBy('tick').pluck('data');
+
+    it('starts the whole window in the one advance, each start logged once, and runs every target once', async () => {
+      const target = await windowOfFive(names('s'));
+      const id = await deployment(t, target, target.staging);
+      await sliced.orchestrator.advance(id);
+      expect(await statuses(id)).toEqual([
+        ...[1, 2, 3, 4, 5].map((n) => `s-${n}:Running`),
+        ...[6, 7].map((n) => `s-${n}:Pending`),
+      ]);
+      const lines = await logLines(id);
+      const runningLines = lines.filter((line) => line.startsWith("Running 'Only' on"));
+      expect(runningLines).toEqual([1, 2, 3, 4, 5].map((n) => `Running 'Only' on s-${n}`));
+      expect(lines.filter((line) => line === "Step 'Only'")).toHaveLength(1);
+      // The head's lines (validation's, then its starts) come before the tail's.
+      expect(lines.indexOf(lines.find((line) => line.startsWith('Deploying'))!)).toBeLessThan(
+        lines.indexOf("Running 'Only' on s-1"),
+      );
+      for (let k = 0; k < 7; k++) {
+        const running = (await tasks(id)).find((task) => task.status === 'Running');
+        if (!running) break;
+        await succeed(sliced, running.id);
+        await sliced.orchestrator.advance(id);
+      }
+      expect(await statuses(id)).toEqual(names('s').map((name) => `${name}:Succeeded`));
+      expect((await t.db('deployments').where({ id }).first('status')).status).toBe('Completed');
+    });
+
+    it('stores every target of a deployment that waits for its slot, the tail of its first window too', async () => {
+      const target = await windowOfFive(names('q'));
+      const ahead = await deployment(t, target, target.staging);
+      await sliced.orchestrator.advance(ahead);
+      const waiting = await deployment(t, target, target.staging);
+      await sliced.orchestrator.advance(waiting);
+      expect((await t.db('deployments').where({ id: waiting }).first('status')).status).toBe('AwaitingSlot');
+      expect(await statuses(waiting)).toEqual(names('q').map((name) => `${name}:Pending`));
+      await t.db('deployments').where({ id: ahead }).update({ status: 'Completed', completed_at: new Date() });
+      await sliced.orchestrator.advance(waiting);
+      expect(await statuses(waiting)).toEqual([
+        ...[1, 2, 3, 4, 5].map((n) => `q-${n}:Running`),
+        ...[6, 7].map((n) => `q-${n}:Pending`),
+      ]);
+    });
+
+    it('starts the window from the tasks an earlier attempt stored, making no second task of a target', async () => {
+      const target = await windowOfFive(names('e'));
+      const id = await deployment(t, target, target.staging);
+      const machine = await t.db('machines').where({ name: 'e-4' }).first('id');
+      const earlier = newId();
+      await t.deps.store.deploymentTasks.insertManyCounted([
+        {
+          id: earlier,
+          deploymentId: id,
+          stageIndex: 0,
+          stepId: 'step-Only',
+          stepName: 'Only',
+          machineId: machine.id,
+          machineName: 'e-4',
+        },
+      ]);
+      await sliced.orchestrator.advance(id);
+      const now = await tasks(id);
+      expect(now.map((task) => `${task.machine_name}:${task.status}`)).toEqual([
+        ...[1, 2, 3, 4, 5].map((n) => `e-${n}:Running`),
+        ...[6, 7].map((n) => `e-${n}:Pending`),
+      ]);
+      expect(now[3]!.id).toBe(earlier);
     });
   });
 });
