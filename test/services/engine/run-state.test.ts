@@ -62,6 +62,15 @@ async function tasks(id: string): Promise<Array<{ machine_name: string; status: 
     .select('id', 'machine_name', 'status');
 }
 
+/** A task of step 'Only' on this machine, as an attempt of the validation that went no further stored it. */
+async function storedEarlier(deploymentId: string, machineId: string, machineName: string): Promise<string> {
+  const id = newId();
+  await t.deps.store.deploymentTasks.insertManyCounted([
+    { id, deploymentId, stageIndex: 0, stepId: 'step-Only', stepName: 'Only', machineId, machineName },
+  ]);
+  return id;
+}
+
 async function succeed(engine: Engine, taskId: string): Promise<void> {
   expect(await engine.orchestrator.finishTask(taskId, { status: 'Succeeded', exitCode: 0, message: 'succeeded' })).toBe(
     true,
@@ -138,18 +147,7 @@ describe('task statuses kept between advances', () => {
     });
     const id = await deployment(t, target, staging);
     // Stored by an attempt that went no further: the first target's task.
-    const earlier = newId();
-    await t.deps.store.deploymentTasks.insertManyCounted([
-      {
-        id: earlier,
-        deploymentId: id,
-        stageIndex: 0,
-        stepId: 'step-Only',
-        stepName: 'Only',
-        machineId: first!,
-        machineName: 'again-a',
-      },
-    ]);
+    const earlier = await storedEarlier(id, first!, 'again-a');
     await a.orchestrator.advance(id);
     let now = await tasks(id);
     expect(now.map((task) => `${task.machine_name}:${task.status}`)).toEqual([
@@ -295,18 +293,7 @@ describe('task statuses kept between advances', () => {
       const target = await windowOfFive(names('e'));
       const id = await deployment(t, target, target.staging);
       const machine = await t.db('machines').where({ name: 'e-4' }).first('id');
-      const earlier = newId();
-      await t.deps.store.deploymentTasks.insertManyCounted([
-        {
-          id: earlier,
-          deploymentId: id,
-          stageIndex: 0,
-          stepId: 'step-Only',
-          stepName: 'Only',
-          machineId: machine.id,
-          machineName: 'e-4',
-        },
-      ]);
+      const earlier = await storedEarlier(id, machine.id, 'e-4');
       await sliced.orchestrator.advance(id);
       const now = await tasks(id);
       expect(now.map((task) => `${task.machine_name}:${task.status}`)).toEqual([
