@@ -474,15 +474,15 @@ export class Orchestrator {
     });
     const written = await outcome.written;
     // Sent before anything is announced: PostgreSQL stores and starts the tail meanwhile.
-    const rest = outcome.running && outcome.tail ? this.#startTail(deployment.id, outcome.tail, now) : undefined;
-    rest?.catch(() => undefined);
+    const tailStarting = outcome.running && outcome.tail ? this.#startTail(deployment.id, outcome.tail, now) : undefined;
+    tailStarting?.catch(() => undefined);
     this.#plans.remember(deployment.id, plan);
     const { running } = outcome;
     if (running) this.#started(deployment, now);
     await this.#publishChanged(deployment.id, running ? 'Running' : 'AwaitingSlot');
     if (!outcome.running) return { ...deployment, status: 'AwaitingSlot' };
     let again = await this.#afterDecisions(deployment, written, now);
-    const tailWritten = rest && (await rest);
+    const tailWritten = tailStarting && (await tailStarting);
     // Fewer started than decided: a target of the tail already had a task (an earlier attempt
     // stored it under another ID). The run state is dropped (#applyWritten); the next pass reads
     // the tasks and starts it.
