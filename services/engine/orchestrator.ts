@@ -474,7 +474,8 @@ export class Orchestrator {
     });
     const written = await outcome.written;
     // Sent before anything is announced: PostgreSQL stores and starts the tail meanwhile.
-    const tailStarting = outcome.running && outcome.tail ? this.#startTail(deployment.id, outcome.tail, now) : undefined;
+    const tailStarting =
+      outcome.running && outcome.tail ? this.#startTail(deployment.id, outcome.tail, now) : undefined;
     tailStarting?.catch(() => undefined);
     this.#plans.remember(deployment.id, plan);
     const { running } = outcome;
