@@ -474,8 +474,7 @@ export class Orchestrator {
     });
     const written = await outcome.written;
     // Sent before anything is announced: PostgreSQL stores and starts the tail meanwhile.
-    const tailStarting =
-      outcome.running && outcome.tail ? this.#startTail(deployment.id, outcome.tail, now) : undefined;
+    const tailStarting = outcome.running && outcome.tail ? this.#startTail(deployment.id, outcome.tail) : undefined;
     tailStarting?.catch(() => undefined);
     this.#plans.remember(deployment.id, plan);
     const { running } = outcome;
@@ -518,10 +517,11 @@ export class Orchestrator {
    * validation committed its head. A target that already had a task (an earlier attempt of the
    * validation stored it, under another ID) is not started here: what it answers says so.
    */
-  async #startTail(deploymentId: string, tail: Decisions, now: Date): Promise<Written> {
-    const { store } = this.#deps;
+  async #startTail(deploymentId: string, tail: Decisions): Promise<Written> {
+    const { store, clock } = this.#deps;
     await store.deploymentTasks.insertManyCounted(tail.start);
-    return (await this.#writeDecisions(store, deploymentId, tail, [], now)).answered;
+    // Its own time: the tail starts after the head's commit, not when validation began.
+    return (await this.#writeDecisions(store, deploymentId, tail, [], clock.now())).answered;
   }
 
   /** AwaitingSlot: one running deployment per project and environment, and the organization's cap. */

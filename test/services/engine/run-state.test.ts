@@ -19,6 +19,7 @@ import {
 } from '../../helpers/engine-fixtures.ts';
 
 let t: TestContext;
+const systemClock = { now: () => new Date() };
 const buses: InProcessBus[] = [];
 let a: Engine;
 let b: Engine;
@@ -30,12 +31,12 @@ let sliced: Engine;
 beforeAll(async () => {
   t = await testApp();
   const logger = createLogger('silent');
-  const replica = (replicaId: string, storeAheadTasks?: number, firstSliceTasks?: number) => {
+  const replica = (replicaId: string, storeAheadTasks?: number, firstSliceTasks?: number, clock = systemClock) => {
     const bus = new InProcessBus({ logger });
     buses.push(bus);
     return createEngine({
       store: t.deps.store,
-      clock: { now: () => new Date() },
+      clock,
       bus,
       secrets: t.deps.secrets,
       logger,
@@ -47,7 +48,9 @@ beforeAll(async () => {
   a = replica('replica-a');
   b = replica('replica-b');
   narrow = replica('replica-narrow', 2);
-  sliced = replica('replica-sliced', undefined, 2);
+  // Its clock moves on at every reading, so which write took a time of its own shows.
+  let last = 0;
+  sliced = replica('replica-sliced', undefined, 2, { now: () => new Date((last = Math.max(Date.now(), last + 1))) });
 });
 
 afterAll(async () => {
@@ -263,6 +266,14 @@ describe('task statuses kept between advances', () => {
       expect(lines.indexOf(lines.find((line) => line.startsWith('Deploying'))!)).toBeLessThan(
         lines.indexOf("Running 'Only' on s-1"),
       );
+      // The tail (s-3 to s-5) started after the head's commit, and says so in its start time.
+      const startedAt = new Map(
+        (await t.db('deployment_tasks').where({ deployment_id: id }).select('machine_name', 'started_at')).map(
+          (row: { machine_name: string; started_at: Date | null }) => [row.machine_name, row.started_at?.getTime()],
+        ),
+      );
+      for (const tail of ['s-3', 's-4', 's-5'])
+        expect(startedAt.get(tail)).toBeGreaterThan(Math.max(startedAt.get('s-1')!, startedAt.get('s-2')!));
       for (let k = 0; k < 7; k++) {
         const running = (await tasks(id)).find((task) => task.status === 'Running');
         if (!running) break;
