@@ -18,7 +18,7 @@ import { mkdtempSync, chmodSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { createLogger, freePort } from '../../services/core/index.ts';
+import { createLogger, freePort, isFinalStatus } from '../../services/core/index.ts';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from '../../services/store/index.ts';
 import { startOwnNatsServer } from '../../test/helpers/nats-server.ts';
 import {
@@ -43,7 +43,6 @@ const RESTARTS = flag('restarts', 3);
 const AGENTS = 4;
 const LINES = 20;
 const IN_FLIGHT = 3;
-const FINAL = ['Completed', 'Failed', 'Cancelled'];
 
 const logger = createLogger('silent');
 const began = Date.now();
@@ -194,7 +193,7 @@ async function deployOne(): Promise<void> {
   tracked.push(item);
   for (;;) {
     const read = await call('GET', `/api/deployment?deploymentId=${item.id}&skipLogs=true`);
-    if (FINAL.includes(read.body?.status?.Status)) break;
+    if (isFinalStatus(read.body?.status?.Status ?? '')) break;
     await sleep(50);
   }
   item.completedAt = Date.now();
@@ -331,10 +330,10 @@ for (const name of ['warm-up', ...rows.map((r) => r.phase)]) {
   const verdicts = await Promise.all(tracked.filter((t) => t.phase === name).map((t) => verdictOf(t.id)));
   const count = (f: (v: Verdict) => boolean) => verdicts.filter(f).length;
   const sum = (f: (v: Verdict) => number) => verdicts.reduce((total, v) => total + f(v), 0);
-  const stuck = count((v) => !FINAL.includes(v.status));
+  const stuck = count((v) => !isFinalStatus(v.status));
   for (const v of verdicts.filter((x) => x.status !== 'Completed' && !x.agentRestarted))
     console.log(`  ${v.status}: ${v.reason}`);
-  const otherFailures = count((v) => v.status !== 'Completed' && FINAL.includes(v.status) && !v.agentRestarted);
+  const otherFailures = count((v) => v.status !== 'Completed' && isFinalStatus(v.status) && !v.agentRestarted);
   const lost = sum((v) => v.lost);
   const doubled = sum((v) => v.doubled);
   const disordered = sum((v) => v.disordered);

@@ -23,6 +23,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { readServerSentEvents } from '../../client/index.ts';
+import { isFinalStatus } from '../../services/core/index.ts';
 import { waitFor } from '../../test/helpers/wait-for.ts';
 import {
   api,
@@ -252,7 +253,7 @@ async function promoteOnce(client: Api, projectId: string, n: number, pollMs: nu
     if (Number.isNaN(firstVisible) && logs.some((l) => l.Data === 'ready')) firstVisible = performance.now() - sent;
     if (logs.length > 0) after = logs.at(-1)!.CreatedUtcTick;
     const status = view.body.status;
-    if (['Completed', 'Failed', 'Cancelled'].includes(status.Status)) {
+    if (isFinalStatus(status.Status)) {
       if (status.Status !== 'Completed') throw new Error(`deployment ${deploymentId} ended ${status.Status}`);
       completeDate = status.CompleteDate as string;
       break;

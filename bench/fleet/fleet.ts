@@ -20,6 +20,7 @@
 import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import pg from 'pg';
+import { isFinalStatus } from '../../services/core/index.ts';
 import { waitFor } from '../../test/helpers/wait-for.ts';
 import {
   api,
@@ -240,7 +241,7 @@ async function runSize(n: number): Promise<Row> {
             [deploymentId],
           );
           const row = rows[0];
-          return row && ['Completed', 'Failed', 'Cancelled'].includes(row.status) ? row : null;
+          return row && isFinalStatus(row.status) ? row : null;
         },
         { timeoutMs: 600_000, intervalMs: 100, description: `the deployment to ${n + REAL_AGENTS} machines` },
       );

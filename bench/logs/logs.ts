@@ -22,6 +22,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { isFinalStatus } from '../../services/core/index.ts';
 import { machineBusy, processCpu } from '../deploy/cpu.ts';
 import { percentile } from '../deploy/stats.ts';
 import { freshDatabase } from '../shared/database.ts';
@@ -168,7 +169,7 @@ async function runScenario(scenario: Scenario): Promise<{ row: string; failed: b
     if (logs.length > 0) after = logs.at(-1)!.CreatedUtcTick;
     pageSizes.push(logs.length);
     if (logs.length === 0) {
-      final = ['Completed', 'Failed', 'Cancelled'].includes(read.body.status.Status);
+      final = isFinalStatus(read.body.status.Status);
       if (!final) await sleep(50);
     }
   }

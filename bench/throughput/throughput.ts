@@ -14,6 +14,7 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
+import { isFinalStatus } from '../../services/core/index.ts';
 import {
   adoptProcess,
   api,
@@ -110,7 +111,7 @@ async function deployLoop(
     for (;;) {
       const state = await client.get('/api/deployment', { deploymentId, skipLogs: 'True' });
       const status = state.body?.status?.Status as string | undefined;
-      if (status && ['Completed', 'Failed', 'Cancelled'].includes(status)) break;
+      if (status && isFinalStatus(status)) break;
       await sleep(WAIT_POLL_MS);
     }
     out.deployMs.push(now() - deployStart);
