@@ -482,14 +482,15 @@ export class Orchestrator {
     await this.#publishChanged(deployment.id, running ? 'Running' : 'AwaitingSlot');
     if (!outcome.running) return { ...deployment, status: 'AwaitingSlot' };
     let again = await this.#afterDecisions(deployment, written, now);
-    const tailWritten = tailStarting && (await tailStarting);
+    const tailStarted = tailStarting && (await tailStarting);
     // Fewer started than decided: a target of the tail already had a task (an earlier attempt
     // stored it under another ID). The run state is dropped (#applyWritten); the next pass reads
     // the tasks and starts it.
-    if (tailWritten)
+    if (tailStarted)
       again =
-        (await this.#afterDecisions(deployment, tailWritten, now)) ||
-        tailWritten.started.length !== outcome.tail!.start.length ||
+        // Whether its machines are online is judged at the tail's own start time.
+        (await this.#afterDecisions(deployment, tailStarted.written, tailStarted.at)) ||
+        tailStarted.written.started.length !== outcome.tail!.start.length ||
         again;
     // After the first dispatch: what follows is O(N) and only the next refill needs it.
     const made = outcome.current ? null : await planned.all();
@@ -501,8 +502,8 @@ export class Orchestrator {
     );
     const unstored = made?.rest ?? [];
     if (run) this.#applyWritten(deployment.id, run, outcome.decisions, written);
-    if (run && tailWritten && this.#runs.get(deployment.id) === run)
-      this.#applyWritten(deployment.id, run, outcome.tail!, tailWritten);
+    if (run && tailStarted && this.#runs.get(deployment.id) === run)
+      this.#applyWritten(deployment.id, run, outcome.tail!, tailStarted.written);
     if (run && this.#runs.get(deployment.id) === run) {
       // STORE_AHEAD of the rest now; later advances keep that lead (#storeAhead).
       for (const task of unstored) run.unstored.set(task.id, task);
@@ -517,11 +518,12 @@ export class Orchestrator {
    * validation committed its head. A target that already had a task (an earlier attempt of the
    * validation stored it, under another ID) is not started here: what it answers says so.
    */
-  async #startTail(deploymentId: string, tail: Decisions): Promise<Written> {
+  async #startTail(deploymentId: string, tail: Decisions): Promise<{ written: Written; at: Date }> {
     const { store, clock } = this.#deps;
     await store.deploymentTasks.insertManyCounted(tail.start);
     // Its own time: the tail starts after the head's commit, not when validation began.
-    return (await this.#writeDecisions(store, deploymentId, tail, [], clock.now())).answered;
+    const at = clock.now();
+    return { written: await (await this.#writeDecisions(store, deploymentId, tail, [], at)).answered, at };
   }
 
   /** AwaitingSlot: one running deployment per project and environment, and the organization's cap. */

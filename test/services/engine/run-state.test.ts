@@ -6,8 +6,10 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger, newId } from '../../../services/core/index.ts';
+import { HEARTBEAT_WINDOW_MS } from '../../../services/domain/machines.ts';
 import { InProcessBus } from '../../../services/bus/index.ts';
 import { createEngine, type Engine } from '../../../services/engine/engine.ts';
+import { DEFAULT_TIMING } from '../../../services/engine/orchestrator.ts';
 import { testApp, type TestContext } from '../../helpers/app.ts';
 import {
   deployment,
@@ -27,15 +29,24 @@ let b: Engine;
 let narrow: Engine;
 /** Commits two starts with a validation, the rest of the first window after. */
 let sliced: Engine;
+/** As `sliced`, but once armed its clock leaps past the heartbeat window when the tail's tasks are stored. */
+let lateTail: Engine;
+let leapArmed = false;
 
 beforeAll(async () => {
   t = await testApp();
   const logger = createLogger('silent');
-  const replica = (replicaId: string, storeAheadTasks?: number, firstSliceTasks?: number, clock = systemClock) => {
+  const replica = (
+    replicaId: string,
+    storeAheadTasks?: number,
+    firstSliceTasks?: number,
+    clock = systemClock,
+    store = t.deps.store,
+  ) => {
     const bus = new InProcessBus({ logger });
     buses.push(bus);
     return createEngine({
-      store: t.deps.store,
+      store,
       clock,
       bus,
       secrets: t.deps.secrets,
@@ -51,6 +62,22 @@ beforeAll(async () => {
   // Its clock moves on at every reading, so which write took a time of its own shows.
   let last = 0;
   sliced = replica('replica-sliced', undefined, 2, { now: () => new Date((last = Math.max(Date.now(), last + 1))) });
+  // The tail's insert is the first one outside validation's transaction (whose store is not this).
+  let leap = 0;
+  const { store } = t.deps;
+  const leapingStore = {
+    ...store,
+    deploymentTasks: {
+      ...store.deploymentTasks,
+      insertManyCounted: async (...args: Parameters<typeof store.deploymentTasks.insertManyCounted>) => {
+        const inserted = await store.deploymentTasks.insertManyCounted(...args);
+        // Past the heartbeat window (offline), short of the lost-contact timeout (running tasks kept).
+        if (leapArmed) [leap, leapArmed] = [(HEARTBEAT_WINDOW_MS + DEFAULT_TIMING.agentLostMs) / 2, false];
+        return inserted;
+      },
+    },
+  };
+  lateTail = replica('replica-late-tail', undefined, 2, { now: () => new Date(Date.now() + leap) }, leapingStore);
 });
 
 afterAll(async () => {
@@ -282,6 +309,23 @@ describe('task statuses kept between advances', () => {
       }
       expect(await statuses(id)).toEqual(names('s').map((name) => `${name}:Succeeded`));
       expect((await t.db('deployments').where({ id }).first('status')).status).toBe('Completed');
+    });
+
+    it("judges whether the tail's machines are online at the tail's start, not at validation's", async () => {
+      const target = await windowOfFive(names('o'));
+      const id = await deployment(t, target, target.staging);
+      leapArmed = true;
+      await lateTail.orchestrator.advance(id);
+      const now = await t.db('deployment_tasks').where({ deployment_id: id }).orderBy('machine_name');
+      // The head was handed over while its agents were recent; by the tail's start none is.
+      expect(now.slice(0, 2).map((task) => `${task.machine_name}:${task.status}`)).toEqual([
+        'o-1:Running',
+        'o-2:Running',
+      ]);
+      for (const task of now.slice(2, 5)) {
+        expect(task.status).toBe('Failed');
+        expect(task.message).toContain('is offline');
+      }
     });
 
     it('stores every target of a deployment that waits for its slot, the tail of its first window too', async () => {
