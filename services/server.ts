@@ -155,6 +155,11 @@ function readinessChecks(db: Knex, bus: Bus, gateway: { host: string; port: () =
   ];
 }
 
+/** The ports this server listens on once started (0 asks the system for one, so none to name). */
+export function listenPorts(config: Pick<Config, 'httpPort' | 'grpcPort' | 'metricsPort'>): number[] {
+  return [config.httpPort, config.grpcPort, config.metricsPort].filter((port): port is number => !!port);
+}
+
 export async function startServer(
   config: Config,
   logger: Logger = createLogger(config.logLevel),
@@ -162,7 +167,12 @@ export async function startServer(
   let embedded: EmbeddedDatabase | null = null;
   let databaseUrl = config.databaseUrl;
   if (!databaseUrl) {
-    embedded = await startEmbeddedPostgres({ dataDir: config.dataDir, port: config.embeddedPgPort, logger });
+    embedded = await startEmbeddedPostgres({
+      dataDir: config.dataDir,
+      port: config.embeddedPgPort,
+      avoidPorts: listenPorts(config),
+      logger,
+    });
     databaseUrl = embedded.url;
   }
   const db = createDb(databaseUrl, {

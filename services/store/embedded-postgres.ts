@@ -44,7 +44,13 @@ async function checkTraversableByOthers(dir: string): Promise<void> {
 
 export async function startEmbeddedPostgres(options: {
   dataDir: string;
+  /** 0: a free port, picked at start. */
   port: number;
+  /**
+   * Ports the caller will listen on itself once the database is up. They are free while it
+   * starts, so a port picked then could be one of them, and the caller's listen would fail.
+   */
+  avoidPorts?: readonly number[];
   logger: Logger;
 }): Promise<EmbeddedDatabase> {
   // The postgres user must be able to traverse to its cluster folder, hence 0755 on ours.
@@ -52,7 +58,7 @@ export async function startEmbeddedPostgres(options: {
   await fs.mkdir(options.dataDir, { recursive: true, mode: 0o755 });
   const clusterDir = path.join(options.dataDir, 'pg');
   const password = await readOrCreatePassword(path.join(options.dataDir, 'pg-password'));
-  const port = options.port === 0 ? await freePort() : options.port;
+  const port = options.port === 0 ? await freePort(options.avoidPorts) : options.port;
   const recent: string[] = [];
   // Gantry talks to its own PostgreSQL over a Unix socket in the cluster folder (PostgreSQL keeps
   // that folder 0700): a round trip skips the TCP stack, which on a small VM was a third of the
