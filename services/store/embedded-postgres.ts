@@ -27,15 +27,23 @@ async function readOrCreatePassword(file: string): Promise<string> {
 
 /**
  * As root, PostgreSQL runs as the `postgres` user, which must be able to walk down to the data
- * folder: every ancestor needs the "others may enter" bit. /root (0700) is the usual trap.
+ * folder: it and every ancestor need the "others may enter" bit. /root (0700) is the usual trap,
+ * and so is a folder made beforehand with `mktemp -d` (0700: creating it again keeps its mode).
+ * What does not exist yet is skipped: it is created below, 0755.
  */
 async function checkTraversableByOthers(dir: string): Promise<void> {
-  for (let current = path.dirname(dir); ; current = path.dirname(current)) {
-    const stat = await fs.stat(current);
-    if ((stat.mode & 0o001) === 0) {
+  const folder = path.resolve(dir);
+  for (let current = folder; ; current = path.dirname(current)) {
+    const stat = await fs.stat(current).catch((error: NodeJS.ErrnoException) => {
+      if (error.code === 'ENOENT') return null;
+      throw error;
+    });
+    if (stat && (stat.mode & 0o001) === 0) {
       throw new Error(
         `The embedded PostgreSQL runs as the 'postgres' user and cannot reach ${dir}: ${current} is closed to other users. ` +
-          `Set GANTRY_DATA_DIR to a folder outside it (for example /var/lib/gantry) or run: chmod o+x ${current}`,
+          (current === folder
+            ? `Run: chmod o+x ${current} (it lets others enter the folder, not list it; its files keep their own modes)`
+            : `Set GANTRY_DATA_DIR to a folder outside it (for example /var/lib/gantry) or run: chmod o+x ${current}`),
       );
     }
     if (current === path.dirname(current)) return;

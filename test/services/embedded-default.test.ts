@@ -106,4 +106,37 @@ describe('embedded default', () => {
       }
     },
   );
+
+  it.runIf(process.getuid?.() === 0)(
+    'refuses, naming the fix, a data folder made beforehand that the postgres user cannot enter',
+    async () => {
+      const made = await fs.mkdtemp(path.join(os.tmpdir(), 'gantry-made-')); // 0700, as `mktemp -d` makes it
+      try {
+        const config = loadConfig({
+          GANTRY_DATA_DIR: made,
+          GANTRY_PORT: '0',
+          GANTRY_HOST: '127.0.0.1',
+          GANTRY_LOG_LEVEL: 'silent',
+          GANTRY_METRICS_PORT: 'off',
+        });
+        await expect(startServer(config)).rejects.toThrow(`${made} is closed to other users`);
+        expect(await fs.readdir(made)).toEqual([]);
+      } finally {
+        await fs.rm(made, { recursive: true, force: true });
+      }
+    },
+  );
+
+  it('creates a data folder whose parents do not exist yet, and starts in it', async () => {
+    const root = path.join(os.tmpdir(), `gantry-nested-${process.pid}-${Date.now()}`);
+    try {
+      server = await startServer({ ...config(), dataDir: path.join(root, 'lib', 'gantry') });
+      const [{ version }] = (await server.db.raw('select version()')).rows;
+      expect(version).toMatch(/^PostgreSQL 15\./);
+      await server.stop();
+      server = null;
+    } finally {
+      await fs.rm(root, { recursive: true, force: true });
+    }
+  }, 120_000);
 });
