@@ -2,6 +2,7 @@
  * The embedded default: with no DATABASE_URL, Gantry starts its own PostgreSQL 15 in the data
  * folder, migrates, bootstraps, serves — and keeps everything across a restart.
  */
+import { watch } from 'node:fs';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -139,4 +140,46 @@ describe('embedded default', () => {
       await fs.rm(root, { recursive: true, force: true });
     }
   }, 120_000);
+
+  it("never writes the new cluster's superuser password into the shared temporary folder", async () => {
+    const root = path.join(os.tmpdir(), `gantry-pwfile-${process.pid}-${Date.now()}`);
+    const seen: string[] = [];
+    // initdb reads it from a file; in os.tmpdir() every local user could read it meanwhile.
+    const watcher = watch(os.tmpdir(), (_event, name) => {
+      if (name?.startsWith('pg-password-')) seen.push(name);
+    });
+    try {
+      server = await startServer({ ...config(), dataDir: root });
+      expect(seen).toEqual([]);
+      expect(await fs.readdir(root)).not.toContain('initdb-tmp');
+      await server.stop();
+      server = null;
+    } finally {
+      watcher.close();
+      await fs.rm(root, { recursive: true, force: true });
+    }
+  }, 120_000);
+
+  it.runIf(process.getuid?.() === 0)(
+    'starts under a strict umask (027), opening to the postgres user only the folders it made',
+    async () => {
+      const root = await fs.mkdtemp(path.join(os.tmpdir(), 'gantry-umask-'));
+      await fs.chmod(root, 0o711); // existed before: keeps its mode
+      const previous = process.umask(0o027);
+      try {
+        server = await startServer({ ...config(), dataDir: path.join(root, 'lib', 'gantry') });
+        const [{ version }] = (await server.db.raw('select version()')).rows;
+        expect(version).toMatch(/^PostgreSQL 15\./);
+        expect((await fs.stat(path.join(root, 'lib'))).mode & 0o777).toBe(0o755);
+        expect((await fs.stat(path.join(root, 'lib', 'gantry'))).mode & 0o777).toBe(0o755);
+        expect((await fs.stat(root)).mode & 0o777).toBe(0o711);
+        await server.stop();
+        server = null;
+      } finally {
+        process.umask(previous);
+        await fs.rm(root, { recursive: true, force: true });
+      }
+    },
+    120_000,
+  );
 });
