@@ -51,26 +51,27 @@ async function checkTraversableByOthers(dir: string): Promise<void> {
 }
 
 /**
- * mkdir's mode is masked by the umask, and a strict one (027) closes the folders just made to the
- * postgres user. The folders made here get the 0755 meant; the ones that existed keep theirs.
+ * As root, PostgreSQL runs as the `postgres` user, so what is made for it here (the data folders,
+ * initdb's password file) must be open to others; a strict umask (027) closed them. `fn` runs
+ * under umask 022 then. The umask is process-wide, which is safe here: nothing else runs while the
+ * server starts.
  */
-async function openCreatedFolders(dataDir: string, firstCreated: string): Promise<void> {
-  const top = path.resolve(firstCreated);
-  const folder = path.resolve(dataDir);
-  if (folder !== top && !folder.startsWith(top + path.sep)) return;
-  for (let current = folder; ; current = path.dirname(current)) {
-    await fs.chmod(current, 0o755);
-    if (current === top) return;
+async function openToPostgresUser<T>(asRoot: boolean, fn: () => Promise<T>): Promise<T> {
+  if (!asRoot) return fn();
+  const umask = process.umask(0o022);
+  try {
+    return await fn();
+  } finally {
+    process.umask(umask);
   }
 }
 
 /**
  * initdb reads the new cluster's superuser password from a file the package writes into
- * os.tmpdir() with the process's umask: readable by every local user in /tmp under the usual 022,
- * and by nobody but root under 027 (as root, initdb runs as the postgres user). While `fn` runs,
- * TMPDIR is a folder of the data folder that others may enter but not list, and the umask 022, so
- * the postgres user can read the file by its random name and no one can find it; the folder goes
- * after. Both are process-wide, which is safe here: nothing else runs while the server starts.
+ * os.tmpdir(): in /tmp, readable by every local user under the usual umask. While `fn` runs, TMPDIR
+ * is a folder of the data folder that others may enter but not list, so the postgres user can
+ * read the file by its random name and no one can find it; the folder goes after. TMPDIR is
+ * process-wide, which is safe here for the same reason as the umask above.
  */
 async function withPrivatePasswordFile<T>(dataDir: string, fn: () => Promise<T>): Promise<T> {
   const dir = path.join(dataDir, 'initdb-tmp');
@@ -78,12 +79,10 @@ async function withPrivatePasswordFile<T>(dataDir: string, fn: () => Promise<T>)
   await fs.mkdir(dir);
   await fs.chmod(dir, 0o711); // mkdir's mode would be masked by the umask
   const tmpdir = process.env.TMPDIR;
-  const umask = process.umask(0o022);
   process.env.TMPDIR = dir;
   try {
     return await fn();
   } finally {
-    process.umask(umask);
     if (tmpdir === undefined) delete process.env.TMPDIR;
     else process.env.TMPDIR = tmpdir;
     await fs.rm(dir, { recursive: true, force: true });
@@ -104,8 +103,7 @@ export async function startEmbeddedPostgres(options: {
   // The postgres user must be able to traverse to its cluster folder, hence 0755 on ours.
   const asRoot = process.getuid?.() === 0;
   if (asRoot) await checkTraversableByOthers(options.dataDir);
-  const created = await fs.mkdir(options.dataDir, { recursive: true, mode: 0o755 });
-  if (asRoot && created) await openCreatedFolders(options.dataDir, created);
+  await openToPostgresUser(asRoot, () => fs.mkdir(options.dataDir, { recursive: true, mode: 0o755 }));
   const clusterDir = path.join(options.dataDir, 'pg');
   const password = await readOrCreatePassword(path.join(options.dataDir, 'pg-password'));
   const port = options.port === 0 ? await freePort(options.avoidPorts) : options.port;
@@ -134,7 +132,7 @@ export async function startEmbeddedPostgres(options: {
     password,
     persistent: true,
     // PostgreSQL refuses to run as root; the package then runs it as a `postgres` user it creates.
-    createPostgresUser: process.getuid?.() === 0,
+    createPostgresUser: asRoot,
     postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', `unix_socket_directories=${socketDir ?? ''}`],
     onLog: (message) => {
       recent.push(message);
@@ -148,7 +146,7 @@ export async function startEmbeddedPostgres(options: {
     .catch(() => false);
   if (!initialised) {
     options.logger.info({ clusterDir }, 'initialising embedded PostgreSQL');
-    await withPrivatePasswordFile(options.dataDir, () => server.initialise());
+    await openToPostgresUser(asRoot, () => withPrivatePasswordFile(options.dataDir, () => server.initialise()));
   }
   await stopLeftoverPostgres(clusterDir, options.logger);
   try {

@@ -35,6 +35,15 @@ function config() {
   });
 }
 
+/** Starts a server on this data folder, expects its own PostgreSQL 15 up, and stops it. */
+async function startsAndStops(dataDir: string): Promise<void> {
+  server = await startServer({ ...config(), dataDir });
+  const [{ version }] = (await server.db.raw('select version()')).rows;
+  expect(version).toMatch(/^PostgreSQL 15\./);
+  await server.stop();
+  server = null;
+}
+
 async function request(
   method: string,
   url: string,
@@ -113,14 +122,7 @@ describe('embedded default', () => {
     async () => {
       const made = await fs.mkdtemp(path.join(os.tmpdir(), 'gantry-made-')); // 0700, as `mktemp -d` makes it
       try {
-        const config = loadConfig({
-          GANTRY_DATA_DIR: made,
-          GANTRY_PORT: '0',
-          GANTRY_HOST: '127.0.0.1',
-          GANTRY_LOG_LEVEL: 'silent',
-          GANTRY_METRICS_PORT: 'off',
-        });
-        await expect(startServer(config)).rejects.toThrow(`${made} is closed to other users`);
+        await expect(startServer({ ...config(), dataDir: made })).rejects.toThrow(`${made} is closed to other users`);
         expect(await fs.readdir(made)).toEqual([]);
       } finally {
         await fs.rm(made, { recursive: true, force: true });
@@ -131,11 +133,7 @@ describe('embedded default', () => {
   it('creates a data folder whose parents do not exist yet, and starts in it', async () => {
     const root = path.join(os.tmpdir(), `gantry-nested-${process.pid}-${Date.now()}`);
     try {
-      server = await startServer({ ...config(), dataDir: path.join(root, 'lib', 'gantry') });
-      const [{ version }] = (await server.db.raw('select version()')).rows;
-      expect(version).toMatch(/^PostgreSQL 15\./);
-      await server.stop();
-      server = null;
+      await startsAndStops(path.join(root, 'lib', 'gantry'));
     } finally {
       await fs.rm(root, { recursive: true, force: true });
     }
@@ -149,11 +147,9 @@ describe('embedded default', () => {
       if (name?.startsWith('pg-password-')) seen.push(name);
     });
     try {
-      server = await startServer({ ...config(), dataDir: root });
+      await startsAndStops(root);
       expect(seen).toEqual([]);
       expect(await fs.readdir(root)).not.toContain('initdb-tmp');
-      await server.stop();
-      server = null;
     } finally {
       watcher.close();
       await fs.rm(root, { recursive: true, force: true });
@@ -167,14 +163,10 @@ describe('embedded default', () => {
       await fs.chmod(root, 0o711); // existed before: keeps its mode
       const previous = process.umask(0o027);
       try {
-        server = await startServer({ ...config(), dataDir: path.join(root, 'lib', 'gantry') });
-        const [{ version }] = (await server.db.raw('select version()')).rows;
-        expect(version).toMatch(/^PostgreSQL 15\./);
+        await startsAndStops(path.join(root, 'lib', 'gantry'));
         expect((await fs.stat(path.join(root, 'lib'))).mode & 0o777).toBe(0o755);
         expect((await fs.stat(path.join(root, 'lib', 'gantry'))).mode & 0o777).toBe(0o755);
         expect((await fs.stat(root)).mode & 0o777).toBe(0o711);
-        await server.stop();
-        server = null;
       } finally {
         process.umask(previous);
         await fs.rm(root, { recursive: true, force: true });
