@@ -41,6 +41,18 @@ const STOP_MESSAGES: Readonly<Record<StopReason, (task: RunTask) => string>> = {
   shutdown: () => 'The agent stopped during the step',
 };
 
+/**
+ * Puts the first package's folder where the control plane wrote `#{CONTEXT.PackageFolder}`
+ * (RunTask.package_folder_token): in the script, returned, and in env values, in place.
+ */
+function withPackageFolder(task: RunTask, folder: string, env: Record<string, string>): string {
+  const token = task.packageFolderToken;
+  if (token === '') return task.script;
+  for (const [name, value] of Object.entries(env))
+    if (value.includes(token)) env[name] = value.replaceAll(token, folder);
+  return task.script.replaceAll(token, folder);
+}
+
 export class StepExecution {
   readonly #task: RunTask;
   readonly #deps: StepExecutionDeps;
@@ -80,14 +92,15 @@ export class StepExecution {
       // Synchronous: a rename or two cost less than hand-offs to libuv's thread pool.
       emptyFolder(this.#deps.spares.folders, workDir);
       const env: Record<string, string> = { ...this.#deps.baseEnv, ...task.env };
-      await this.#preparePackages(workDir, env);
+      const firstFolder = await this.#preparePackages(workDir, env);
       if (this.#stopReason) return this.#stoppedOutcome(-1);
+      const scriptText = withPackageFolder(task, firstFolder, env);
 
       const script = await startScript({
         scriptFile: path.join(this.#deps.scriptsRoot, task.taskId),
         spareFiles: this.#deps.spares.files,
         language: task.scriptLanguage,
-        script: task.script,
+        script: scriptText,
         workDir,
         env,
         onLine: this.#deps.write,
@@ -118,7 +131,9 @@ export class StepExecution {
     }
   }
 
-  async #preparePackages(workDir: string, env: Record<string, string>): Promise<void> {
+  /** Unpacks the task's packages; answers the first one's folder ('' when there is none). */
+  async #preparePackages(workDir: string, env: Record<string, string>): Promise<string> {
+    let first = '';
     for (const ref of this.#task.packages) {
       this.#deps.write('SYSTEM', `Fetching package ${ref.packageId} ${ref.version}`);
       const file = await this.#deps.packages.get(ref, {
@@ -130,9 +145,11 @@ export class StepExecution {
         format: isArchiveFormat(ref.format) ? ref.format : undefined,
       });
       this.#deps.write('SYSTEM', `Extracted package ${ref.packageId} ${ref.version} (${format}) to ${folder}`);
+      if (first === '') first = folder;
       env.PackageFolder ??= folder;
       env[`PackageFolder_${ref.packageId.replace(/[^A-Za-z0-9_]/g, '_')}`] = folder;
     }
+    return first;
   }
 
   #stoppedOutcome(exitCode: number): TaskOutcome {

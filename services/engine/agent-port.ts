@@ -19,6 +19,11 @@ export interface RunTaskPayload {
   redownloadPackages: boolean;
   /** 0: no timeout. */
   timeoutSeconds: number;
+  /**
+   * What stands for `#{CONTEXT.PackageFolder}` in the script and env values, for the agent to
+   * replace with the folder it unpacks the first package to; '' when the task has no package.
+   */
+  packageFolderToken: string;
 }
 
 /**

@@ -74,6 +74,9 @@ export function buildRunTask(input: {
     stepId: step.stepId,
     channelId: snapshot.channel?.channelId ?? null,
   });
+  const packages = packagesOfStep(snapshot, step);
+  // The folder is the agent's to choose; the task's ID makes the token unique to this task.
+  const packageFolderToken = packages.length > 0 ? `#{CONTEXT.PackageFolder:${task.id}}` : '';
   const system: SystemValues = {
     ProjectName: snapshot.project.name,
     ReleaseVersion: input.release.version,
@@ -83,6 +86,7 @@ export function buildRunTask(input: {
     MachineName: machine.name,
     DeploymentId: deployment.id,
     StepName: step.name,
+    PackageFolder: packageFolderToken === '' ? null : packageFolderToken,
   };
   const substitution = new VariableSubstitution(resolved, system);
   const properties = Object.fromEntries(
@@ -97,13 +101,6 @@ export function buildRunTask(input: {
   for (const [name, value] of Object.entries(system)) env[`Gantry_${name}`] = value ?? '';
   for (const [id, value] of Object.entries(properties)) env[`STEP_${id}`] = value;
 
-  const packages = packagesOfStep(snapshot, step).map((p) => ({
-    packageId: p.packageId,
-    version: p.version,
-    sha256: p.sha256,
-    sizeBytes: p.sizeBytes,
-    format: p.type,
-  }));
   return {
     taskId: task.id,
     deploymentId: deployment.id,
@@ -112,9 +109,16 @@ export function buildRunTask(input: {
     scriptLanguage: step.template.scriptLanguage,
     env,
     sensitiveValues: substitution.sensitiveValues(),
-    packages,
+    packages: packages.map((p) => ({
+      packageId: p.packageId,
+      version: p.version,
+      sha256: p.sha256,
+      sizeBytes: p.sizeBytes,
+      format: p.type,
+    })),
     redownloadPackages: deployment.redownloadPackages,
     timeoutSeconds: 0,
+    packageFolderToken,
   };
 }
 

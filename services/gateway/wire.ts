@@ -21,6 +21,7 @@ export function toRunTask(task: RunTaskPayload): RunTask {
     })),
     redownloadPackages: task.redownloadPackages,
     timeoutSeconds: task.timeoutSeconds,
+    packageFolderToken: task.packageFolderToken,
   };
 }
 

@@ -101,7 +101,8 @@ describe.each(E2E_MODES)('packages end to end on $name (three agents)', (mode) =
 
     const { id, status, logs } = await deployWithPackage(
       'Good.App',
-      'cat "$PackageFolder/app/run.sh"\nbash "$PackageFolder/app/run.sh"',
+      // Both ways to the folder: the agent's environment, and the contract's system value.
+      'cat "$PackageFolder/app/run.sh"\nbash "#{CONTEXT.PackageFolder}/app/run.sh"',
     );
     expect(status).toMatchObject({ Status: 'Completed', ErrorCount: 0 });
     const data = logs.map((l) => l.Data);

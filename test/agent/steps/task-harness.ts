@@ -107,6 +107,7 @@ export function runTask(overrides: Partial<RunTask> = {}): RunTask {
     packages: [],
     redownloadPackages: false,
     timeoutSeconds: 0,
+    packageFolderToken: '',
     ...overrides,
   };
 }

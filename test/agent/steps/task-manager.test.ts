@@ -347,6 +347,34 @@ describe('TaskManager packages', () => {
     );
   });
 
+  it('puts the first package’s folder where the control plane wrote its package folder token', async () => {
+    await h.close();
+    h = createHarness({ 'Acme.Web@1.0.0': zip, 'Acme.Db@1.0.0': zip });
+    const ref = (packageId: string) => ({
+      packageId,
+      version: '1.0.0',
+      sha256,
+      sizeBytes: String(zip.length),
+      format: '',
+    });
+    const token = '#{CONTEXT.PackageFolder:t1}';
+    const task = runTask({
+      script: `cat "${token}/app/hello.txt"; echo; echo "$App"; echo '#{CONTEXT.PackageFolder}'`,
+      env: { App: `${token}/app` },
+      packages: [ref('Acme.Web'), ref('Acme.Db')],
+      packageFolderToken: token,
+    });
+    h.manager.onMessage({ runTask: task });
+    expect(await result(task.taskId)).toMatchObject({ outcome: 'SUCCEEDED' });
+    const folder = path.join(h.home, 'work', 'deployment-1', task.taskId, 'Acme.Web');
+    expect(
+      h.link
+        .lines(task.taskId)
+        .filter((l) => l.stream === 'STDOUT')
+        .map((l) => l.text),
+    ).toEqual(['from the package', `${folder}/app`, '#{CONTEXT.PackageFolder}']);
+  });
+
   it('drops cached package versions no task has used within retention, and downloads them again when needed', async () => {
     await h.close();
     // The agent's clock, moved by the test (retention: 600 s; times below in seconds from the start).

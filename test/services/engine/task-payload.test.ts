@@ -86,4 +86,47 @@ describe('buildRunTask', () => {
     expect(taskFor(snapshotWith('second'), 'm1', secrets).script).toBe('echo hello second');
     expect(secrets.decrypted).toBe(2);
   });
+
+  describe('#{CONTEXT.PackageFolder}', () => {
+    const script = 'cd "#{CONTEXT.PackageFolder}" && ./run.sh #{Target} ##{CONTEXT.PackageFolder}';
+    const target = {
+      variableId: 'v1',
+      name: 'Target',
+      variableType: 'Text' as const,
+      source: 'project' as const,
+      values: [{ ...unscoped, value: '#{CONTEXT.PackageFolder}/bin', valueEncrypted: null }],
+    };
+    function snapshotUsing(packageIds: string[]): ReleaseSnapshot {
+      const snapshot = snapshotOf({
+        steps: [step('Deploy', { stepId: 's1', packageIds, template: { ...step('Deploy').template, script } })],
+        variables: [target],
+      });
+      return {
+        ...snapshot,
+        packages: [
+          { packageId: 'Web.App', version: '1.4.2', sha256: 'ab', sizeBytes: 130, type: 'zip' },
+          { packageId: 'Other', version: '2.0.0', sha256: 'cd', sizeBytes: 10, type: 'zip' },
+        ],
+      };
+    }
+
+    it('stands for a token of the task the agent replaces with its folder, in the script and variables', () => {
+      const task = taskFor(snapshotUsing(['Web.App']), 'm1', box);
+      const token = '#{CONTEXT.PackageFolder:t-m1}';
+      expect(task.packageFolderToken).toBe(token);
+      // The escaped reference stays literal text: the agent replaces only the token.
+      expect(task.script).toBe(`cd "${token}" && ./run.sh ${token}/bin #{CONTEXT.PackageFolder}`);
+      expect(task.env.Target).toBe(`${token}/bin`);
+      expect(task.env.Gantry_PackageFolder).toBe(token);
+      expect(task.packages.map((p) => p.packageId)).toEqual(['Web.App']);
+    });
+
+    it('is empty for a step without packages (no token)', () => {
+      const task = taskFor(snapshotUsing([]), 'm1', box);
+      expect(task.packageFolderToken).toBe('');
+      expect(task.script).toBe('cd "" && ./run.sh /bin #{CONTEXT.PackageFolder}');
+      expect(task.env.Target).toBe('/bin');
+      expect(task.packages).toEqual([]);
+    });
+  });
 });

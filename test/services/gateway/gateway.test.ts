@@ -263,6 +263,7 @@ describe('Connect', () => {
       task('task-b', {
         env: { A: '1' },
         packages: [{ packageId: 'app', version: '1.0.0', sha256: 'ab', sizeBytes: 10, format: 'zip' }],
+        packageFolderToken: '#{CONTEXT.PackageFolder:task-b}',
       }),
       task('task-running'),
     ]);
@@ -322,6 +323,7 @@ describe('Connect', () => {
       packages: [{ packageId: 'app', version: '1.0.0', sha256: 'ab', sizeBytes: '10', format: 'zip' }],
       redownloadPackages: false,
       timeoutSeconds: 0,
+      packageFolderToken: '#{CONTEXT.PackageFolder:task-b}',
     });
     expect(gateway.connectedMachineIds()).toContain(machine.machineId);
   });

@@ -188,6 +188,7 @@ export function task(taskId: string, extra: Partial<RunTaskPayload> = {}): RunTa
     packages: [],
     redownloadPackages: false,
     timeoutSeconds: 0,
+    packageFolderToken: '',
     ...extra,
   };
 }

@@ -13,6 +13,7 @@ export interface RunTask {
   'packages'?: (_gantry_agent_v1_PackageRef)[];
   'redownloadPackages'?: (boolean);
   'timeoutSeconds'?: (number);
+  'packageFolderToken'?: (string);
 }
 
 export interface RunTask__Output {
@@ -26,4 +27,5 @@ export interface RunTask__Output {
   'packages': (_gantry_agent_v1_PackageRef__Output)[];
   'redownloadPackages': (boolean);
   'timeoutSeconds': (number);
+  'packageFolderToken': (string);
 }
