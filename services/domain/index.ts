@@ -174,6 +174,7 @@ export {
   MASK,
   resolveVariables,
   substituteVariables,
+  unprefixedSystemReferences,
   maskSecrets,
 } from './variable-resolution.ts';
 export type {

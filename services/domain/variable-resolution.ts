@@ -263,6 +263,22 @@ export class VariableSubstitution {
   }
 }
 
+/**
+ * System values named without their `CONTEXT.` prefix (`#{PackageFolder}`) where no variable has
+ * that name (`variableNames` lower-cased), each once, as written. Such a reference is left as
+ * written like any unknown one, and in a shell script that comments out the rest of its line.
+ */
+export function unprefixedSystemReferences(text: string, variableNames: ReadonlySet<string>): string[] {
+  const found = new Map<string, string>();
+  for (const [, reference] of text.matchAll(REFERENCE)) {
+    const name = reference?.trim();
+    const lower = name?.toLowerCase();
+    if (name && lower && SYSTEM_KEYS.has(lower) && !variableNames.has(lower) && !found.has(lower))
+      found.set(lower, name);
+  }
+  return [...found.values()];
+}
+
 /** Shorthand: resolve for a target, then substitute into one text. */
 export function substituteVariables(text: string, variables: ResolvedVariables, system: SystemValues = {}): string {
   return new VariableSubstitution(variables, system).substitute(text);

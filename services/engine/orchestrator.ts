@@ -26,6 +26,7 @@ import { checkGate, isAgentOnline } from '../domain/index.ts';
 import { toPlanInput } from './plan-input.ts';
 import { planDeployment, planTargets, targetCount } from './planner.ts';
 import { fromStoredPlan, toStoredPlan } from './stored-plan.ts';
+import { referenceHintLines } from './reference-hints.ts';
 import type { ProgressWriter } from './progress-writer.ts';
 import { newTask, PlannedTasks, type NewTask } from './planned-tasks.ts';
 import { IncrementalScheduler, nextActions } from './scheduler.ts';
@@ -421,6 +422,7 @@ export class Orchestrator {
       },
     ];
     for (const stage of plan.stages) lines.push(...skipLines(deployment.id, stage));
+    lines.push(...referenceHintLines(release.snapshot, plan));
     // What starts first is decided before anything is stored: only those tasks are made and
     // inserted before the first dispatch, the others right after it (10,000 rows take a few hundred
     // ms to insert, and making 10,000 task objects with their keys, most of it the garbage

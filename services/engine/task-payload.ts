@@ -50,7 +50,7 @@ function decryptedCandidates(snapshot: ReleaseSnapshot, secrets: SecretBox): Can
 const SCRIPT_REFERENCE = /#SCRIPTREFERENCE\(\s*(?:STEP\.)?([^)\s]+)\s*\)/g;
 
 /** Script modules of the step's language, then the step's own script. */
-function fullScript(snapshot: ReleaseSnapshot, step: SnapshotStep): string {
+export function fullScript(snapshot: ReleaseSnapshot, step: SnapshotStep): string {
   const language = step.template.scriptLanguage;
   const modules = snapshot.scriptModules.filter((m) => m.scriptLanguage === language).map((m) => m.script);
   return [...modules, step.template.script].join('\n');

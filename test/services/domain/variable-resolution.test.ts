@@ -10,6 +10,7 @@ import {
   type CandidateValue,
   type ResolutionTarget,
   type ValueFilters,
+  unprefixedSystemReferences,
 } from '../../../services/domain/variable-resolution.ts';
 
 const unscoped: ValueFilters = { environmentIds: [], machineIds: [], tagFilter: [], stepIds: [], channelIds: [] };
@@ -364,5 +365,16 @@ describe('maskSecrets', () => {
 
   it('does not mask short lines of a multi-line secret', () => {
     expect(maskSecrets('{ "a": 1 }\n}', ['{\n}\nlonger-line-here'])).toBe('{ "a": 1 }\n}');
+  });
+});
+
+describe('unprefixedSystemReferences', () => {
+  it('names each system value written without CONTEXT. once, as written, unless a variable has that name', () => {
+    const text = 'cd #{ PackageFolder } && #{packagefolder} #{EnvironmentName} #{StepName} #{Nope} #{VAR.MachineName}';
+    expect(unprefixedSystemReferences(text, new Set(['stepname']))).toEqual(['PackageFolder', 'EnvironmentName']);
+  });
+
+  it('ignores escaped references and the prefixed forms', () => {
+    expect(unprefixedSystemReferences('##{PackageFolder} #{CONTEXT.PackageFolder}', new Set())).toEqual([]);
   });
 });

@@ -155,6 +155,30 @@ describe('engine', () => {
     expect(statusChanges.map((r) => r.data)).toEqual(['Validating the deployment', "Deploying release to 'Staging'"]);
   });
 
+  it('warns, once per name and step, of a system value named without CONTEXT. that no variable has', async () => {
+    const m = await onlineMachine(t, 'hint-a', staging);
+    const script = (text: string) => ({ ...step('x').template, script: text });
+    const target = await release(t, {
+      steps: [
+        step('Deploy', {
+          template: script('cd #{PackageFolder} && ls #{packagefolder} #{CONTEXT.MachineName} #{StepName}'),
+        }),
+        step('Notes', { template: script('echo ok'), properties: { Text: '#{ReleaseVersion}' } }),
+        step('Off', { disabled: true, template: script('echo #{MachineName}') }),
+      ],
+      variables: [{ variableId: 'v1', name: 'StepName', variableType: 'Text', source: 'project', values: [] }],
+    });
+    const id = await deployment(t, target, staging);
+    fleet([m], () => ({ outcome: 'SUCCEEDED' }));
+    await engine.wake([id]);
+    expect((await finalStatus(id)).status).toBe('Completed');
+    const logs = await t.deps.store.deploymentLogs.read(id, null, 1000);
+    expect(logs.filter((l) => l.level === 'Warning').map((l) => l.data)).toEqual([
+      "Step 'Deploy': #{PackageFolder} is left as written, since no variable has that name; the system value is #{CONTEXT.PackageFolder}",
+      "Step 'Notes': #{ReleaseVersion} is left as written, since no variable has that name; the system value is #{CONTEXT.ReleaseVersion}",
+    ]);
+  });
+
   it('fails the deployment when a Stop step fails and skips later steps', async () => {
     const m = await onlineMachine(t, 'fail-a', staging);
     const target = await release(t, { steps: [step('Breaks'), step('Never')] });
