@@ -41,16 +41,21 @@ const STOP_MESSAGES: Readonly<Record<StopReason, (task: RunTask) => string>> = {
   shutdown: () => 'The agent stopped during the step',
 };
 
+/** A task's work folder: its packages are unpacked into it, and its script runs there. */
+function workDirOf(workRoot: string, task: RunTask): string {
+  return path.join(workRoot, task.deploymentId, task.taskId);
+}
+
 /**
- * Puts the first package's folder where the control plane wrote `#{CONTEXT.PackageFolder}`
- * (RunTask.package_folder_token): in the script, returned, and in env values, in place.
+ * `text` (the script, an env value, a Sensitive value) with the first package's folder where the
+ * control plane wrote `#{CONTEXT.PackageFolder}` (RunTask.package_folder_token). The folder is
+ * known before the package is unpacked, so the task's masker can be given the values as run.
  */
-function withPackageFolder(task: RunTask, folder: string, env: Record<string, string>): string {
+export function withPackageFolder(text: string, task: RunTask, workRoot: string): string {
   const token = task.packageFolderToken;
-  if (token === '') return task.script;
-  for (const [name, value] of Object.entries(env))
-    if (value.includes(token)) env[name] = value.replaceAll(token, folder);
-  return task.script.replaceAll(token, folder);
+  const first = task.packages[0];
+  if (token === '' || !first || !text.includes(token)) return text;
+  return text.replaceAll(token, path.join(workDirOf(workRoot, task), first.packageId));
 }
 
 export class StepExecution {
@@ -87,20 +92,21 @@ export class StepExecution {
   async run(): Promise<TaskOutcome> {
     const task = this.#task;
     try {
-      const workDir = path.join(this.#deps.workRoot, task.deploymentId, task.taskId);
+      const workDir = workDirOf(this.#deps.workRoot, task);
       // A task runs once, so its folder is new; one left by a crash mid-preparation is emptied.
       // Synchronous: a rename or two cost less than hand-offs to libuv's thread pool.
       emptyFolder(this.#deps.spares.folders, workDir);
-      const env: Record<string, string> = { ...this.#deps.baseEnv, ...task.env };
-      const firstFolder = await this.#preparePackages(workDir, env);
+      const env: Record<string, string> = { ...this.#deps.baseEnv };
+      for (const [name, value] of Object.entries(task.env))
+        env[name] = withPackageFolder(value, task, this.#deps.workRoot);
+      await this.#preparePackages(workDir, env);
       if (this.#stopReason) return this.#stoppedOutcome(-1);
-      const scriptText = withPackageFolder(task, firstFolder, env);
 
       const script = await startScript({
         scriptFile: path.join(this.#deps.scriptsRoot, task.taskId),
         spareFiles: this.#deps.spares.files,
         language: task.scriptLanguage,
-        script: scriptText,
+        script: withPackageFolder(task.script, task, this.#deps.workRoot),
         workDir,
         env,
         onLine: this.#deps.write,
@@ -131,9 +137,7 @@ export class StepExecution {
     }
   }
 
-  /** Unpacks the task's packages; answers the first one's folder ('' when there is none). */
-  async #preparePackages(workDir: string, env: Record<string, string>): Promise<string> {
-    let first = '';
+  async #preparePackages(workDir: string, env: Record<string, string>): Promise<void> {
     for (const ref of this.#task.packages) {
       this.#deps.write('SYSTEM', `Fetching package ${ref.packageId} ${ref.version}`);
       const file = await this.#deps.packages.get(ref, {
@@ -145,11 +149,9 @@ export class StepExecution {
         format: isArchiveFormat(ref.format) ? ref.format : undefined,
       });
       this.#deps.write('SYSTEM', `Extracted package ${ref.packageId} ${ref.version} (${format}) to ${folder}`);
-      if (first === '') first = folder;
       env.PackageFolder ??= folder;
       env[`PackageFolder_${ref.packageId.replace(/[^A-Za-z0-9_]/g, '_')}`] = folder;
     }
-    return first;
   }
 
   #stoppedOutcome(exitCode: number): TaskOutcome {

@@ -12,7 +12,7 @@ import { createLineMasker, type Masker } from './mask.ts';
 import type { PackageCache } from './package-cache.ts';
 import { killOrphanGroup } from './process-group.ts';
 import { isSafePathSegment } from './safe-name.ts';
-import { StepExecution, type LogStream, type TaskOutcome } from './step-execution.ts';
+import { StepExecution, withPackageFolder, type LogStream, type TaskOutcome } from './step-execution.ts';
 import { SpareEntries } from './spare-entries.ts';
 import type { TaskJournal, TaskRecord } from './task-journal.ts';
 import { toWireResult } from './wire.ts';
@@ -302,7 +302,10 @@ export class TaskManager implements SessionHandler {
       forgotten: false,
     };
     this.#options.journal.save(record);
-    const task = this.#activate(record, run.sensitiveValues);
+    const task = this.#activate(
+      record,
+      run.sensitiveValues.map((value) => withPackageFolder(value, run, this.#options.workRoot)),
+    );
     this.#link.trySend({ taskAccepted: { taskId } });
     this.#options.logger.info({ taskId, deploymentId, step: run.stepName }, 'task accepted');
     task.done = this.#execute(task, run);

@@ -347,7 +347,7 @@ describe('TaskManager packages', () => {
     );
   });
 
-  it('puts the first package’s folder where the control plane wrote its package folder token', async () => {
+  it('puts the first package’s folder where the control plane wrote its package folder token, and masks it in secrets', async () => {
     await h.close();
     h = createHarness({ 'Acme.Web@1.0.0': zip, 'Acme.Db@1.0.0': zip });
     const ref = (packageId: string) => ({
@@ -359,8 +359,10 @@ describe('TaskManager packages', () => {
     });
     const token = '#{CONTEXT.PackageFolder:t1}';
     const task = runTask({
-      script: `cat "${token}/app/hello.txt"; echo; echo "$App"; echo '#{CONTEXT.PackageFolder}'`,
-      env: { App: `${token}/app` },
+      script: `cat "${token}/app/hello.txt"; echo; echo "$App"; echo '#{CONTEXT.PackageFolder}'; echo "key: $Key"`,
+      env: { App: `${token}/app`, Key: `${token}/secret.key` },
+      // A Sensitive value built on the folder is masked as it reads once the folder is in.
+      sensitiveValues: [`${token}/secret.key`],
       packages: [ref('Acme.Web'), ref('Acme.Db')],
       packageFolderToken: token,
     });
@@ -372,7 +374,7 @@ describe('TaskManager packages', () => {
         .lines(task.taskId)
         .filter((l) => l.stream === 'STDOUT')
         .map((l) => l.text),
-    ).toEqual(['from the package', `${folder}/app`, '#{CONTEXT.PackageFolder}']);
+    ).toEqual(['from the package', `${folder}/app`, '#{CONTEXT.PackageFolder}', 'key: ********']);
   });
 
   it('drops cached package versions no task has used within retention, and downloads them again when needed', async () => {
