@@ -271,10 +271,10 @@ export class VariableSubstitution {
 export function unprefixedSystemReferences(text: string, variableNames: ReadonlySet<string>): string[] {
   const found = new Map<string, string>();
   for (const [, reference] of text.matchAll(REFERENCE)) {
-    const name = reference?.trim();
-    const lower = name?.toLowerCase();
-    if (name && lower && SYSTEM_KEYS.has(lower) && !variableNames.has(lower) && !found.has(lower))
-      found.set(lower, name);
+    if (reference === undefined) continue; // `##{`: an escape
+    const name = reference.trim();
+    const lower = name.toLowerCase();
+    if (SYSTEM_KEYS.has(lower) && !variableNames.has(lower) && !found.has(lower)) found.set(lower, name);
   }
   return [...found.values()];
 }
