@@ -143,6 +143,8 @@ describe('a task end recorded here', () => {
     const done = await finalStatus(id);
     expect(done.status).toBe('Completed');
     expect(order).toEqual(machines);
+    // The final status is written before the advance that wrote it lets the lease go.
+    await leaseReleased(id);
     // Validation claimed once; each end took the lease itself (advance_seq counts every claim).
     expect(claims.filter((claimed) => claimed === id)).toHaveLength(1);
     const row = await t.db('deployments').where({ id }).first('advance_seq', 'lease_owner');
