@@ -152,6 +152,10 @@ export async function waitForDeployments(
     } else {
       out.note('They go on running; to cancel:');
       for (const w of running) out.note(`  gantry deployment cancel ${w.id}`);
+      // One that waits for approval goes on only when an account other than the requester approves.
+      const unapproved = running.filter((w) => reasons.get(w.id)?.startsWith('awaiting approval'));
+      if (unapproved.length > 0) out.note('To approve (an account other than the one that requested it):');
+      for (const w of unapproved) out.note(`  gantry deployment approve ${w.id}`);
     }
   }
 

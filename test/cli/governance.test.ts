@@ -177,6 +177,12 @@ describe('approvals from the command line', () => {
       'Completed',
     );
     const deploymentId = await deployTo('Production', project.projectId, '1.0.0');
+    // A waiter that gives up says how the deployment can go on, not only how to cancel it.
+    const gaveUp = await runCli(['deployment', 'wait', deploymentId, '--timeout', '3s'], ci.env);
+    expect(gaveUp.code, printed(gaveUp)).toBe(3);
+    expect(gaveUp.stderr).toContain(
+      `To approve (an account other than the one that requested it):\n  gantry deployment approve ${deploymentId}\n`,
+    );
     const noComment = await runCli(['deployment', 'reject', deploymentId], approvers[0]!.env);
     expect(noComment.code, printed(noComment)).toBe(2);
     const blank = await runCli(['deployment', 'reject', deploymentId, '--comment', ' '], approvers[0]!.env);
