@@ -43,6 +43,12 @@ try {
   process.on('SIGTERM', () => void stop('SIGTERM'));
   process.on('SIGINT', () => void stop('SIGINT'));
 } catch (error) {
+  if (error instanceof ConfigurationError) {
+    // Found only once the database answers (the master key's check): refused like the rest.
+    logger.fatal({ problems: error.problems }, 'Gantry did not start: invalid configuration');
+    process.stderr.write(`Gantry did not start: ${error.message}\n`);
+    process.exit(EXIT_CONFIGURATION);
+  }
   logger.fatal({ err: toError(error) }, 'Gantry failed to start');
   process.exit(1);
 }

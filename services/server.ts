@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import type { FastifyInstance } from 'fastify';
 import type { Knex } from 'knex';
 import { buildApp } from './api/index.ts';
-import type { Config } from './config.ts';
+import { ConfigurationError, type Config } from './config.ts';
 import {
   certificateFingerprint,
   createLogger,
@@ -19,6 +19,7 @@ import {
   createSecretBox,
   loadAgentTls,
   loadMasterKey,
+  masterKeyCheck,
   pemCertificates,
   serveMetrics,
   systemClock,
@@ -30,6 +31,7 @@ import {
   bootstrap,
   createReadCaches,
   ensureBootstrapEnrollmentKey,
+  masterKeyProblem,
   redeemEnrollmentKey,
   type DomainDeps,
 } from './domain/index.ts';
@@ -184,11 +186,19 @@ export async function startServer(
   });
   try {
     await migrateToLatest(db);
+    const masterKey = await loadMasterKey(config);
     const deps: DomainDeps = {
       store: createStore(db),
       clock: systemClock,
-      secrets: createSecretBox(await loadMasterKey(config)),
+      secrets: createSecretBox(masterKey),
     };
+    const keyProblem = await masterKeyProblem(deps, {
+      check: masterKeyCheck(masterKey),
+      source: config.masterKey
+        ? 'GANTRY_MASTER_KEY'
+        : `${path.join(config.dataDir, 'master.key')} (GANTRY_MASTER_KEY unset)`,
+    });
+    if (keyProblem) throw new ConfigurationError([keyProblem]);
     const result = await bootstrap(deps, { accountId: config.bootstrapAccountId, apiKey: config.bootstrapApiKey });
     if (result.generated) {
       const file = await writeGeneratedCredentials(config.dataDir, result.generated);

@@ -2,7 +2,7 @@
  * Encrypts Sensitive values at rest (AES-256-GCM). The key comes from GANTRY_MASTER_KEY or
  * <dataDir>/master.key, created on first start with mode 0600.
  */
-import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHmac, randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 
@@ -32,6 +32,14 @@ export function createSecretBox(key: Buffer): SecretBox {
       return Buffer.concat([decipher.update(Buffer.from(body, 'base64')), decipher.final()]).toString('utf8');
     },
   };
+}
+
+/**
+ * What the database keeps to know its key again (the installation's first start records it): an
+ * HMAC of a constant under the key, which tells nothing about the key itself.
+ */
+export function masterKeyCheck(key: Buffer): string {
+  return createHmac('sha256', key).update('gantry master key check v1').digest('hex');
 }
 
 export async function loadMasterKey(options: { masterKey: string | null; dataDir: string }): Promise<Buffer> {

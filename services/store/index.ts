@@ -35,6 +35,7 @@ import { dashboardReadsStore } from './dashboard-reads.ts';
 import { auditEventsStore } from './audit-events.ts';
 import { deploymentApprovalsStore } from './deployment-approvals.ts';
 import { deploymentFreezesStore } from './deployment-freezes.ts';
+import { masterKeyCheckStore } from './master-key-check.ts';
 
 function bind(db: Db) {
   return {
@@ -68,6 +69,7 @@ function bind(db: Db) {
     auditEvents: auditEventsStore(db),
     deploymentApprovals: deploymentApprovalsStore(db),
     deploymentFreezes: deploymentFreezesStore(db),
+    masterKeyCheck: masterKeyCheckStore(db),
   };
 }
 
