@@ -3,9 +3,11 @@
  * package, its cluster in <dataDir>/pg, listening on a Unix socket in that folder and on loopback
  * only, on a port of its own.
  */
+import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import type { Logger } from '../core/index.ts';
 import { freePort } from '../core/index.ts';
 import { stopLeftoverPostgres } from './leftover-postgres.ts';
@@ -89,6 +91,41 @@ async function withPrivatePasswordFile<T>(dataDir: string, fn: () => Promise<T>)
   }
 }
 
+const run = promisify(execFile);
+
+async function postgresUserIds(): Promise<{ uid: number; gid: number } | null> {
+  try {
+    const [uid, gid] = await Promise.all([run('id', ['-u', 'postgres']), run('id', ['-g', 'postgres'])]);
+    return { uid: Number.parseInt(uid.stdout, 10), gid: Number.parseInt(gid.stdout, 10) };
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * As root, a cluster folder that is already there is made the postgres user's again before
+ * PostgreSQL starts, which refuses one it does not own. That is a data folder restored from a
+ * backup: copied without its owners (`cp -r`), or onto a host whose postgres user has another uid,
+ * or none yet (the package makes the user only when it initialises a new cluster).
+ */
+async function giveClusterToPostgresUser(clusterDir: string, logger: Logger): Promise<void> {
+  let ids = await postgresUserIds();
+  if (!ids) {
+    // As the package makes it for a new cluster; the group may be there without the user.
+    await run('groupadd', ['postgres']).catch(() => undefined);
+    await run('useradd', ['-g', 'postgres', 'postgres']);
+    ids = await postgresUserIds();
+    if (!ids) throw new Error("The embedded PostgreSQL's 'postgres' user could not be made");
+  }
+  const stat = await fs.stat(clusterDir);
+  if (stat.uid === ids.uid && stat.gid === ids.gid) return;
+  logger.warn(
+    { clusterDir, owner: stat.uid, postgres: ids.uid },
+    'the embedded PostgreSQL cluster belongs to another user (a restored copy?): giving it to the postgres user',
+  );
+  await run('chown', ['-R', `${ids.uid}:${ids.gid}`, clusterDir]);
+}
+
 export async function startEmbeddedPostgres(options: {
   dataDir: string;
   /** 0: a free port, picked at start. */
@@ -147,7 +184,7 @@ export async function startEmbeddedPostgres(options: {
   if (!initialised) {
     options.logger.info({ clusterDir }, 'initialising embedded PostgreSQL');
     await openToPostgresUser(asRoot, () => withPrivatePasswordFile(options.dataDir, () => server.initialise()));
-  }
+  } else if (asRoot) await giveClusterToPostgresUser(clusterDir, options.logger);
   await stopLeftoverPostgres(clusterDir, options.logger);
   try {
     await server.start();

@@ -2,12 +2,14 @@
  * The embedded default: with no DATABASE_URL, Gantry starts its own PostgreSQL 15 in the data
  * folder, migrates, bootstraps, serves — and keeps everything across a restart.
  */
+import { execFile } from 'node:child_process';
 import { watch } from 'node:fs';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../services/config.ts';
+import { ConfigurationError, loadConfig } from '../../services/config.ts';
 import { startServer, type RunningServer } from '../../services/server.ts';
 
 const dataDir = path.join(os.tmpdir(), `gantry-embedded-${process.pid}-${Date.now()}`);
@@ -134,6 +136,47 @@ describe('embedded default', () => {
     const root = path.join(os.tmpdir(), `gantry-nested-${process.pid}-${Date.now()}`);
     try {
       await startsAndStops(path.join(root, 'lib', 'gantry'));
+    } finally {
+      await fs.rm(root, { recursive: true, force: true });
+    }
+  }, 120_000);
+
+  it('restores from a copy of the stopped data folder, owners lost (cp -r); refuses it without its master.key', async () => {
+    const root = path.join(os.tmpdir(), `gantry-restore-${process.pid}-${Date.now()}`);
+    const [original, copy] = [path.join(root, 'original'), path.join(root, 'copy')];
+    try {
+      server = await startServer({ ...config(), dataDir: original });
+      const credentials = JSON.parse(await fs.readFile(path.join(original, 'bootstrap-credentials.json'), 'utf8'));
+      const main = (await request('GET', '/api/workspace', credentials)).body.workspaces[0];
+      const created = await request('POST', '/api/environment', credentials, {
+        workspaceId: main.workspaceId,
+        name: 'Backed up',
+      });
+      expect(created.status).toBe(200);
+      await server.stop();
+      server = null;
+
+      await promisify(execFile)('cp', ['-r', original, copy]);
+      await fs.chmod(copy, 0o755);
+      server = await startServer({ ...config(), dataDir: copy });
+      const environments = await request('GET', `/api/environment?workspaceId=${main.workspaceId}`, credentials);
+      expect(environments.body.environments.map((e: { name: string }) => e.name)).toContain('Backed up');
+      // As root the copy was root's; PostgreSQL runs as (and wants the cluster owned by) postgres.
+      if (process.getuid?.() === 0)
+        expect((await fs.stat(path.join(copy, 'pg'))).uid).toBe((await fs.stat(path.join(original, 'pg'))).uid);
+      await server.stop();
+      server = null;
+
+      // Restored without its key: the start would make a new master.key; it refuses instead.
+      await fs.rm(path.join(copy, 'master.key'));
+      const refused = await startServer({ ...config(), dataDir: copy }).then(
+        () => null,
+        (error: unknown) => error,
+      );
+      expect(refused).toBeInstanceOf(ConfigurationError);
+      expect((refused as Error).message).toContain(
+        `${path.join(copy, 'master.key')} (GANTRY_MASTER_KEY unset) is not the key this installation's Sensitive values are sealed with`,
+      );
     } finally {
       await fs.rm(root, { recursive: true, force: true });
     }
