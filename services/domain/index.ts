@@ -23,8 +23,8 @@ export { isDatabaseUnavailable } from '../store/index.ts';
 export { SESSION_TTL_MS, csrfTokenOf, isCsrfTokenOf, signIn, authenticateSession, signOut } from './sessions.ts';
 export type { SessionContext, OpenedSession } from './sessions.ts';
 export { bootstrap } from './bootstrap.ts';
-export { masterKeyProblem } from './master-key.ts';
 export type { BootstrapOptions, BootstrapResult } from './bootstrap.ts';
+export { masterKeyProblem } from './master-key.ts';
 export { visibleWorkspace, visibleResource, withUniqueName } from './scope.ts';
 export {
   listWorkspaces,
