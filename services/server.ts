@@ -187,17 +187,18 @@ export async function startServer(
   try {
     await migrateToLatest(db);
     const masterKey = await loadMasterKey(config);
+    const keySource = config.masterKey
+      ? 'GANTRY_MASTER_KEY'
+      : `${path.join(config.dataDir, 'master.key')} (GANTRY_MASTER_KEY unset)`;
+    // GANTRY_MASTER_KEY was checked with the rest of the configuration; the file is checked here.
+    if (masterKey.length !== 32)
+      throw new ConfigurationError([`${keySource} does not hold base64 of exactly 32 bytes`]);
     const deps: DomainDeps = {
       store: createStore(db),
       clock: systemClock,
       secrets: createSecretBox(masterKey),
     };
-    const keyProblem = await masterKeyProblem(deps, {
-      check: masterKeyCheck(masterKey),
-      source: config.masterKey
-        ? 'GANTRY_MASTER_KEY'
-        : `${path.join(config.dataDir, 'master.key')} (GANTRY_MASTER_KEY unset)`,
-    });
+    const keyProblem = await masterKeyProblem(deps, { check: masterKeyCheck(masterKey), source: keySource });
     if (keyProblem) throw new ConfigurationError([keyProblem]);
     const result = await bootstrap(deps, { accountId: config.bootstrapAccountId, apiKey: config.bootstrapApiKey });
     if (result.generated) {

@@ -124,6 +124,17 @@ describe('the master key', { timeout: 60_000 }, () => {
     expect(await withDb(database, (db) => db('master_key_check').count('* as n'))).toEqual([{ n: '1' }]);
   });
 
+  it('in a data folder (GANTRY_MASTER_KEY unset) that is not 32 bytes is refused naming the file', async () => {
+    const database = await createTestDatabase();
+    const { GANTRY_MASTER_KEY: _key, ...withoutKey } = environment(database, KEY_A);
+    const file = path.join(withoutKey.GANTRY_DATA_DIR!, 'master.key');
+    await fs.mkdir(path.dirname(file), { recursive: true });
+    await fs.writeFile(file, 'c2hvcnQ=', { mode: 0o600 });
+    await expect(startServer(loadConfig(withoutKey), pino({ level: 'silent' }))).rejects.toThrow(
+      new ConfigurationError([`${file} (GANTRY_MASTER_KEY unset) does not hold base64 of exactly 32 bytes`]),
+    );
+  });
+
   it('that does not match stops the process with exit status 78 and the reason on stderr', async () => {
     const database = await createTestDatabase();
     server = await start(database, KEY_A);
