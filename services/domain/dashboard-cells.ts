@@ -14,15 +14,16 @@ export interface WaitContext {
 }
 
 export function waitReason(
-  d: Pick<CellDeployment, 'status' | 'scheduledFor' | 'cancellationRequestedUtc'>,
+  d: Pick<CellDeployment, 'status' | 'scheduledFor' | 'cancellationRequestedUtc' | 'waitingReason'>,
   context: WaitContext,
 ): string | null {
   if (d.cancellationRequestedUtc && !isFinalStatus(d.status)) return 'Cancelling: waiting for the agents to stop';
   switch (d.status) {
     case 'Queued':
-      return d.scheduledFor && d.scheduledFor > context.now
-        ? `Scheduled for ${d.scheduledFor.toISOString()}`
-        : 'Queued: waiting for a control plane to validate it';
+      if (d.scheduledFor && d.scheduledFor > context.now) return `Scheduled for ${d.scheduledFor.toISOString()}`;
+      // Held at its gate: "awaiting approval (0 of 1)", a freeze — as the CLI and the deployment page say.
+      if (d.waitingReason) return `Waiting: ${d.waitingReason}`;
+      return 'Queued: waiting for a control plane to validate it';
     case 'Validating':
       return 'Resolving machines, packages and variables';
     case 'AwaitingSlot':

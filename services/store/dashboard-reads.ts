@@ -24,6 +24,8 @@ export interface CellDeployment {
   completedUtc: Date | null;
   scheduledFor: Date | null;
   cancellationRequestedUtc: Date | null;
+  /** Why a gated Queued deployment waits (approval, freeze), as the engine last found it. */
+  waitingReason: string | null;
 }
 
 interface CellRow {
@@ -39,6 +41,7 @@ interface CellRow {
   completed_at: Date | null;
   scheduled_for: Date | null;
   cancellation_requested_at: Date | null;
+  waiting_reason: string | null;
 }
 
 const toCell = (row: CellRow): CellDeployment => ({
@@ -54,6 +57,7 @@ const toCell = (row: CellRow): CellDeployment => ({
   completedUtc: row.completed_at,
   scheduledFor: row.scheduled_for,
   cancellationRequestedUtc: row.cancellation_requested_at,
+  waitingReason: row.waiting_reason,
 });
 
 /** A release as the project page lists it: the lifecycle of its snapshot, not the whole snapshot. */
@@ -72,7 +76,7 @@ export interface ReleaseRow {
  */
 const latestPerCell = (rowColumn: 'project_id' | 'release_id') => `
 SELECT x.row_id, e.environment_id, d.id, d.release_id, r.version, d.status, d.automatic, d.requested_by_name,
-       d.created_at, d.completed_at, d.scheduled_for, d.cancellation_requested_at
+       d.created_at, d.completed_at, d.scheduled_for, d.cancellation_requested_at, d.waiting_reason
 FROM unnest(CAST(? AS text[])) AS x(row_id)
 CROSS JOIN unnest(CAST(? AS text[])) AS e(environment_id)
 CROSS JOIN LATERAL (

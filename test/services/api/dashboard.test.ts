@@ -71,6 +71,27 @@ describe('GET /api/dashboard/overview', () => {
     });
   });
 
+  it('says why a Queued cell held at its gate waits, as the engine recorded it (not "waiting for a control plane")', async () => {
+    const gamma = (await t.admin.post('/api/project', { workspaceId: t.mainWorkspaceId, name: 'Gamma', lifecycleId }))
+      .body.projectId;
+    const held = (await t.admin.post('/api/release', { projectId: gamma, version: '1.0.0' })).body.releaseId;
+    const gated = (await t.admin.post('/api/release/deploy', { releaseId: held, environments: ['Staging'] })).body
+      .deploymentIds[0];
+    // What the engine's holdAtGate writes for an environment that needs one approval.
+    await t
+      .db('deployments')
+      .where({ id: gated })
+      .update({ gated: true, waiting_reason: 'awaiting approval (0 of 1)' });
+    const overview = await t.admin.get('/api/dashboard/overview', { workspaceId: t.mainWorkspaceId, search: 'Gamma' });
+    expect(overview.body.projects[0].cells[0].deployment).toMatchObject({
+      deploymentId: gated,
+      status: 'Queued',
+      waitReason: 'Waiting: awaiting approval (0 of 1)',
+    });
+    const project = await t.admin.get('/api/dashboard/project', { projectId: gamma });
+    expect(project.body.releases[0].environments[0].deployment.waitReason).toBe('Waiting: awaiting approval (0 of 1)');
+  });
+
   it('shows a project-limited account only its projects, and another workspace as unknown', async () => {
     const limited = await t.account([{ role: 'View', projectIds: [beta] }]);
     const overview = await limited.get('/api/dashboard/overview', { workspaceId: t.mainWorkspaceId });
