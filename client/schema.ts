@@ -7362,6 +7362,8 @@ export interface paths {
                                 name: string;
                                 color: string | null;
                                 enabled: boolean;
+                                /** @description approvals a deployment to it needs before it starts (0: none) */
+                                requiredApprovals: number;
                             }[];
                             projects: {
                                 projectId: string;
@@ -7459,6 +7461,8 @@ export interface paths {
                                 name: string;
                                 color: string | null;
                                 enabled: boolean;
+                                /** @description approvals a deployment to it needs before it starts (0: none) */
+                                requiredApprovals: number;
                             }[];
                             channels: {
                                 channelId: string;
@@ -7787,6 +7791,8 @@ export interface paths {
                                 name: string;
                                 color: string | null;
                                 enabled: boolean;
+                                /** @description approvals a deployment to it needs before it starts (0: none) */
+                                requiredApprovals: number;
                             }[];
                             addMachine: {
                                 allowed: boolean;
@@ -7857,6 +7863,8 @@ export interface paths {
                                 name: string;
                                 color: string | null;
                                 enabled: boolean;
+                                /** @description approvals a deployment to it needs before it starts (0: none) */
+                                requiredApprovals: number;
                             }[];
                             lifecycles: {
                                 lifecycleId: string;

@@ -99,6 +99,13 @@ describe('approving on the deployment page', () => {
     const first = await deploymentPage(accounts['approver-1']!, deploymentId);
     expect(await textOf(first, 'Waiting reason', 'Waiting: awaiting approval (0 of 2)')).toBeTruthy();
     expect(await first.getByLabel('Deployment status').textContent()).toBe('Queued');
+    // The project page's cell says it too (not "waiting for a control plane"), and the topology
+    // says what the environment requires.
+    const elsewhere = await signIn(await browser.newContext(), plane.url, accounts.viewer!);
+    await elsewhere.goto(`${plane.url}/projects/${projectId}`);
+    await elsewhere.locator('.wait', { hasText: 'Waiting: awaiting approval (0 of 2)' }).waitFor();
+    await elsewhere.goto(`${plane.url}/workspaces/${workspaceId}/topology`);
+    expect(await textOf(elsewhere, 'Environments', 'Staging (2 approvals required)')).toBeTruthy();
     const panel = first.getByRole('region', { name: 'Approval' });
     expect(await panel.getByRole('heading').textContent()).toBe('Approval: 0 of 2');
     // A rejection must say why: Reject waits for a comment.

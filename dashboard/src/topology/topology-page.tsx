@@ -25,6 +25,8 @@ export function TopologyPage({ workspaceId }: { workspaceId: string }) {
           <li key={e.environmentId}>
             {e.name}
             {!e.enabled && ' (disabled)'}
+            {e.requiredApprovals > 0 &&
+              ` (${e.requiredApprovals} approval${e.requiredApprovals === 1 ? '' : 's'} required)`}
           </li>
         ))}
       </ul>

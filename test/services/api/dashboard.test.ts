@@ -215,8 +215,19 @@ describe('GET /api/dashboard/deployment, machines, topology', () => {
     expect(web.body.addMachine).toEqual({ allowed: true, reason: null });
   });
 
-  it('shows the topology with Sensitive values masked', async () => {
+  it('shows the topology with Sensitive values masked, and what each environment requires', async () => {
+    const production = (
+      await t.admin.get('/api/environment', { workspaceId: t.mainWorkspaceId })
+    ).body.environments.find((e: { name: string }) => e.name === 'Production');
+    await t.admin.put('/api/environment', { environmentId: production.environmentId, requiredApprovals: 2 });
     const topology = await t.admin.get('/api/dashboard/topology', { workspaceId: t.mainWorkspaceId, projectId: alpha });
+    await t.admin.put('/api/environment', { environmentId: production.environmentId, requiredApprovals: 0 });
+    expect(
+      topology.body.environments.map((e: { name: string; requiredApprovals: number }) => [e.name, e.requiredApprovals]),
+    ).toEqual([
+      ['Staging', 0],
+      ['Production', 2],
+    ]);
     expect(topology.body.lifecycles[0].phases.map((p: { name: string }) => p.name)).toEqual(['Staging', 'Production']);
     expect(topology.body.project.variables).toEqual([
       expect.objectContaining({

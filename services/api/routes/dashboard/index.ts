@@ -34,7 +34,13 @@ import {
 const tags = ['dashboard'];
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
 
-const toEnvironment = (e: Environment) => ({ environmentId: e.id, name: e.name, color: e.color, enabled: e.enabled });
+const toEnvironment = (e: Environment) => ({
+  environmentId: e.id,
+  name: e.name,
+  color: e.color,
+  enabled: e.enabled,
+  requiredApprovals: e.requiredApprovals,
+});
 
 function toCellDeployment(d: NonNullable<Cell['deployment']>) {
   return {

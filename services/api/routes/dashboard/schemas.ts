@@ -20,6 +20,7 @@ export const EnvironmentRef = Type.Object({
   name: Type.String(),
   color: Nullable(Type.String()),
   enabled: Type.Boolean(),
+  requiredApprovals: Type.Integer({ description: 'approvals a deployment to it needs before it starts (0: none)' }),
 });
 
 export const CellDeploymentSchema = Type.Object({
