@@ -99,6 +99,8 @@ export async function waitForDeployments(
           signal,
         });
         // A failed read is left to the log stream, which reports it; the reason is only a hint.
+        // Its environment too: no log line names it until the deployment starts.
+        w.lines.environmentName ??= read.data?.environmentName ?? null;
         const reason = read.data?.waitingReason ?? null;
         if (reason !== null && reasons.get(w.id) !== reason)
           out.note(`${several ? `${label(w)}: ` : ''}Waiting: ${reason}`);

@@ -6123,6 +6123,8 @@ export interface paths {
                             }[];
                             waitingReason: string | null;
                             queuePosition: number | null;
+                            /** @description Gantry extension: the environment it deploys to (known before any log line names it) */
+                            environmentName: string;
                         };
                     };
                 };

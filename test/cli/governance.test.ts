@@ -180,6 +180,9 @@ describe('approvals from the command line', () => {
     // A waiter that gives up says how the deployment can go on, not only how to cancel it.
     const gaveUp = await runCli(['deployment', 'wait', deploymentId, '--timeout', '3s'], ci.env);
     expect(gaveUp.code, printed(gaveUp)).toBe(3);
+    // No log line names the environment before it starts: the waiter learns it from the deployment.
+    expect(gaveUp.stderr).toMatch(/Timed out after [^:]+: Production still Queued\n/);
+    expect(gaveUp.stdout).toMatch(new RegExp(`^${deploymentId} +Production +Queued `, 'm'));
     expect(gaveUp.stderr).toContain(
       `To approve (an account other than the one that requested it):\n  gantry deployment approve ${deploymentId}\n`,
     );

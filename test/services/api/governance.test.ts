@@ -714,6 +714,8 @@ describe('waitingReason', () => {
     const view = await read(second);
     expect(view.status.Status).toBe('AwaitingSlot');
     expect(view.queuePosition).toBe(1);
+    // Its environment, which no log line has named yet.
+    expect(view.environmentName).toBe('Queue-A');
     const listed = (await ok(t.admin.get('/api/deployment/list', { projectId }))).deployments as Array<{
       deploymentId: string;
       waitingReason: string | null;

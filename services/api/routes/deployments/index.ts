@@ -109,7 +109,7 @@ export const deploymentRoutes: Routes = async (app) => {
         // thousands. A string is sent as it is.
         const status = reply.compileSerializationSchema(StatusSchema)(toStatus(view.deployment));
         // Gantry's additions after the spec's fields (clients that do not know them skip them).
-        const waiting = `,"waitingReason":${JSON.stringify(view.waiting.waitingReason)},"queuePosition":${JSON.stringify(view.waiting.queuePosition)}}`;
+        const waiting = `,"waitingReason":${JSON.stringify(view.waiting.waitingReason)},"queuePosition":${JSON.stringify(view.waiting.queuePosition)},"environmentName":${JSON.stringify(view.deployment.environmentName)}}`;
         body = Buffer.concat([
           Buffer.from(`{"status":${status},"logs":`),
           ...logItemsJson(view.logs ?? []),

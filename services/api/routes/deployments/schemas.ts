@@ -97,6 +97,9 @@ export const DeploymentResponse = Type.Object({
   status: StatusSchema,
   logs: Type.Array(LogSchema),
   ...WaitingFields,
+  environmentName: Type.String({
+    description: 'Gantry extension: the environment it deploys to (known before any log line names it)',
+  }),
 });
 
 export const ListQuery = Type.Object({
