@@ -118,7 +118,11 @@ function Page({ route, onWorkspace }: { route: Route; onWorkspace: (id: string) 
       return <DeploymentPage deploymentId={route.deploymentId} onWorkspace={onWorkspace} />;
     case 'sign-in':
     case 'not-found':
-      return <p className="error">No such page.</p>;
+      return (
+        <p className="error">
+          No such page. <Link to="/">Go to your workspace</Link>
+        </p>
+      );
   }
 }
 

@@ -9,7 +9,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Capability, Logger, Metrics } from '../core/index.ts';
 import { appDeps, registerAudit } from './plugins/audit.ts';
 import { registerAuthentication } from './plugins/auth.ts';
-import { registerDashboardFiles } from './plugins/dashboard-files.ts';
+import { dashboardFiles } from './plugins/dashboard-files.ts';
 import { clientError, frameworkError, registerErrorHandling } from './plugins/errors.ts';
 import { registerInputNormalization } from './plugins/normalize-input.ts';
 import { registerReadPriority } from './plugins/read-priority.ts';
@@ -109,7 +109,8 @@ export async function buildApp(rootDeps: ApiDeps, options: BuildAppOptions): Pro
   app.addSchema(ErrorBody);
   // First of the onRequest hooks: a read waiting for its turn has cost nothing yet (no auth, no audit).
   registerReadPriority(app);
-  registerErrorHandling(app);
+  const dashboard = options.dashboardDir ? dashboardFiles(options.dashboardDir) : undefined;
+  registerErrorHandling(app, { pageNotFound: dashboard?.pageNotFound });
   registerInputNormalization(app);
   // Before authentication: it sets request.deps, which authentication reads.
   registerAudit(app, rootDeps);
@@ -134,7 +135,7 @@ export async function buildApp(rootDeps: ApiDeps, options: BuildAppOptions): Pro
   app.get('/api/openapi.json', { schema: { hide: true }, config: { public: true } }, async () => app.swagger());
 
   await app.register(registerRoutes);
-  if (options.dashboardDir) await registerDashboardFiles(app, options.dashboardDir);
+  if (dashboard) await dashboard.register(app);
   await app.ready();
   return app;
 }

@@ -454,6 +454,26 @@ describe('dashboard in Chromium', () => {
     await context.close();
   }, 60_000);
 
+  it('answers a path it does not know with its own page under 404, and the API with its JSON', async () => {
+    const context = await browser.newContext();
+    const page = await signIn(context, viewer);
+    const response = await page.goto(`${plane.url}/machines?old=bookmark`);
+    expect(response?.status()).toBe(404);
+    expect(response?.headers()['content-type']).toMatch(/^text\/html/);
+    await page.getByText('No such page.').waitFor();
+    await page.getByRole('link', { name: 'Go to your workspace' }).click();
+    await page.getByRole('table', { name: 'Projects by environment' }).waitFor();
+    for (const url of ['/api/nope', '/assets/nope.js']) {
+      const answer = await fetch(plane.url + url, { headers: { accept: 'text/html' } });
+      expect(answer.status).toBe(404);
+      expect((await answer.json()).errorcode).toBe(3001);
+    }
+    const posted = await fetch(`${plane.url}/machines`, { method: 'POST', headers: { accept: 'text/html' } });
+    expect(posted.status).toBe(404);
+    expect((await posted.json()).error).toBe('Unknown route: POST /machines');
+    await context.close();
+  }, 60_000);
+
   it('ends the session on sign-out', async () => {
     const context = adminPage.context();
     const before = (await context.cookies()).find((c) => c.name === 'gantry_session')!.value;

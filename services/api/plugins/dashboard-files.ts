@@ -7,6 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import fastifyStatic from '@fastify/static';
 import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { PageNotFound } from './errors.ts';
 
 /** The page's own routes (dashboard/src/router.ts): a reload or a shared link lands on the page. */
 const PAGE_ROUTES = ['/', '/sign-in', '/workspaces/*', '/projects/*', '/deployments/*'];
@@ -23,8 +24,17 @@ const CONTENT_SECURITY_POLICY = [
   "form-action 'self'",
 ].join('; ');
 
-export async function registerDashboardFiles(app: FastifyInstance, dir: string): Promise<void> {
-  await app.register(fastifyStatic, { root: dir, serve: false });
+export interface DashboardFiles {
+  register(app: FastifyInstance): Promise<void>;
+  /**
+   * A browser opening a path the page does not know (a typo, an old bookmark) gets the page, which
+   * says "No such page." with its navigation, under status 404 — not the API's JSON. Only for a GET
+   * that asks for HTML outside /api and /assets: a client of the API always gets the spec's body.
+   */
+  pageNotFound: PageNotFound;
+}
+
+export function dashboardFiles(dir: string): DashboardFiles {
   const page = async (_request: unknown, reply: FastifyReply) => {
     reply
       .header('content-security-policy', CONTENT_SECURITY_POLICY)
@@ -38,11 +48,23 @@ export async function registerDashboardFiles(app: FastifyInstance, dir: string):
         .send('The dashboard is not built: run `npm run build:dashboard` (npm start does it when needed).\n');
     return reply.header('cache-control', 'no-cache').sendFile('index.html');
   };
-  const options = { schema: { hide: true }, config: { public: true } } as const;
-  for (const url of PAGE_ROUTES) app.get(url, options, page);
-  app.get<{ Params: { '*': string } }>('/assets/*', options, (request, reply) =>
-    reply
-      .header('x-content-type-options', 'nosniff')
-      .sendFile(`assets/${request.params['*']}`, { immutable: true, maxAge: '365d' }),
-  );
+  return {
+    async register(app) {
+      await app.register(fastifyStatic, { root: dir, serve: false });
+      const options = { schema: { hide: true }, config: { public: true } } as const;
+      for (const url of PAGE_ROUTES) app.get(url, options, page);
+      app.get<{ Params: { '*': string } }>('/assets/*', options, (request, reply) =>
+        reply
+          .header('x-content-type-options', 'nosniff')
+          .sendFile(`assets/${request.params['*']}`, { immutable: true, maxAge: '365d' }),
+      );
+    },
+    pageNotFound(request, reply) {
+      if (request.method !== 'GET' && request.method !== 'HEAD') return undefined;
+      const pathname = request.url.split('?')[0] ?? '';
+      if (pathname === '/api' || pathname.startsWith('/api/') || pathname.startsWith('/assets/')) return undefined;
+      if (!(request.headers.accept ?? '').includes('text/html')) return undefined;
+      return page(request, reply.code(404));
+    },
+  };
 }

@@ -143,7 +143,10 @@ function describe(
   return { status: 500, body: { error: 'Internal server error', errorcode: ErrorCode.UnknownError, requestid } };
 }
 
-export function registerErrorHandling(app: FastifyInstance): void {
+/** A route nothing matched: the dashboard's own page for a browser, or undefined for the API's 404. */
+export type PageNotFound = (request: FastifyRequest, reply: FastifyReply) => Promise<FastifyReply> | undefined;
+
+export function registerErrorHandling(app: FastifyInstance, options: { pageNotFound?: PageNotFound } = {}): void {
   app.setErrorHandler((error: FastifyError | GantryError | Error, request, reply) => {
     const { status, body, retryAfterSeconds } = describe(error, request);
     if (status === 503) request.log.warn({ err: error }, 'request refused: database unavailable');
@@ -152,12 +155,14 @@ export function registerErrorHandling(app: FastifyInstance): void {
     if (retryAfterSeconds !== undefined) reply.header('retry-after', String(retryAfterSeconds));
     return sendError(reply, status, body);
   });
-  app.setNotFoundHandler((request, reply) =>
-    sendError(reply, 404, {
-      error: `Unknown route: ${request.method} ${request.url.split('?')[0] ?? ''}`,
-      errorcode: ErrorCode.InvalidParameter,
-      requestid: request.id,
-    }),
+  app.setNotFoundHandler(
+    (request, reply) =>
+      options.pageNotFound?.(request, reply) ??
+      sendError(reply, 404, {
+        error: `Unknown route: ${request.method} ${request.url.split('?')[0] ?? ''}`,
+        errorcode: ErrorCode.InvalidParameter,
+        requestid: request.id,
+      }),
   );
 }
 
