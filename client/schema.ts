@@ -6384,6 +6384,8 @@ export interface paths {
                     after?: string;
                     /** @description Start with the last this many lines (or a few more) instead of the first; ignored when resuming */
                     tail?: number;
+                    /** @description Only the lines of this level and above (Warning: warnings and errors); `tail` then counts those lines (Gantry extension) */
+                    level?: "Warning" | "Error";
                 };
                 header?: never;
                 path?: never;

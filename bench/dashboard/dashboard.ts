@@ -271,12 +271,14 @@ async function benchLongLog(): Promise<void> {
       for (const [i, lines] of logLines.entries()) {
         const deploymentId = (await releaseAndDeploy(client, projectId, ['Staging'], `2.0.${i}`))[0]!;
         await waitForDeployment(client, deploymentId);
-        // As an agent stores what a step prints: chunks of 1,000 lines (deployment_log_chunks).
+        // As an agent stores what a step prints: chunks of 1,000 lines (deployment_log_chunks),
+        // every tenth with a warning as its last line (one byte per line: 1 Warning).
         const chunks = Math.ceil(lines / 1_000);
         await db.raw(
-          `insert into deployment_log_chunks (deployment_id, first_tick, last_tick, task_id, first_seq, line_count, byte_count, data)
+          `insert into deployment_log_chunks (deployment_id, first_tick, last_tick, task_id, first_seq, line_count, byte_count, levels, data)
            select d.id, d.last_log_tick + c * 1000 + 1, d.last_log_tick + (c + 1) * 1000, 'bench-task', c * 1000 + 1,
-                  1000, octet_length(x.data), x.data
+                  1000, octet_length(x.data),
+                  case when c % 10 = 9 then set_byte(decode(repeat('00', 1000), 'hex'), 999, 1) end, x.data
            from deployments d, generate_series(0, ?::int - 1) c,
            lateral (select string_agg('bulk line ' || (c * 1000 + j) || ' of a long log, as a build tool prints it' || E'\\n', '' order by j) as data
                     from generate_series(1, 1000) j) x
@@ -314,6 +316,25 @@ async function benchLongLog(): Promise<void> {
         const heap = await page.evaluate(
           () => (performance as unknown as { memory: { usedJSHeapSize: number } }).memory.usedJSHeapSize,
         );
+        // The level filter over the whole log (the server streams the lines at that level and above).
+        const warnings = Number(
+          (
+            await db.raw(
+              `select (select count(*) from deployment_logs where deployment_id = ? and level in ('Warning', 'Error', 'Critical'))
+                    + (select coalesce(sum(bit_count(levels)), 0) from deployment_log_chunks where deployment_id = ?) as n`,
+              [deploymentId, deploymentId],
+            )
+          ).rows[0].n,
+        );
+        const filterStart = performance.now();
+        await page.getByLabel('Level').selectOption('Warning');
+        const filtered = `${Math.min(warnings, KEPT_LINES)} of ${Math.min(warnings, KEPT_LINES)} lines · searched the whole log`;
+        while (!((await counter.textContent({ timeout: limitMs })) ?? '').startsWith(filtered)) {
+          if (performance.now() - filterStart > limitMs)
+            throw new Error(`the page did not show '${filtered}' in ${limitMs} ms`);
+          await new Promise((resolve) => setTimeout(resolve, 100));
+        }
+        const filterSeconds = (performance.now() - filterStart) / 1000;
         await context.close();
         // The download: every line, counted as it streams in.
         const downloadStart = performance.now();
@@ -333,6 +354,12 @@ async function benchLongLog(): Promise<void> {
         rows.push([
           `a finished log of ${total.toLocaleString('en-US')} lines opened on the deployment page (Chromium)`,
           `the last ${held.toLocaleString('en-US')} lines shown in ${f1(seconds)} s; JS heap ${Math.round(heap / 2 ** 20)} MiB`,
+          '—',
+          '',
+        ]);
+        rows.push([
+          `the same log filtered to "Warnings and errors" on the page (a warning every 10,000 lines)`,
+          `${warnings.toLocaleString('en-US')} of ${warnings.toLocaleString('en-US')} lines shown, from the whole log, in ${f1(filterSeconds)} s`,
           '—',
           '',
         ]);

@@ -26,8 +26,8 @@ export const Description = Type.Union([Type.String({ maxLength: 10_000 }), Type.
 export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
 
 /** One of the values of a core vocabulary object (ErrorAction, DeploymentStatus …), as a string enum. */
-export const OneOf = <T extends string>(values: Readonly<Record<string, T>>) =>
-  Type.Unsafe<T>({ type: 'string', enum: Object.values(values) });
+export const OneOf = <T extends string>(values: Readonly<Record<string, T>>, options: { description?: string } = {}) =>
+  Type.Unsafe<T>({ ...options, type: 'string', enum: Object.values(values) });
 
 export const PageQuery = {
   skip: Type.Optional(Int32({ minimum: 0, default: 0 })),

@@ -26,6 +26,7 @@ export {
   OnMachineFailure,
   OnMemberFailure,
   OnNoTargets,
+  LogLevelFloor,
 } from './vocabulary.ts';
 export { isStorableText, findUnstorableText } from './text.ts';
 export { encodeVarints, decodeVarints } from './varints.ts';

@@ -84,3 +84,10 @@ export type OnMemberFailure = Values<typeof OnMemberFailure>;
 /** …and what a group with no machine to run on does. */
 export const OnNoTargets = { Skip: 'Skip', Warn: 'Warn', Fail: 'Fail' } as const;
 export type OnNoTargets = Values<typeof OnNoTargets>;
+
+/**
+ * The least level of the log lines a reader asks for (none: every line): the dashboard's
+ * "Warnings and errors" over a log longer than the part it holds.
+ */
+export const LogLevelFloor = { Warning: 'Warning', Error: 'Error' } as const;
+export type LogLevelFloor = Values<typeof LogLevelFloor>;

@@ -7,8 +7,16 @@
  * Bounded: lines are read a page at a time, and the generator only reads the next page when its
  * consumer (the HTTP response, under socket backpressure) asks for the next event.
  */
-import { authorize, Capability, parseTicks, unknownId, type Principal, FINAL_STATUSES } from '../core/index.ts';
-import { type Deployment, type LogEntry } from '../store/index.ts';
+import {
+  authorize,
+  Capability,
+  parseTicks,
+  unknownId,
+  type LogLevelFloor,
+  type Principal,
+  FINAL_STATUSES,
+} from '../core/index.ts';
+import { MAX_LOG_PAGE_BYTES, type Deployment, type LogEntry } from '../store/index.ts';
 import type { DomainDeps } from './deps.ts';
 import { canSeeWorkspace } from './scope.ts';
 
@@ -73,8 +81,14 @@ export async function followDeployment(
   /**
    * `after`: lines strictly after this tick (a resumed stream). Else `tail`: only the last `tail`
    * lines, or a few more (a page of the dashboard for a log of millions). Else every line.
+   * `level`: only the lines of that level and above (and `tail` counts those).
    */
-  query: { deploymentId: string; after?: string | undefined; tail?: number | undefined },
+  query: {
+    deploymentId: string;
+    after?: string | undefined;
+    tail?: number | undefined;
+    level?: LogLevelFloor | undefined;
+  },
   signal: AbortSignal,
   options: FollowOptions = {},
 ): Promise<AsyncGenerator<DeploymentEvent>> {
@@ -83,12 +97,13 @@ export async function followDeployment(
     Capability.View,
     Capability.Deploy,
   ]);
+  const floor = query.level ?? null;
   const tail =
     resumeAfter === null && query.tail !== undefined
-      ? await deps.store.deploymentLogs.tailStart(deployment.id, query.tail)
+      ? await deps.store.deploymentLogs.tailStart(deployment.id, query.tail, floor)
       : null;
   const after = resumeAfter ?? tail?.afterTick ?? 0n;
-  return events(deps, deployment, after, tail?.earlierLines ?? null, signal, {
+  return events(deps, deployment, after, floor, tail?.earlierLines ?? null, signal, {
     pollMs: options.pollMs ?? 2_000,
     keepaliveMs: options.keepaliveMs ?? 15_000,
     pageSize: options.pageSize ?? 1_000,
@@ -99,6 +114,7 @@ async function* events(
   deps: DomainDeps,
   first: Deployment,
   after: bigint,
+  floor: LogLevelFloor | null,
   earlierLines: number | null,
   signal: AbortSignal,
   options: Required<FollowOptions>,
@@ -124,7 +140,13 @@ async function* events(
       // Status and the next lines in one statement (one instant), read after subscribing: the
       // status read to authorize (`first`) may predate the subscription. A woken follower is on
       // the path of every live line (script → SSE client), and reads at every change.
-      const next = await deps.store.deploymentLogs.readWithDeployment(first.id, lastTick, options.pageSize);
+      const next = await deps.store.deploymentLogs.readWithDeployment(
+        first.id,
+        lastTick,
+        options.pageSize,
+        MAX_LOG_PAGE_BYTES,
+        floor,
+      );
       // Deleted since (its project was deleted): the follower is told it is unknown.
       if (!next) throw unknownId('deploymentId');
       const deployment = next.deployment;
@@ -135,14 +157,23 @@ async function* events(
       }
       // The final status commits with the last line: lines read with or after a final status
       // are all of them.
+      // With a level, a page may hold none of its lines yet still have been read through some.
       let page = next.page;
-      while (page.entries.length > 0) {
+      while (page.through !== null && page.through > lastTick) {
         if (signal.aborted) return;
-        lastTick = page.entries.at(-1)!.tick;
-        yield { type: 'logs', lines: page.entries };
-        lastOutput = performance.now();
+        lastTick = page.through;
+        if (page.entries.length > 0) {
+          yield { type: 'logs', lines: page.entries };
+          lastOutput = performance.now();
+        }
         if (!page.more) break;
-        page = await deps.store.deploymentLogs.readPage(first.id, lastTick, options.pageSize);
+        page = await deps.store.deploymentLogs.readPage(
+          first.id,
+          lastTick,
+          options.pageSize,
+          MAX_LOG_PAGE_BYTES,
+          floor,
+        );
       }
       if (FINAL.has(deployment.status)) {
         yield { type: 'end', deployment };

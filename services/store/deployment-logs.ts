@@ -4,7 +4,14 @@
  * within its deployment and increasing in the order lines were written: ticks are allocated under
  * the deployment's row lock, so `getLogsAfter=T` (strictly after) never skips or repeats a line.
  */
-import { dateToTicks, decodeVarints, newId, ticksToDate, type DeploymentStatus } from '../core/index.ts';
+import {
+  dateToTicks,
+  decodeVarints,
+  newId,
+  ticksToDate,
+  type DeploymentStatus,
+  type LogLevelFloor,
+} from '../core/index.ts';
 import { sendWithoutWaiting, type Db } from './db.ts';
 import { MACHINE_JSON_SQL, targetMachineFromJson, type TargetMachine } from './deployment-machines.ts';
 import { DEPLOYMENT_JSON_COLUMNS, deploymentFromJson, type Deployment } from './deployments.ts';
@@ -20,6 +27,27 @@ export const LogLevel = {
   None: 'None',
 } as const;
 export type LogLevel = (typeof LogLevel)[keyof typeof LogLevel];
+
+/** The levels at a floor and above. Agents print Information and Warning only; Error and Critical are the engine's entries. */
+const LEVELS_FROM: Record<LogLevelFloor, ReadonlySet<LogLevel>> = {
+  Warning: new Set([LogLevel.Warning, LogLevel.Error, LogLevel.Critical]),
+  Error: new Set([LogLevel.Error, LogLevel.Critical]),
+};
+const levelsSql = (floor: LogLevelFloor) => [...LEVELS_FROM[floor]].map((level) => `'${level}'`).join(', ');
+
+/**
+ * SQL for the lines at `floor` and above: the entries of those levels, and the chunks holding a
+ * Warning (`levels` is null when every line is Information; one byte 0 or 1 per line, so
+ * bit_count is the chunk's number of warnings) counted by their warnings — or no chunk at all.
+ */
+function floorSql(floor: LogLevelFloor | null, entry: string, chunk: string) {
+  if (floor === null) return { entries: '', chunks: '', chunkLines: `${chunk}.line_count` };
+  return {
+    entries: ` AND ${entry}.level IN (${levelsSql(floor)})`,
+    chunks: floor === 'Warning' ? ` AND ${chunk}.levels IS NOT NULL` : ' AND false',
+    chunkLines: `bit_count(${chunk}.levels)`,
+  };
+}
 
 export interface NewLogEntry {
   /** Set when the caller needs to refer to the entry (as a parent) before it is stored. */
@@ -604,7 +632,8 @@ const CHUNK_HEAD = 256;
  * (readWithDeployment: the status and the lines of one instant); one row of nulls when the
  * deployment exists and nothing else matches.
  */
-function pageSql(withDeployment: boolean): string {
+function pageSql(withDeployment: boolean, floor: LogLevelFloor | null): string {
+  const only = floorSql(floor, 'l', 'c');
   // The first branch names the columns; the others fill what they lack with NULL.
   const entryOnly = 'NULL, NULL, NULL, NULL, NULL, NULL';
   const chunkOnly = 'NULL, NULL, NULL, NULL, NULL, NULL, NULL';
@@ -624,12 +653,13 @@ LEFT JOIN LATERAL (
           l.step_id, l.parent_log_id, l.task_id, l.data,
           NULL::bigint AS first_tick, NULL::bigint AS last_tick, NULL::int AS first_seq, NULL::int AS line_count,
           NULL::bytea AS levels, NULL::bytea AS tick_steps, NULL::bigint AS head_rows
-   FROM deployment_logs l WHERE l.deployment_id = d.id AND l.tick > ? AND l.tick <= d.last_log_tick
+   FROM deployment_logs l WHERE l.deployment_id = d.id AND l.tick > ? AND l.tick <= d.last_log_tick${only.entries}
    ORDER BY l.tick LIMIT ?)
   UNION ALL
   (WITH head AS (
-    SELECT last_tick, line_count, byte_count FROM deployment_log_chunks
-    WHERE deployment_id = d.id AND last_tick > ? AND last_tick <= d.last_log_tick ORDER BY last_tick LIMIT ${CHUNK_HEAD}
+    SELECT c.last_tick, ${only.chunkLines} AS line_count, c.byte_count FROM deployment_log_chunks c
+    WHERE c.deployment_id = d.id AND c.last_tick > ? AND c.last_tick <= d.last_log_tick${only.chunks}
+    ORDER BY c.last_tick LIMIT ${CHUNK_HEAD}
   ), sized AS (
     SELECT last_tick,
            sum(line_count) OVER w - line_count AS lines_before,
@@ -645,8 +675,18 @@ LEFT JOIN LATERAL (
 WHERE d.id = ?
 ORDER BY coalesce(s.tick, s.last_tick)`;
 }
-const PAGE_SQL = pageSql(false);
-const PAGE_WITH_DEPLOYMENT_SQL = pageSql(true);
+/** Named (server-side prepared): a follower reads one of these at every change of its deployment. */
+const PAGE_STATEMENTS = new Map(
+  [false, true].flatMap((withDeployment) =>
+    ([null, 'Warning', 'Error'] as const).map((floor) => [
+      `${withDeployment}:${floor}`,
+      {
+        sql: pageSql(withDeployment, floor),
+        name: `gantry_log_page${withDeployment ? '_with_deployment' : ''}${floor ? `_${floor.toLowerCase()}` : ''}_v1`,
+      },
+    ]),
+  ),
+);
 
 /** Bytes a log item costs in a page besides its text (its JSON field names and values). */
 const ITEM_OVERHEAD_BYTES = 300;
@@ -655,6 +695,11 @@ const ITEM_OVERHEAD_BYTES = 300;
 export interface LogPage {
   entries: LogEntry[];
   more: boolean;
+  /**
+   * The tick the page was read through (null: nothing read): the next page is after it. Past the
+   * last item when the lines after it were below the level asked for.
+   */
+  through: bigint | null;
 }
 
 /** A row of PAGE_SQL: src null on the one row of a deployment without lines to show. */
@@ -667,19 +712,13 @@ async function readPage(
   limit: number,
   maxBytes: number,
   withDeployment = false,
+  floor: LogLevelFloor | null = null,
 ): Promise<{ page: LogPage; deployment: { deployment: Deployment; organizationId: string } | null } | null> {
   const after = afterTick ?? -1n;
-  // Named (server-side prepared): a follower reads one of these at every change of its deployment.
+  const statement = PAGE_STATEMENTS.get(`${withDeployment}:${floor}`)!;
   const { rows } = await db
-    .raw<{ rows: PageRow[] }>(withDeployment ? PAGE_WITH_DEPLOYMENT_SQL : PAGE_SQL, [
-      after.toString(),
-      limit,
-      after.toString(),
-      limit,
-      maxBytes,
-      deploymentId,
-    ])
-    .options({ name: withDeployment ? 'gantry_log_page_with_deployment_v1' : 'gantry_log_page_v1' });
+    .raw<{ rows: PageRow[] }>(statement.sql, [after.toString(), limit, after.toString(), limit, maxBytes, deploymentId])
+    .options({ name: statement.name });
   if (rows.length === 0) return null;
   const entryRows = rows.filter((row) => row.src === 'e');
   const chunkRows = rows.filter((row) => row.src === 'c');
@@ -702,11 +741,18 @@ async function readPage(
   }
   const merged = [...entryRows.map(toEntry), ...chunkRows.flatMap((row) => explodeChunk(deploymentId, row, after))];
   merged.sort((a, b) => (a.tick < b.tick ? -1 : a.tick > b.tick ? 1 : 0));
+  const levels = floor === null ? null : LEVELS_FROM[floor];
   const page: LogEntry[] = [];
   let bytes = 0;
   let more = boundary !== null;
+  let through: bigint | null = null;
   for (const entry of merged) {
     if (boundary !== null && entry.tick > boundary) break;
+    // A chunk's Information lines, around its warnings.
+    if (levels && !levels.has(entry.level)) {
+      through = entry.tick;
+      continue;
+    }
     const cost = entry.data.length + ITEM_OVERHEAD_BYTES;
     if (page.length >= limit || (page.length > 0 && bytes + cost > maxBytes)) {
       more = true;
@@ -714,8 +760,9 @@ async function readPage(
     }
     page.push(entry);
     bytes += cost;
+    through = entry.tick;
   }
-  return { page: { entries: page, more }, deployment };
+  return { page: { entries: page, more, through }, deployment };
 }
 
 /** A page is at most this many bytes of log items (at least one item, however long). */
@@ -723,31 +770,36 @@ export const MAX_LOG_PAGE_BYTES = 1024 * 1024;
 
 /**
  * Where the last `lines` lines of a deployment's log begin, walking back from its last line:
- * entries (one line each) and chunks (line_count each) merged by tick, newest first, until they
- * add up to `lines`. It starts at a whole chunk, so a few more lines than asked may follow. Reads
- * the rows of those lines only (the merge of two index scans stops at the first sum that is
- * enough), and the counts of the rest (a few thousand chunk rows for millions of lines).
+ * entries (one line each) and chunks (line_count each, or their warnings with a floor) merged by
+ * tick, newest first, until they add up to `lines`. It starts at a whole chunk, so a few more
+ * lines than asked may follow. Reads the rows of those lines only (the merge of two index scans
+ * stops at the first sum that is enough), and the counts of the rest (a few thousand chunk rows
+ * for millions of lines).
  */
-const TAIL_START_SQL = `
+function tailStartSql(floor: LogLevelFloor | null): string {
+  const only = floorSql(floor, 'l', 'c');
+  return `
 WITH d AS (SELECT id, last_log_tick FROM deployments WHERE id = ?),
 spans AS (
   SELECT first_tick, last_tick, line_count FROM (
     (SELECT l.tick AS first_tick, l.tick AS last_tick, 1 AS line_count FROM deployment_logs l, d
-     WHERE l.deployment_id = d.id AND l.tick <= d.last_log_tick ORDER BY l.tick DESC)
+     WHERE l.deployment_id = d.id AND l.tick <= d.last_log_tick${only.entries} ORDER BY l.tick DESC)
     UNION ALL
-    (SELECT c.first_tick, c.last_tick, c.line_count FROM deployment_log_chunks c, d
-     WHERE c.deployment_id = d.id AND c.last_tick <= d.last_log_tick ORDER BY c.last_tick DESC)
+    (SELECT c.first_tick, c.last_tick, ${only.chunkLines} AS line_count FROM deployment_log_chunks c, d
+     WHERE c.deployment_id = d.id AND c.last_tick <= d.last_log_tick${only.chunks} ORDER BY c.last_tick DESC)
   ) u ORDER BY last_tick DESC
 ), summed AS (
   SELECT first_tick, sum(line_count) OVER (ORDER BY last_tick DESC ROWS UNBOUNDED PRECEDING) AS lines FROM spans
 )
 SELECT
-  (SELECT count(*) FROM deployment_logs l, d WHERE l.deployment_id = d.id AND l.tick <= d.last_log_tick)
-    + (SELECT coalesce(sum(c.line_count), 0) FROM deployment_log_chunks c, d
-       WHERE c.deployment_id = d.id AND c.last_tick <= d.last_log_tick) AS total,
+  (SELECT count(*) FROM deployment_logs l, d WHERE l.deployment_id = d.id AND l.tick <= d.last_log_tick${only.entries})
+    + (SELECT coalesce(sum(${only.chunkLines}), 0) FROM deployment_log_chunks c, d
+       WHERE c.deployment_id = d.id AND c.last_tick <= d.last_log_tick${only.chunks}) AS total,
   t.first_tick, t.lines
 FROM (SELECT 1) one
 LEFT JOIN LATERAL (SELECT first_tick, lines FROM summed WHERE lines >= ? LIMIT 1) t ON true`;
+}
+const TAIL_START_SQL = new Map(([null, 'Warning', 'Error'] as const).map((floor) => [floor, tailStartSql(floor)]));
 
 /** The start of a log's tail: read lines strictly after `afterTick` (null: from the first); `earlierLines` precede it. */
 export interface LogTail {
@@ -783,15 +835,22 @@ export function deploymentLogsStore(db: Db) {
     /**
      * Items with tick > afterTick, in tick order: at most `limit` of them and about `maxBytes`
      * (at least one), so a page of 4 KiB lines stays as small as one of short lines; `more`
-     * says whether more lines follow already.
+     * says whether more lines follow already. With `floor`, the lines of that level and above only.
      */
     async readPage(
       deploymentId: string,
       afterTick: bigint | null,
       limit: number,
       maxBytes: number = MAX_LOG_PAGE_BYTES,
+      floor: LogLevelFloor | null = null,
     ): Promise<LogPage> {
-      return (await readPage(db, deploymentId, afterTick, limit, maxBytes))?.page ?? { entries: [], more: false };
+      return (
+        (await readPage(db, deploymentId, afterTick, limit, maxBytes, false, floor))?.page ?? {
+          entries: [],
+          more: false,
+          through: null,
+        }
+      );
     },
     /**
      * The deployment (with its workspace's organization) and readPage's page as of one instant,
@@ -803,15 +862,19 @@ export function deploymentLogsStore(db: Db) {
       afterTick: bigint | null,
       limit: number,
       maxBytes: number = MAX_LOG_PAGE_BYTES,
+      floor: LogLevelFloor | null = null,
     ): Promise<{ deployment: Deployment; organizationId: string; page: LogPage } | null> {
-      const read = await readPage(db, deploymentId, afterTick, limit, maxBytes, true);
+      const read = await readPage(db, deploymentId, afterTick, limit, maxBytes, true, floor);
       return read?.deployment ? { ...read.deployment, page: read.page } : null;
     },
-    /** Where the last `lines` lines of the log begin, and how many lines come before them (TAIL_START_SQL). */
-    async tailStart(deploymentId: string, lines: number): Promise<LogTail> {
+    /**
+     * Where the last `lines` lines of the log begin (with `floor`, of the lines of that level and
+     * above), and how many such lines come before them (tailStartSql).
+     */
+    async tailStart(deploymentId: string, lines: number, floor: LogLevelFloor | null = null): Promise<LogTail> {
       const { rows } = await db.raw<{
         rows: Array<{ total: string; first_tick: string | null; lines: string | null }>;
-      }>(TAIL_START_SQL, [deploymentId, lines]);
+      }>(TAIL_START_SQL.get(floor)!, [deploymentId, lines]);
       const row = rows[0];
       if (!row?.first_tick || row.lines === null) return { afterTick: null, earlierLines: 0 };
       return { afterTick: BigInt(row.first_tick) - 1n, earlierLines: Number(row.total) - Number(row.lines) };

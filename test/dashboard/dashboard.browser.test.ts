@@ -313,10 +313,19 @@ describe('dashboard in Chromium', () => {
       .first()
       .waitFor();
     expect(await log.locator('.log-line').count()).toBeLessThan(200);
-    // The level filter is applied to the lines held: one Error line per thousand.
+    // The level filter covers the whole log, not only the lines held: one Error line per thousand,
+    // 150 of them, the first 50 before the lines held.
     await page.getByLabel('Level').selectOption('Error');
-    await counted(/^100 of 100000 lines/, 'the Errors-only filter', 15_000);
+    await counted(/^150 of 150 lines · searched the whole log$/, 'the Errors-only filter over the whole log', 15_000);
+    await log.evaluate((element) => {
+      element.scrollTop = 0;
+    });
+    await log.getByText(/^bulk line 1000$/).waitFor();
+    // Warnings and errors: the server streams those; the lines held then hold every error too.
+    await page.getByLabel('Level').selectOption('Warning');
+    await counted(/^150 of 150 lines · searched the whole log$/, 'warnings and errors over the whole log', 15_000);
     await page.getByLabel('Level').selectOption('All');
+    await counted(/^100000 of 100000 lines · 50,010 earlier not shown/, 'every line again, the tail held', 60_000);
     // The download is the server's: every line of the log, not only those held.
     const href = await page.getByRole('link', { name: 'Download raw log' }).getAttribute('href');
     expect(href).toBe(`/api/deployment/log?deploymentId=${firstDeploymentId}`);

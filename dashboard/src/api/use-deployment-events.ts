@@ -7,7 +7,9 @@
  * Bounded: a log may hold millions of lines, and the page keeps at most KEPT_LINES of them. It
  * opens at the log's tail (`tail=`), and while following drops the oldest lines it holds; the
  * whole log is the server's download (GET /api/deployment/log). A permalink to a line before the
- * kept ones opens a window from that line instead (`after=`), which stops at KEPT_LINES.
+ * kept ones opens a window from that line instead (`after=`), which stops at KEPT_LINES. A level
+ * (`level=`) streams only the lines at it and above, from the whole log: the level filter over a
+ * log longer than the part held.
  */
 import { useEffect } from 'react';
 import { useQuery, useQueryClient } from '@tanstack/react-query';
@@ -55,6 +57,9 @@ export const EMPTY: DeploymentLog = {
 const isGateLine = (line: LogLine) => /^(Waiting: |Approved by )/.test(line.Data);
 const logKey = (deploymentId: string) => ['deployment-log', deploymentId] as const;
 
+/** The least level of the lines streamed (GET /api/deployment/events `level`); null: every line. */
+export type LevelFloor = 'Warning' | 'Error';
+
 /**
  * The log with a batch of lines added, within KEPT_LINES: following the tail, the oldest are
  * dropped (once DROP_EVERY more arrived) and counted as earlier lines; a window from a line
@@ -74,8 +79,15 @@ export function withBatch(log: DeploymentLog, batch: LogLine[], window: boolean)
   return { ...log, lines: lines.slice(dropped), gateLines, earlierLines: (log.earlierLines ?? 0) + dropped };
 }
 
-/** `fromTick`: a window from that line (a permalink's); null: the log's tail, followed live. */
-export function useDeploymentEvents(deploymentId: string, fromTick: string | null = null): DeploymentLog {
+/**
+ * `fromTick`: a window from that line (a permalink's); null: the log's tail, followed live.
+ * `level`: only the lines at that level and above.
+ */
+export function useDeploymentEvents(
+  deploymentId: string,
+  fromTick: string | null = null,
+  level: LevelFloor | null = null,
+): DeploymentLog {
   const queryClient = useQueryClient();
   const { data } = useQuery({
     queryKey: logKey(deploymentId),
@@ -95,7 +107,7 @@ export function useDeploymentEvents(deploymentId: string, fromTick: string | nul
     const update = (change: (log: DeploymentLog) => DeploymentLog) => write(change(current()));
     // A new stream starts afresh: drop what an earlier one of this page left.
     write({ ...EMPTY, earlierLines: fromTick === null ? 0 : null });
-    const query = `deploymentId=${encodeURIComponent(deploymentId)}`;
+    const query = `deploymentId=${encodeURIComponent(deploymentId)}${level ? `&level=${level}` : ''}`;
     // `after` is strictly after: the linked line itself is the window's first.
     const source = new EventSource(
       fromTick === null
@@ -128,7 +140,7 @@ export function useDeploymentEvents(deploymentId: string, fromTick: string | nul
       if (source.readyState === EventSource.CLOSED) update((log) => ({ ...log, connected: false }));
     });
     return () => source.close();
-  }, [deploymentId, fromTick, queryClient]);
+  }, [deploymentId, fromTick, level, queryClient]);
   return data ?? EMPTY;
 }
 

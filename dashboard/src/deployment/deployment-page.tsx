@@ -5,7 +5,7 @@
 import { useCallback, useEffect, useState } from 'react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { api, messageOf, unwrap } from '../api/client.ts';
-import { useDeploymentEvents } from '../api/use-deployment-events.ts';
+import { useDeploymentEvents, type LevelFloor } from '../api/use-deployment-events.ts';
 import { Failure, Loading, Refusal } from '../components/states.tsx';
 import { StatusBadge } from '../components/status-badge.tsx';
 import { Link, paths } from '../router.tsx';
@@ -29,7 +29,9 @@ export function DeploymentPage({
   });
   // A window of the log from a permalinked line before the part the page holds; null: the tail.
   const [fromTick, setFromTick] = useState<string | null>(null);
-  const events = useDeploymentEvents(deploymentId, fromTick);
+  // The level the server filters the stream by (the log view asks when it holds only part of the log).
+  const [streamLevel, setStreamLevel] = useState<LevelFloor | null>(null);
+  const events = useDeploymentEvents(deploymentId, fromTick, streamLevel);
   const followLatest = useCallback(() => {
     window.history.replaceState(null, '', window.location.pathname + window.location.search);
     setFromTick(null);
@@ -121,6 +123,8 @@ export function DeploymentPage({
         deploymentId={deploymentId}
         log={events}
         live={events.connected && !events.ended}
+        streamLevel={streamLevel}
+        onStreamLevel={setStreamLevel}
         onOpenFrom={setFromTick}
         onFollowLatest={followLatest}
       />

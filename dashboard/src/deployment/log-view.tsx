@@ -3,20 +3,23 @@
  * 100k-line log scrolls smoothly), filtered by level, each line with a permalink (#L<tick>), raw
  * download, and follow-the-tail while the reader is at the bottom. The page holds a bounded part
  * of a long log (use-deployment-events.ts): it says what it leaves out, the download (served by
- * the server) has every line, and a permalink to a line before the part held opens a window there.
+ * the server) has every line, a permalink to a line before the part held opens a window there,
+ * and the level filter over such a log asks the server for the whole log's lines at that level.
  */
 import { useEffect, useMemo, useRef, useState } from 'react';
 import { useVirtualizer } from '@tanstack/react-virtual';
-import type { DeploymentLog, LogLine } from '../api/use-deployment-events.ts';
+import type { DeploymentLog, LevelFloor, LogLine } from '../api/use-deployment-events.ts';
 import { parseAnsi } from './ansi.ts';
 
 const ROW_HEIGHT = 20;
 type LevelFilter = 'All' | 'Warning' | 'Error';
 const RANK: Record<string, number> = { Trace: 0, Debug: 0, Information: 1, Warning: 2, Error: 3, Critical: 3 };
 
+const floorRank = (floor: LevelFloor | null) => (floor === null ? 0 : floor === 'Warning' ? 2 : 3);
+
 function shown(line: LogLine, filter: LevelFilter): boolean {
   if (filter === 'All') return true;
-  return (RANK[line.LogLevel] ?? 1) >= (filter === 'Warning' ? 2 : 3);
+  return (RANK[line.LogLevel] ?? 1) >= floorRank(filter);
 }
 
 const count = (n: number) => n.toLocaleString('en-US');
@@ -25,12 +28,18 @@ export function LogView({
   deploymentId,
   log,
   live,
+  streamLevel,
+  onStreamLevel,
   onOpenFrom,
   onFollowLatest,
 }: {
   deploymentId: string;
   log: Pick<DeploymentLog, 'lines' | 'earlierLines' | 'laterLinesCut'>;
   live: boolean;
+  /** The level the server filters the lines by (null: every line is streamed). */
+  streamLevel: LevelFloor | null;
+  /** Streams the log again with only the lines at this level and above (null: every line). */
+  onStreamLevel: (level: LevelFloor | null) => void;
   /** Opens a window of the log from this line (a permalink to a line before the lines held). */
   onOpenFrom: (tick: string) => void;
   /** Back from such a window to the tail of the log, followed live. */
@@ -41,6 +50,16 @@ export function LogView({
   const [follow, setFollow] = useState(true);
   const linked = window.location.hash.startsWith('#L') ? window.location.hash.slice(2) : null;
   const visible = useMemo(() => (filter === 'All' ? lines : lines.filter((l) => shown(l, filter))), [lines, filter]);
+  // Filtering the lines held is enough when they are the whole stream and it has every line
+  // asked for; else the server streams the whole log's lines at that level (a 5M-line log's
+  // early warnings are not among its last 100 000 lines).
+  useEffect(() => {
+    const floor = filter === 'All' ? null : filter;
+    if (floor === streamLevel) return;
+    const holdsWholeStream = earlierLines === 0 && !laterLinesCut;
+    if (holdsWholeStream && floorRank(floor) >= floorRank(streamLevel)) return;
+    onStreamLevel(floor);
+  }, [filter, streamLevel, earlierLines, laterLinesCut, onStreamLevel]);
   const scroller = useRef<HTMLDivElement>(null);
   const virtualizer = useVirtualizer({
     count: visible.length,
@@ -94,6 +113,7 @@ export function LogView({
         </label>
         <span className="small muted" role="status">
           {visible.length} of {lines.length} lines
+          {streamLevel ? ' · searched the whole log' : ''}
           {earlierLines ? ` · ${count(earlierLines)} earlier not shown` : ''}
           {laterLinesCut ? ' · later lines not shown' : ''}
           {live ? ' · live' : ''}
@@ -107,7 +127,7 @@ export function LogView({
         <p className="log-notice small" role="note">
           {earlierLines === null
             ? 'From the linked line on.'
-            : `The first ${count(earlierLines)} lines are not shown here: the raw log has every line.`}
+            : `The first ${count(earlierLines)} lines${streamLevel ? ' at this level' : ''} are not shown here: the raw log has every line.`}
         </p>
       )}
       <div

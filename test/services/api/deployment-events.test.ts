@@ -10,7 +10,8 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { InProcessBroker, InProcessBus } from '../../../services/bus/index.ts';
 import { buildApp } from '../../../services/api/app.ts';
-import { createLogger } from '../../../services/core/index.ts';
+import { createLogger, dateToTicks, newId } from '../../../services/core/index.ts';
+import type { NewLogChunk } from '../../../services/store/index.ts';
 import { createDeploymentChangeHub } from '../../../services/engine/deployment-changes.ts';
 import { readServerSentEvents, parseJson, type ServerSentEvent } from '../../../client/index.ts';
 import { authenticate, followDeployment } from '../../../services/domain/index.ts';
@@ -166,6 +167,82 @@ describe('GET /api/deployment/events', () => {
       const bad = await t.admin.raw({ method: 'GET', path: `/api/deployment/events?deploymentId=${id}&tail=${tail}` });
       expect(bad.status).toBe(400);
       expect(bad.body).toMatchObject({ errorcode: expect.any(Number), validationErrors: [{ property: 'tail' }] });
+    }
+  });
+
+  it('sends only the lines of a level and above with `level`, the tail counting those, and reads on past a page of lines below it', async () => {
+    const id = await deployment();
+    const at = (level: 'Information' | 'Warning' | 'Error' | 'Critical', data: string) => ({ level, data });
+    await t.deps.store.deploymentLogs.append(
+      id,
+      [at('Information', 'info 1'), at('Warning', 'warning 1'), at('Error', 'error 1'), at('Information', 'info 2')],
+      new Date(),
+    );
+    // An agent's lines: a warning, then an Information line longer than a page's bytes; then a later warning.
+    const taskId = newId();
+    await t.deps.store.deploymentTasks.insertManyCounted([
+      {
+        id: taskId,
+        deploymentId: id,
+        stageIndex: 0,
+        stepId: 'step-x',
+        stepName: 'X',
+        machineId: null,
+        machineName: null,
+      },
+    ]);
+    await t.deps.store.deploymentLogs.record(id, [{ starts: { taskIds: [taskId], lines: [] } }], new Date());
+    const chunk = (firstSeq: number, lines: string[], levels: number[]): NewLogChunk => ({
+      taskId,
+      stepId: 'step-x',
+      parentLogId: taskId,
+      firstSeq,
+      lineCount: lines.length,
+      firstTick: dateToTicks(new Date()),
+      tickSteps: null,
+      spanTicks: BigInt(lines.length - 1),
+      levels: Buffer.from(levels),
+      warnings: levels.filter((level) => level === 1).length,
+      data: lines.map((line) => `${line}\n`).join(''),
+    });
+    await t.deps.store.deploymentLogs.record(
+      id,
+      [{ chunks: [chunk(1, ['printed warning', 'x'.repeat(1_100_000)], [1, 0]), chunk(3, ['late warning'], [1])] }],
+      new Date(),
+    );
+    await t.deps.store.deploymentLogs.append(id, [at('Critical', 'critical 1')], new Date());
+    await finish(id);
+    const stream = async (query: string, headers: Record<string, string> = {}) =>
+      eventsOf(
+        (await t.admin.raw({ method: 'GET', path: `/api/deployment/events?deploymentId=${id}&${query}`, headers }))
+          .text,
+      );
+    const linesOf = (events: ServerSentEvent[]) =>
+      events
+        .filter((e) => e.event === 'logs')
+        .flatMap((e) => parseJson<Array<{ Data: string }>>(e.data).map((l) => l.Data));
+    const warnings = await stream('level=Warning');
+    expect(linesOf(warnings)).toEqual(['warning 1', 'error 1', 'printed warning', 'late warning', 'critical 1']);
+    expect(warnings.at(-1)!.event).toBe('end');
+    expect(linesOf(await stream('level=Error'))).toEqual(['error 1', 'critical 1']);
+    const tailed = await stream('level=Warning&tail=2');
+    expect(parseJson(tailed[0]!.data)).toEqual({ earlierLines: 3 });
+    expect(linesOf(tailed)).toEqual(['late warning', 'critical 1']);
+    // Resumed after the agent's warning: the rest of its chunk is one line of Information over a
+    // page's bytes, so the first page read holds no line at Warning; the stream reads on.
+    const printed = (await t.deps.store.deploymentLogs.read(id, null, 100, 1024 ** 3)).find(
+      (e) => e.data === 'printed warning',
+    )!;
+    const resumed = await stream('level=Warning', { 'last-event-id': printed.tick.toString() });
+    expect(linesOf(resumed)).toEqual(['late warning', 'critical 1']);
+    expect(resumed.at(-1)!.event).toBe('end');
+    for (const level of ['Information', 'warning', 'Critical', '']) {
+      const bad = await t.admin.raw({
+        method: 'GET',
+        path: `/api/deployment/events?deploymentId=${id}&level=${level}`,
+      });
+      expect(bad.status).toBe(400);
+      expect(bad.body).toMatchObject({ errorcode: expect.any(Number), validationErrors: [{ property: 'level' }] });
     }
   });
 

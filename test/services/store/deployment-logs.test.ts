@@ -1,5 +1,6 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { dateToTicks, newId, ticksToDate } from '../../../services/core/index.ts';
+import type { LogLevelFloor } from '../../../services/core/index.ts';
 import type { LogReport, NewLogChunk, TaskFinish } from '../../../services/store/index.ts';
 import { testApp, type TestContext } from '../../helpers/app.ts';
 import { tryRowLock } from '../../helpers/row-locks.ts';
@@ -264,6 +265,94 @@ describe('deployment logs', () => {
       afterTick: null,
       earlierLines: 0,
     });
+  });
+
+  it('reads the lines of a level and above only, warnings inside chunks too, paging on past a page with none of them; and finds their tail', async () => {
+    const taskId = await runningTask();
+    await append([
+      { level: 'Error', data: 'engine error' },
+      { level: 'Information', data: 'engine information' },
+      { level: 'Warning', data: 'engine warning' },
+    ]);
+    const printed = Array.from({ length: 50 }, (_, i) => `printed ${i}`);
+    await record([
+      {
+        chunks: [
+          chunk(taskId, 1, printed, Buffer.from(printed.map((_, i) => (i % 10 === 3 ? 1 : 0)))),
+          chunk(taskId, 51, ['quiet 1', 'quiet 2']),
+          chunk(taskId, 53, ['late warning'], Buffer.from([1])),
+        ],
+      },
+    ]);
+    await append([{ level: 'Critical', data: 'engine critical' }]);
+    const all = await readAll();
+    const atLeast = { Warning: ['Warning', 'Error', 'Critical'], Error: ['Error', 'Critical'] } as const;
+    const expected = (floor: LogLevelFloor) =>
+      all.filter((e) => (atLeast[floor] as readonly string[]).includes(e.level)).map((e) => e.data);
+    expect(expected('Warning').slice(-9)).toEqual([
+      'engine error',
+      'engine warning',
+      'printed 3',
+      'printed 13',
+      'printed 23',
+      'printed 33',
+      'printed 43',
+      'late warning',
+      'engine critical',
+    ]);
+    expect(expected('Error').slice(-2)).toEqual(['engine error', 'engine critical']);
+    const readFrom = async (floor: LogLevelFloor, limit: number, maxBytes: number) => {
+      const seen: string[] = [];
+      let after: bigint | null = null;
+      for (let guard = 0; guard < 10_000; guard++) {
+        const page = await t.deps.store.deploymentLogs.readPage(deploymentId, after, limit, maxBytes, floor);
+        seen.push(...page.entries.map((e) => e.data));
+        if (!page.more) break;
+        expect(page.through! > (after ?? -1n)).toBe(true);
+        after = page.through;
+      }
+      return seen;
+    };
+    for (const floor of ['Warning', 'Error'] as const)
+      for (const [limit, maxBytes] of [
+        [1_000, 1024 * 1024],
+        [2, 1024 * 1024],
+        [1, 10],
+      ] as const)
+        expect(await readFrom(floor, limit, maxBytes)).toEqual(expected(floor));
+    // Resumed after 'printed 43' (a follower's Last-Event-ID), one line a page: the chunk's last lines
+    // are all Information and the next chunk with a warning is cut by bytes, so the page holds none
+    // of the lines asked for, says more follow, and was read through the chunk's last line.
+    const tickOf = (data: string) => all.find((e) => e.data === data)!.tick;
+    const resumed = await t.deps.store.deploymentLogs.readPage(deploymentId, tickOf('printed 43'), 1, 10, 'Warning');
+    expect(resumed).toEqual({ entries: [], more: true, through: tickOf('printed 49') });
+    const next = await t.deps.store.deploymentLogs.readPage(deploymentId, resumed.through, 1, 10, 'Warning');
+    expect(next.entries.map((e) => e.data)).toEqual(['late warning']);
+    // The tail counts the lines asked for, a chunk's by its warnings; it starts at a whole chunk.
+    const shownFor = async (floor: LogLevelFloor, n: number) => {
+      const tail = await t.deps.store.deploymentLogs.tailStart(deploymentId, n, floor);
+      const shown = all.filter(
+        (e) =>
+          (atLeast[floor] as readonly string[]).includes(e.level) &&
+          (tail.afterTick === null || e.tick > tail.afterTick),
+      );
+      expect(tail.earlierLines + shown.length).toBe(expected(floor).length);
+      return shown.map((e) => e.data);
+    };
+    expect(await shownFor('Warning', 1)).toEqual(['engine critical']);
+    expect(await shownFor('Warning', 2)).toEqual(['late warning', 'engine critical']);
+    for (const n of [3, 7])
+      expect(await shownFor('Warning', n)).toEqual([
+        'printed 3',
+        'printed 13',
+        'printed 23',
+        'printed 33',
+        'printed 43',
+        'late warning',
+        'engine critical',
+      ]);
+    expect((await shownFor('Warning', 8)).slice(0, 2)).toEqual(['engine warning', 'printed 3']);
+    expect(await shownFor('Error', 2)).toEqual(['engine error', 'engine critical']);
   });
 
   it("stores a contiguous run of a task's chunks in one statement, all or none", async () => {

@@ -13,12 +13,14 @@
  * Resumable: `Last-Event-ID` (or `after=<tick>`) continues with lines strictly after that tick.
  * `tail=<n>` (not resuming) starts with the last n lines, or a few more, instead of the first: the
  * dashboard opens a log of millions of lines at its end and keeps a bounded part of it.
+ * `level=Warning|Error` sends only the lines of that level and above, from the whole log: the
+ * dashboard's level filter over a log longer than the part it holds.
  */
 import { Readable } from 'node:stream';
 import { Type } from '@sinclair/typebox';
-import { Capability } from '../../../core/index.ts';
+import { Capability, LogLevelFloor } from '../../../core/index.ts';
 import { followDeployment, type DeploymentEvent } from '../../../domain/index.ts';
-import { errorResponses, Id, TicksText } from '../../schemas.ts';
+import { errorResponses, Id, OneOf, TicksText } from '../../schemas.ts';
 import type { Routes } from '../route-types.ts';
 import { toStatus } from './index.ts';
 import { logItemsJson } from './log-json.ts';
@@ -46,6 +48,12 @@ export const deploymentEventRoutes: Routes = async (app) => {
                 'Start with the last this many lines (or a few more) instead of the first; ignored when resuming',
             }),
           ),
+          level: Type.Optional(
+            OneOf(LogLevelFloor, {
+              description:
+                'Only the lines of this level and above (Warning: warnings and errors); `tail` then counts those lines (Gantry extension)',
+            }),
+          ),
         }),
         produces: ['text/event-stream'],
         response: {
@@ -65,6 +73,7 @@ export const deploymentEventRoutes: Routes = async (app) => {
           deploymentId: request.query.deploymentId,
           after: request.query.after ?? (typeof lastEventId === 'string' ? lastEventId : undefined),
           tail: request.query.tail,
+          level: request.query.level,
         },
         abort.signal,
       );
