@@ -21,6 +21,7 @@ type Service = {
   volumes?: string[];
   depends_on?: Record<string, { condition: string }>;
   healthcheck?: { test: string[] };
+  restart?: string;
 };
 
 function isMap(value: unknown): value is Record<string, unknown> {
@@ -179,6 +180,12 @@ describe('docker-compose.yml', () => {
     );
     expect([...run].sort()).toEqual(['agent', 'start']);
     for (const name of run) expect(scripts[name], name).toMatch(/^exec node /);
+  });
+
+  it('restarts every service that exits by itself, and none stopped by hand (compose-stack.system.ts crashes two)', () => {
+    expect(Object.fromEntries(Object.entries(services).map(([name, s]) => [name, s.restart]))).toEqual(
+      Object.fromEntries(Object.keys(services).map((name) => [name, 'unless-stopped'])),
+    );
   });
 
   it('declares every named volume it mounts', () => {

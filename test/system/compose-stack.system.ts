@@ -4,7 +4,8 @@
  * key), on images scripts/compose-images.sh makes without any registry (Debian packages, tagged
  * with the names the file uses). A deployment goes through it; the replica driving it is stopped
  * (`docker-compose stop`) in the middle, and the deployment must complete through the other one,
- * every step on every agent once. Then `down -v`. Needs root (Docker); images are cached between
+ * every step on every agent once. A control plane's and an agent's processes are then killed: Docker
+ * restarts both (restart: unless-stopped) and a deployment goes through them. Then `down -v`. Needs root (Docker); images are cached between
  * runs (the gantry image is remade when the checkout changed).
  */
 import { execFile, execFileSync, spawnSync } from 'node:child_process';
@@ -188,5 +189,52 @@ describe('docker-compose.yml started for real', () => {
         logs.filter((l) => l.Data.startsWith(`${step} ended on `)),
         step,
       ).toHaveLength(3);
+  });
+
+  it('restarts a control plane and an agent whose processes die (restart: unless-stopped), and deploys through them', async () => {
+    // The replica stopped by hand above stays stopped (that is what unless-stopped keeps): start it.
+    await compose(['start', 'control-plane-1', 'control-plane-2']);
+    const crashed = ['control-plane-2', 'agent-1'];
+    const containers = await Promise.all(crashed.map(async (name) => (await compose(['ps', '-q', name])).trim()));
+    const inspect = (id: string) =>
+      execFileSync('docker', ['inspect', '-f', '{{.RestartCount}} {{.State.Running}}', id], {
+        encoding: 'utf8',
+      }).trim();
+    const before = containers.map((id) => Number(inspect(id).split(' ')[0]));
+    // Every process of the container but its init (pid 1, which a signal from inside cannot kill):
+    // the init then exits with the killed child's status, 137, as after an out-of-memory kill.
+    for (const id of containers) spawnSync('docker', ['exec', id, 'sh', '-c', 'kill -9 -1'], { encoding: 'utf8' });
+    for (const [i, id] of containers.entries())
+      await waitFor(
+        () => {
+          const [count, running] = inspect(id).split(' ');
+          return Number(count) > before[i]! && running === 'true';
+        },
+        { timeoutMs: 60_000, intervalMs: 250, description: `${crashed[i]} restarted by Docker` },
+      );
+    const restarted = REPLICAS['control-plane-2'];
+    await waitFor(
+      async () =>
+        (await fetch(`${restarted}/readyz`, { signal: AbortSignal.timeout(3000) }).catch(() => null))?.ok === true,
+      { timeoutMs: 120_000, intervalMs: 500, description: 'the restarted replica ready' },
+    );
+    const through = api(restarted, ADMIN);
+    const { defaultLifecycleId } = await workspaceOf(through);
+    const { projectId } = await bashProject(through, workspaceId, defaultLifecycleId, [
+      { name: 'After', script: 'echo "after the crash on $(hostname)"' },
+    ]);
+    const [deploymentId] = await releaseAndDeploy(through, projectId, ['Staging']);
+    const status = await waitFor(
+      async () => {
+        const s = (await through.get('/api/deployment', { deploymentId: deploymentId!, skipLogs: 'True' })).body
+          ?.status;
+        return ['Completed', 'Failed', 'Cancelled'].includes(s?.Status) ? s : null;
+      },
+      { timeoutMs: 120_000, intervalMs: 1000, description: 'the deployment after the crash' },
+    );
+    expect(status.Status).toBe('Completed');
+    expect((await targetStatuses(through, deploymentId!)).After).toEqual(
+      Object.fromEntries(AGENTS.map((agent) => [agent, 'Succeeded'])),
+    );
   });
 });
