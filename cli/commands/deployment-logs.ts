@@ -1,10 +1,18 @@
-/** gantry deployment logs ID [--follow]: every line so far (and with --follow, until the deployment ends). */
-import type { Command } from 'commander';
+/**
+ * gantry deployment logs ID [--follow] [--level Warning|Error]: every line so far (and with
+ * --follow, until the deployment ends), or only those at a level and above.
+ */
+import { Option, type Command } from 'commander';
 import { unwrap } from '../../client/index.ts';
 import { contextOf, type Io } from '../context.ts';
 import { followDeployment } from '../deployment-stream.ts';
 import type { DeploymentStatus, LogItem } from '../deployment-types.ts';
 import { LogLines } from '../log-lines.ts';
+
+const LEVELS_FROM = {
+  Warning: new Set(['Warning', 'Error', 'Critical']),
+  Error: new Set(['Error', 'Critical']),
+};
 
 export function registerDeploymentLogs(deployment: Command, io: Io): void {
   deployment
@@ -12,15 +20,23 @@ export function registerDeploymentLogs(deployment: Command, io: Io): void {
     .description("Print a deployment's log lines, prefixed by step and machine")
     .argument('<deploymentId>', 'deployment ID')
     .option('-f, --follow', 'keep printing new lines until the deployment ends')
-    .action(async (deploymentId: string, options: { follow?: boolean }, command: Command) => {
+    .addOption(
+      new Option('--level <level>', 'only the lines at this level and above (Warning: warnings and errors)').choices(
+        Object.keys(LEVELS_FROM),
+      ),
+    )
+    .action(async (deploymentId: string, options: { follow?: boolean; level?: string }, command: Command) => {
       const { api, out, connection } = contextOf(command, io);
       const lines = new LogLines();
       const logs: LogItem[] = [];
       // Without --output json the lines are the result; with it they go to stderr only while following.
+      const shown = options.level === undefined ? null : LEVELS_FROM[options.level as keyof typeof LEVELS_FROM];
       const print = (items: LogItem[]) => {
         for (const item of items) {
-          logs.push(item);
+          // Every line goes through LogLines (its step and machine lines give the prefixes), not only those shown.
           const line = lines.add(item);
+          if (shown && !shown.has(item.LogLevel)) continue;
+          logs.push(item);
           if (!out.json || options.follow) out.logLine(line.prefix, line.text, line.level);
         }
       };

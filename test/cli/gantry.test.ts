@@ -201,7 +201,20 @@ describe('exit codes', () => {
     const tail = deploy.stderr.slice(deploy.stderr.indexOf('its last lines:'));
     expect(tail).toContain('[Boom @ cli-agent] about to fail');
     expect(tail).toContain('[Boom @ cli-agent] bad thing');
-    expect(await deploymentsOf(project.projectId)).toMatchObject([{ status: 'Failed' }]);
+    const [failed] = await deploymentsOf(project.projectId);
+    expect(failed).toMatchObject({ status: 'Failed' });
+    // Only the warnings (what the script wrote to stderr) and errors, still prefixed by step and machine.
+    const warnings = await runCli(['deployment', 'logs', failed!.deploymentId, '--level', 'Warning'], env);
+    expect(warnings.code, printed(warnings)).toBe(0);
+    expect(warnings.stdout).toContain('[Boom @ cli-agent] bad thing');
+    expect(warnings.stdout).not.toContain('about to fail');
+    expect(warnings.stderr).toMatch(/\[Boom @ cli-agent\] Boom on cli-agent: failed with exit code 7/);
+    const errors = await runCli(['deployment', 'logs', failed!.deploymentId, '--level', 'Error', '-o', 'json'], env);
+    const levels = (errors.json().logs as Array<{ LogLevel: string }>).map((l) => l.LogLevel);
+    expect(levels.length).toBeGreaterThan(0);
+    expect(levels.every((level) => level === 'Error' || level === 'Critical')).toBe(true);
+    const bad = await runCli(['deployment', 'logs', failed!.deploymentId, '--level', 'Info'], env);
+    expect(bad.code).toBe(2);
   }, 60_000);
 
   it('exits 3 on --timeout and cancels with --cancel-on-timeout: the deployment ends Cancelled', async () => {
