@@ -10,12 +10,12 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { InProcessBroker, InProcessBus } from '../../../services/bus/index.ts';
 import { buildApp } from '../../../services/api/app.ts';
-import { createLogger, dateToTicks, newId } from '../../../services/core/index.ts';
-import type { NewLogChunk } from '../../../services/store/index.ts';
+import { createLogger, newId } from '../../../services/core/index.ts';
 import { createDeploymentChangeHub } from '../../../services/engine/deployment-changes.ts';
 import { readServerSentEvents, parseJson, type ServerSentEvent } from '../../../client/index.ts';
 import { authenticate, followDeployment } from '../../../services/domain/index.ts';
 import { ADMIN, testApp, type TestContext } from '../../helpers/app.ts';
+import { agentChunk } from '../../helpers/log-chunk.ts';
 import { waitFor } from '../../helpers/wait-for.ts';
 
 const logger = createLogger('silent');
@@ -192,19 +192,8 @@ describe('GET /api/deployment/events', () => {
       },
     ]);
     await t.deps.store.deploymentLogs.record(id, [{ starts: { taskIds: [taskId], lines: [] } }], new Date());
-    const chunk = (firstSeq: number, lines: string[], levels: number[]): NewLogChunk => ({
-      taskId,
-      stepId: 'step-x',
-      parentLogId: taskId,
-      firstSeq,
-      lineCount: lines.length,
-      firstTick: dateToTicks(new Date()),
-      tickSteps: null,
-      spanTicks: BigInt(lines.length - 1),
-      levels: Buffer.from(levels),
-      warnings: levels.filter((level) => level === 1).length,
-      data: lines.map((line) => `${line}\n`).join(''),
-    });
+    const chunk = (firstSeq: number, lines: string[], levels: number[]) =>
+      agentChunk(taskId, firstSeq, lines, { levels: Buffer.from(levels) });
     await t.deps.store.deploymentLogs.record(
       id,
       [{ chunks: [chunk(1, ['printed warning', 'x'.repeat(1_100_000)], [1, 0]), chunk(3, ['late warning'], [1])] }],

@@ -2,9 +2,9 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '../../../services/core/index.ts';
 import { ProgressWriter } from '../../../services/engine/progress-writer.ts';
-import { dateToTicks } from '../../../services/core/index.ts';
-import type { NewLogChunk, Store, TaskFinish } from '../../../services/store/index.ts';
+import type { Store, TaskFinish } from '../../../services/store/index.ts';
 import { testApp, type TestContext } from '../../helpers/app.ts';
+import { agentChunk } from '../../helpers/log-chunk.ts';
 import { deployment, environmentId, release, step } from '../../helpers/engine-fixtures.ts';
 
 let t: TestContext;
@@ -48,21 +48,7 @@ async function runningTasks(count: number): Promise<string[]> {
 }
 
 /** Lines 1.. of a task as its agent's chunk. */
-function chunk(taskId: string, lines: string[], firstSeq = 1): NewLogChunk {
-  return {
-    taskId,
-    stepId: null,
-    parentLogId: taskId,
-    firstSeq,
-    lineCount: lines.length,
-    firstTick: dateToTicks(new Date()),
-    tickSteps: null,
-    spanTicks: BigInt(lines.length - 1),
-    levels: null,
-    warnings: 0,
-    data: lines.map((line) => `${line}\n`).join(''),
-  };
-}
+const chunk = (taskId: string, lines: string[], firstSeq = 1) => agentChunk(taskId, firstSeq, lines, { stepId: null });
 
 function end(
   taskId: string,

@@ -1,8 +1,9 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { dateToTicks, newId, ticksToDate } from '../../../services/core/index.ts';
 import type { LogLevelFloor } from '../../../services/core/index.ts';
-import type { LogReport, NewLogChunk, TaskFinish } from '../../../services/store/index.ts';
+import type { LogReport, TaskFinish } from '../../../services/store/index.ts';
 import { testApp, type TestContext } from '../../helpers/app.ts';
+import { agentChunk } from '../../helpers/log-chunk.ts';
 import { tryRowLock } from '../../helpers/row-locks.ts';
 import { manualDeployment } from '../../helpers/deployment-row.ts';
 
@@ -62,27 +63,8 @@ async function runningTask(): Promise<string> {
 }
 
 /** Lines of a task's agent from `firstSeq`, printed now (or at `printed`), one tick apart. */
-function chunk(
-  taskId: string,
-  firstSeq: number,
-  lines: string[],
-  levels: Buffer | null = null,
-  printed = new Date(),
-): NewLogChunk {
-  return {
-    taskId,
-    stepId: 'step-x',
-    parentLogId: taskId,
-    firstSeq,
-    lineCount: lines.length,
-    firstTick: dateToTicks(printed),
-    tickSteps: null,
-    spanTicks: BigInt(lines.length - 1),
-    levels,
-    warnings: levels ? levels.filter((level) => level === 1).length : 0,
-    data: lines.map((line) => `${line}\n`).join(''),
-  };
-}
+const chunk = (taskId: string, firstSeq: number, lines: string[], levels: Buffer | null = null, printed = new Date()) =>
+  agentChunk(taskId, firstSeq, lines, { levels, printed });
 
 function finish(
   taskId: string,
@@ -289,14 +271,11 @@ describe('deployment logs', () => {
     const atLeast = { Warning: ['Warning', 'Error', 'Critical'], Error: ['Error', 'Critical'] } as const;
     const expected = (floor: LogLevelFloor) =>
       all.filter((e) => (atLeast[floor] as readonly string[]).includes(e.level)).map((e) => e.data);
+    const PRINTED_WARNINGS = ['printed 3', 'printed 13', 'printed 23', 'printed 33', 'printed 43'];
     expect(expected('Warning').slice(-9)).toEqual([
       'engine error',
       'engine warning',
-      'printed 3',
-      'printed 13',
-      'printed 23',
-      'printed 33',
-      'printed 43',
+      ...PRINTED_WARNINGS,
       'late warning',
       'engine critical',
     ]);
@@ -342,15 +321,7 @@ describe('deployment logs', () => {
     expect(await shownFor('Warning', 1)).toEqual(['engine critical']);
     expect(await shownFor('Warning', 2)).toEqual(['late warning', 'engine critical']);
     for (const n of [3, 7])
-      expect(await shownFor('Warning', n)).toEqual([
-        'printed 3',
-        'printed 13',
-        'printed 23',
-        'printed 33',
-        'printed 43',
-        'late warning',
-        'engine critical',
-      ]);
+      expect(await shownFor('Warning', n)).toEqual([...PRINTED_WARNINGS, 'late warning', 'engine critical']);
     expect((await shownFor('Warning', 8)).slice(0, 2)).toEqual(['engine warning', 'printed 3']);
     expect(await shownFor('Error', 2)).toEqual(['engine error', 'engine critical']);
   });
