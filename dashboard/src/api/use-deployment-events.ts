@@ -13,7 +13,7 @@
  */
 import { useEffect } from 'react';
 import { useQuery, useQueryClient } from '@tanstack/react-query';
-import { parseJson, type components } from '../../../client/index.ts';
+import { parseJson, type components, type paths } from '../../../client/index.ts';
 import type { Answer } from './client.ts';
 
 /** The most lines the page holds (~440 bytes each, with their rows' text). */
@@ -58,7 +58,9 @@ const isGateLine = (line: LogLine) => /^(Waiting: |Approved by )/.test(line.Data
 const logKey = (deploymentId: string) => ['deployment-log', deploymentId] as const;
 
 /** The least level of the lines streamed (GET /api/deployment/events `level`); null: every line. */
-export type LevelFloor = 'Warning' | 'Error';
+export type LevelFloor = NonNullable<
+  NonNullable<paths['/api/deployment/events']['get']['parameters']['query']>['level']
+>;
 
 /**
  * The log with a batch of lines added, within KEPT_LINES: following the tail, the oldest are
