@@ -351,10 +351,15 @@ async function runSize(n: number): Promise<Row> {
     const steadyRate =
       refilled.length > 1 ? (refilled.length - 1) / ((refilled.at(-1)! - refilled[0]!) / 1000) : Number.NaN;
     const at = (t: number | undefined) => (t === undefined ? '–' : `${(t - requestedAt).toFixed(0)}`);
+    // The real agents' tasks run a real script (a process started): a fixed time whatever N is.
+    const simMachines = new Set(agents.map((a) => a.machineId));
+    const realTasks = times.filter((t) => !simMachines.has(t.machine_id));
+    const real = realTasks.map((t) => `${at(t.dispatched_at.getTime())} → ${at(t.finished_at.getTime())}`).join(', ');
     const timeline =
       `first / last start stored ${at(starts[0])} / ${at(starts.at(-1))} ms; first / last RunTask at an agent ` +
       `${at(arrivals[0])} / ${at(arrivals.at(-1))} ms; last result sent ${at(results.at(-1))} ms, stored ` +
-      `${at(ends.at(-1))} ms; deployment Completed ${at(completedAt)} ms (after the deploy request)`;
+      `${at(ends.at(-1))} ms; the real agents' tasks started → ended ${real} ms; deployment Completed ` +
+      `${at(completedAt)} ms (after the deploy request)`;
     return {
       n,
       connectS,
