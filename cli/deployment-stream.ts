@@ -10,7 +10,14 @@ import { errorOfResponse, type Api } from './api.ts';
 import { isFinal, MAX_LINES_PER_READ, type DeploymentStatus, type LogItem } from './deployment-types.ts';
 import { UnreachableError } from './exit-codes.ts';
 
+/** What the stream's `deployment` event (or the polled read) says the deployment is. */
+export interface DeploymentIdentity {
+  environmentName: string;
+}
+
 export interface FollowHandlers {
+  /** Once, before the first status: where it deploys (a server without the event leaves it unsaid). */
+  onDeployment?(deployment: DeploymentIdentity): void;
   onStatus(status: DeploymentStatus): void;
   onLogs(items: LogItem[]): void;
 }
@@ -97,6 +104,8 @@ async function followEvents(
           const items = parseJson<LogItem[]>(event.data);
           if (items.length > 0) options.onLogs(items);
           state.afterTick = event.id ?? items.at(-1)?.CreatedUtcTick ?? state.afterTick;
+        } else if (event.event === 'deployment') {
+          options.onDeployment?.(parseJson<DeploymentIdentity>(event.data));
         } else if (event.event === 'status' || event.event === 'end') {
           const status = parseJson<DeploymentStatus>(event.data);
           options.onStatus(status);
@@ -137,6 +146,7 @@ async function poll(
     const query: { deploymentId: string; getLogsAfter?: string } = { deploymentId };
     if (state.afterTick !== null) query.getLogsAfter = state.afterTick;
     const read = unwrap(await api.client.GET('/api/deployment', { params: { query }, signal: options.signal ?? null }));
+    if (round === 0) options.onDeployment?.({ environmentName: read.environmentName });
     if (read.logs.length > 0) {
       options.onLogs(read.logs);
       state.afterTick = read.logs.at(-1)!.CreatedUtcTick;

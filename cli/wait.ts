@@ -72,6 +72,10 @@ export async function waitForDeployments(
       signal,
       afterTick: w.afterTick,
       reconnectBudgetMs: options.reconnectBudgetMs,
+      // Named by its environment from the first status note on, not by its id until a line says it.
+      onDeployment: (deployment) => {
+        w.lines.environmentName ??= deployment.environmentName;
+      },
       onLogs: (items) => {
         for (const item of items) {
           const line = w.lines.add(item);

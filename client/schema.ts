@@ -6374,7 +6374,7 @@ export interface paths {
         };
         /**
          * Follows a deployment live: status and log lines as Server-Sent Events, ending when it is final
-         * @description Events: `status` (data: the status object of GET /api/deployment), `logs` (id: the last line's CreatedUtcTick; data: an array of log items), `end` (data: the final status); with `tail`, first `tail` (data: `{"earlierLines": n}`, the lines before the first one sent). Resume with the Last-Event-ID header or `after`.
+         * @description Events: `deployment` (once, before the first status; data: its deploymentId, projectId, releaseId, environmentId and environmentName), `status` (data: the status object of GET /api/deployment), `logs` (id: the last line's CreatedUtcTick; data: an array of log items), `end` (data: the final status); with `tail`, first `tail` (data: `{"earlierLines": n}`, the lines before the first one sent). Resume with the Last-Event-ID header or `after`.
          */
         get: {
             parameters: {

@@ -140,7 +140,9 @@ describe('gantry package push, release create, release deploy', () => {
     expect(deploy.stdout).toContain('[Greet @ cli-agent] hello from the package');
     expect(deploy.stdout).toContain('[Greet @ cli-agent] deployed to Staging');
     expect(deploy.stdout).toMatch(/Completed\s+0\s+0/);
-    expect(deploy.stderr).toContain('Completed');
+    // Every status note names the environment, the first ones too (before a line says where it deploys).
+    expect(deploy.stderr).toContain('Deployment Staging: Completed');
+    expect(deploy.stderr).not.toMatch(/Deployment [0-9a-f]{8}:/);
     expect(await deploymentsOf(project.projectId)).toMatchObject([
       { status: 'Completed', version: '1.0.0', environmentName: 'Staging' },
     ]);

@@ -80,17 +80,26 @@ describe('GET /api/deployment/events', () => {
     expect(response.status).toBe(200);
     expect(response.headers['content-type']).toBe('text/event-stream; charset=utf-8');
     const events = eventsOf(response.text);
-    expect(events.map((e) => e.event)).toEqual(['status', 'logs', 'end']);
-    expect(parseJson<{ Status: string }>(events[0]!.data).Status).toBe('Completed');
-    const lines = parseJson<Array<{ Data: string; CreatedUtcTick: string }>>(events[1]!.data);
+    expect(events.map((e) => e.event)).toEqual(['deployment', 'status', 'logs', 'end']);
+    // What a follower names the deployment by, before any line says where it deploys.
+    expect(parseJson(events[0]!.data)).toEqual({
+      deploymentId: id,
+      projectId: expect.any(String),
+      releaseId: expect.any(String),
+      environmentId: expect.any(String),
+      environmentName: 'Staging',
+    });
+    expect(parseJson<{ Status: string }>(events[1]!.data).Status).toBe('Completed');
+    const lines = parseJson<Array<{ Data: string; CreatedUtcTick: string }>>(events[2]!.data);
     expect(lines.map((l) => l.Data)).toEqual(['one', '<b>two</b>', 'three']);
     expect(lines.map((l) => l.CreatedUtcTick)).toEqual(stored.map((l) => l.tick.toString()));
-    expect(events[1]!.id).toBe(stored.at(-1)!.tick.toString());
+    expect(events[2]!.id).toBe(stored.at(-1)!.tick.toString());
     // Ticks are JSON integers on the wire, exactly as GET /api/deployment writes them.
-    expect(events[1]!.data).toContain(`"CreatedUtcTick":${stored[0]!.tick}`);
+    expect(events[2]!.data).toContain(`"CreatedUtcTick":${stored[0]!.tick}`);
     // The same objects as GET /api/deployment.
     const polled = await t.admin.get('/api/deployment', { deploymentId: id });
-    expect(JSON.parse(events[2]!.data)).toEqual(polled.body.status);
+    expect(JSON.parse(events[3]!.data)).toEqual(polled.body.status);
+    expect(parseJson<{ environmentName: string }>(events[0]!.data).environmentName).toBe(polled.body.environmentName);
   });
 
   it('resumes strictly after Last-Event-ID (or after=) and still ends', async () => {
@@ -103,13 +112,13 @@ describe('GET /api/deployment/events', () => {
       headers: { 'last-event-id': stored[1]!.tick.toString() },
     });
     const byHeader = eventsOf(resumed.text);
-    expect(byHeader.map((e) => e.event)).toEqual(['status', 'logs', 'end']);
-    expect(parseJson<Array<{ Data: string }>>(byHeader[1]!.data).map((l) => l.Data)).toEqual(['c', 'd']);
+    expect(byHeader.map((e) => e.event)).toEqual(['deployment', 'status', 'logs', 'end']);
+    expect(parseJson<Array<{ Data: string }>>(byHeader[2]!.data).map((l) => l.Data)).toEqual(['c', 'd']);
     const byQuery = eventsOf(
       (await t.admin.raw({ method: 'GET', path: `/api/deployment/events?deploymentId=${id}&after=${stored[3]!.tick}` }))
         .text,
     );
-    expect(byQuery.map((e) => e.event)).toEqual(['status', 'end']);
+    expect(byQuery.map((e) => e.event)).toEqual(['deployment', 'status', 'end']);
     const bad = await t.admin.raw({ method: 'GET', path: `/api/deployment/events?deploymentId=${id}&after=12x` });
     expect(bad.status).toBe(400);
   });
@@ -138,9 +147,9 @@ describe('GET /api/deployment/events', () => {
     const tailed = eventsOf(
       (await t.admin.raw({ method: 'GET', path: `/api/deployment/events?deploymentId=${id}&tail=3` })).text,
     );
-    expect(tailed.map((e) => e.event)).toEqual(['tail', 'status', 'logs', 'end']);
+    expect(tailed.map((e) => e.event)).toEqual(['tail', 'deployment', 'status', 'logs', 'end']);
     expect(parseJson(tailed[0]!.data)).toEqual({ earlierLines: 7 });
-    expect(parseJson<Array<{ Data: string }>>(tailed[2]!.data).map((l) => l.Data)).toEqual([
+    expect(parseJson<Array<{ Data: string }>>(tailed[3]!.data).map((l) => l.Data)).toEqual([
       'line 7',
       'line 8',
       'line 9',
@@ -150,7 +159,7 @@ describe('GET /api/deployment/events', () => {
       (await t.admin.raw({ method: 'GET', path: `/api/deployment/events?deploymentId=${id}&tail=50` })).text,
     );
     expect(parseJson(whole[0]!.data)).toEqual({ earlierLines: 0 });
-    expect(parseJson<unknown[]>(whole[2]!.data)).toHaveLength(10);
+    expect(parseJson<unknown[]>(whole[3]!.data)).toHaveLength(10);
     // EventSource reconnecting sends Last-Event-ID with the same URL: it resumes, not tails again.
     const resumed = eventsOf(
       (
@@ -161,8 +170,8 @@ describe('GET /api/deployment/events', () => {
         })
       ).text,
     );
-    expect(resumed.map((e) => e.event)).toEqual(['status', 'logs', 'end']);
-    expect(parseJson<unknown[]>(resumed[1]!.data)).toHaveLength(5);
+    expect(resumed.map((e) => e.event)).toEqual(['deployment', 'status', 'logs', 'end']);
+    expect(parseJson<unknown[]>(resumed[2]!.data)).toHaveLength(5);
     for (const tail of ['0', '-1', '1.5', 'x', '1000001']) {
       const bad = await t.admin.raw({ method: 'GET', path: `/api/deployment/events?deploymentId=${id}&tail=${tail}` });
       expect(bad.status).toBe(400);
@@ -247,8 +256,9 @@ describe('GET /api/deployment/events', () => {
     const reading = (async () => {
       for await (const event of readServerSentEvents(response.body!)) received.push(event);
     })();
-    await waitFor(() => received.length === 1, { description: 'the first status' });
-    expect(parseJson<{ Status: string }>(received[0]!.data).Status).toBe('Queued');
+    await waitFor(() => received.length === 2, { description: 'the deployment and its first status' });
+    expect(received[0]!.event).toBe('deployment');
+    expect(parseJson<{ Status: string }>(received[1]!.data).Status).toBe('Queued');
     const started = Date.now();
     await append(id, ['live line']);
     hub.notifyLogs(id);

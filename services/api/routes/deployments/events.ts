@@ -3,6 +3,9 @@
  * Events. The wire format (the CLI and the dashboard code against it):
  *
  *   event: tail              data: {"earlierLines": n}, first, only when `tail` was asked for
+ *   event: deployment        data: {"deploymentId", "projectId", "releaseId", "environmentId",
+ *                            "environmentName"}, once, before the first status: what a follower
+ *                            names the deployment by before any log line says where it deploys
  *   event: status            data: the `status` object of GET /api/deployment
  *   id: <tick of the batch's last line>
  *   event: logs              data: [log items exactly as GET /api/deployment's `logs`]
@@ -20,6 +23,7 @@ import { Readable } from 'node:stream';
 import { Type } from '@sinclair/typebox';
 import { Capability, LogLevelFloor } from '../../../core/index.ts';
 import { followDeployment, type DeploymentEvent } from '../../../domain/index.ts';
+import type { Deployment } from '../../../store/index.ts';
 import { errorResponses, Id, OneOf, TicksText } from '../../schemas.ts';
 import type { Routes } from '../route-types.ts';
 import { toStatus } from './index.ts';
@@ -36,7 +40,7 @@ export const deploymentEventRoutes: Routes = async (app) => {
         tags: ['deployments'],
         summary: 'Follows a deployment live: status and log lines as Server-Sent Events, ending when it is final',
         description:
-          'Events: `status` (data: the status object of GET /api/deployment), `logs` (id: the last line\'s CreatedUtcTick; data: an array of log items), `end` (data: the final status); with `tail`, first `tail` (data: `{"earlierLines": n}`, the lines before the first one sent). Resume with the Last-Event-ID header or `after`.',
+          'Events: `deployment` (once, before the first status; data: its deploymentId, projectId, releaseId, environmentId and environmentName), `status` (data: the status object of GET /api/deployment), `logs` (id: the last line\'s CreatedUtcTick; data: an array of log items), `end` (data: the final status); with `tail`, first `tail` (data: `{"earlierLines": n}`, the lines before the first one sent). Resume with the Last-Event-ID header or `after`.',
         querystring: Type.Object({
           deploymentId: Id,
           after: Type.Optional(TicksText('.NET ticks: lines strictly after it (as Last-Event-ID)')),
@@ -80,12 +84,22 @@ export const deploymentEventRoutes: Routes = async (app) => {
       // The client went away: stop waiting for the next change at once.
       reply.raw.once('close', () => abort.abort());
       const status = reply.compileSerializationSchema(StatusSchema);
+      let introduced = false;
+      // Sent once, before the first status (a resumed stream too: a follower that reconnects to
+      // another replica, or a new process, may not know it yet).
+      const introduce = (deployment: Deployment): string => {
+        if (introduced) return '';
+        introduced = true;
+        const { id, projectId, releaseId, environmentId, environmentName } = deployment;
+        const data = { deploymentId: id, projectId, releaseId, environmentId, environmentName };
+        return `event: deployment\ndata: ${JSON.stringify(data)}\n\n`;
+      };
       const format = (event: DeploymentEvent): string | Buffer => {
         switch (event.type) {
           case 'tail':
             return `event: tail\ndata: {"earlierLines":${event.earlierLines}}\n\n`;
           case 'status':
-            return `event: status\ndata: ${status(toStatus(event.deployment))}\n\n`;
+            return `${introduce(event.deployment)}event: status\ndata: ${status(toStatus(event.deployment))}\n\n`;
           case 'logs':
             return Buffer.concat([
               Buffer.from(`id: ${event.lines.at(-1)!.tick}\nevent: logs\ndata: `),
@@ -93,7 +107,7 @@ export const deploymentEventRoutes: Routes = async (app) => {
               EVENT_END,
             ]);
           case 'end':
-            return `event: end\ndata: ${status(toStatus(event.deployment))}\n\n`;
+            return `${introduce(event.deployment)}event: end\ndata: ${status(toStatus(event.deployment))}\n\n`;
           case 'keepalive':
             return ': keepalive\n\n';
         }
