@@ -175,7 +175,7 @@ export {
   MASK,
   resolveVariables,
   substituteVariables,
-  unprefixedSystemReferences,
+  misnamedSystemReferences,
   maskSecrets,
 } from './variable-resolution.ts';
 export type {

@@ -264,17 +264,43 @@ export class VariableSubstitution {
 }
 
 /**
- * System values named without their `CONTEXT.` prefix (`#{PackageFolder}`) where no variable has
- * that name (`variableNames` lower-cased), each once, as written. Such a reference is left as
- * written like any unknown one, and in a shell script that comments out the rest of its line.
+ * Octopus Deploy's names for the same system values, as scripts brought over from it write them
+ * (octopus.com/docs/projects/variables/system-variables). Lower-cased.
  */
-export function unprefixedSystemReferences(text: string, variableNames: ReadonlySet<string>): string[] {
-  const found = new Map<string, string>();
+const OCTOPUS_NAMES = new Map<string, SystemValueName>([
+  ['octopus.project.name', 'ProjectName'],
+  ['octopus.release.number', 'ReleaseVersion'],
+  ['octopus.release.notes', 'ReleaseNotes'],
+  ['octopus.release.channel.name', 'ChannelName'],
+  ['octopus.environment.name', 'EnvironmentName'],
+  ['octopus.machine.name', 'MachineName'],
+  ['octopus.deployment.id', 'DeploymentId'],
+  ['octopus.step.name', 'StepName'],
+  ['octopus.action.name', 'StepName'],
+  ['octopus.action.package.installationdirectorypath', 'PackageFolder'],
+]);
+
+/** A reference that names a system value in a form that does not resolve to it. */
+export interface MisnamedSystemReference {
+  /** The name as written: `PackageFolder`, `Octopus.Release.Number`. */
+  written: string;
+  system: SystemValueName;
+}
+
+/**
+ * System values named without their `CONTEXT.` prefix (`#{PackageFolder}`) or by Octopus's name
+ * (`#{Octopus.Release.Number}`), where no variable has that name (`variableNames` lower-cased),
+ * each once, as written. Such a reference is left as written like any unknown one, and in a shell
+ * script that comments out the rest of its line.
+ */
+export function misnamedSystemReferences(text: string, variableNames: ReadonlySet<string>): MisnamedSystemReference[] {
+  const found = new Map<string, MisnamedSystemReference>();
   for (const [, reference] of text.matchAll(REFERENCE)) {
     if (reference === undefined) continue; // `##{`: an escape
-    const name = reference.trim();
-    const lower = name.toLowerCase();
-    if (SYSTEM_KEYS.has(lower) && !variableNames.has(lower) && !found.has(lower)) found.set(lower, name);
+    const written = reference.trim();
+    const lower = written.toLowerCase();
+    const system = SYSTEM_KEYS.get(lower) ?? OCTOPUS_NAMES.get(lower);
+    if (system !== undefined && !variableNames.has(lower) && !found.has(lower)) found.set(lower, { written, system });
   }
   return [...found.values()];
 }

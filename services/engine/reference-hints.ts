@@ -1,10 +1,11 @@
 /**
  * Warnings written when a deployment is planned: a step whose script or properties name a system
- * value without `CONTEXT.` (`#{PackageFolder}`) would run with the reference left as written,
+ * value without `CONTEXT.` (`#{PackageFolder}`), or by Octopus's name (`#{Octopus.Release.Number}`,
+ * a script brought over from it), would run with the reference left as written,
  * which a shell reads as a comment, and the step "succeeds" having done nothing.
  */
 import type { ReleaseSnapshot } from '../core/index.ts';
-import { unprefixedSystemReferences } from '../domain/index.ts';
+import { misnamedSystemReferences } from '../domain/index.ts';
 import type { NewLogEntry } from '../store/index.ts';
 import type { Plan } from './plan-types.ts';
 import { fullScript } from './task-payload.ts';
@@ -27,10 +28,10 @@ export function referenceHintLines(snapshot: ReleaseSnapshot, plan: Plan): NewLo
   for (const step of snapshot.steps) {
     if (!running.has(step.stepId)) continue;
     const text = [fullScript(snapshot, step), ...Object.values(step.properties)].join('\n');
-    for (const name of unprefixedSystemReferences(text, variableNames)) {
+    for (const { written, system } of misnamedSystemReferences(text, variableNames)) {
       lines.push({
         level: 'Warning',
-        data: `Step '${step.name}': #{${name}} is left as written, since no variable has that name; the system value is #{CONTEXT.${name}}`,
+        data: `Step '${step.name}': #{${written}} is left as written, since no variable has that name; the system value is #{CONTEXT.${system}}`,
         stepId: step.stepId,
       });
     }

@@ -10,7 +10,7 @@ import {
   type CandidateValue,
   type ResolutionTarget,
   type ValueFilters,
-  unprefixedSystemReferences,
+  misnamedSystemReferences,
 } from '../../../services/domain/variable-resolution.ts';
 
 const unscoped: ValueFilters = { environmentIds: [], machineIds: [], tagFilter: [], stepIds: [], channelIds: [] };
@@ -368,13 +368,29 @@ describe('maskSecrets', () => {
   });
 });
 
-describe('unprefixedSystemReferences', () => {
+describe('misnamedSystemReferences', () => {
   it('names each system value written without CONTEXT. once, as written, unless a variable has that name', () => {
     const text = 'cd #{ PackageFolder } && #{packagefolder} #{EnvironmentName} #{StepName} #{Nope} #{VAR.MachineName}';
-    expect(unprefixedSystemReferences(text, new Set(['stepname']))).toEqual(['PackageFolder', 'EnvironmentName']);
+    expect(misnamedSystemReferences(text, new Set(['stepname']))).toEqual([
+      { written: 'PackageFolder', system: 'PackageFolder' },
+      { written: 'EnvironmentName', system: 'EnvironmentName' },
+    ]);
+  });
+
+  it("names Octopus's system variables with the value each stands for, unless a variable has that name", () => {
+    const text =
+      'echo #{Octopus.Release.Number} #{octopus.environment.name} #{Octopus.Release.Number} ' +
+      'cd #{Octopus.Action.Package.InstallationDirectoryPath} #{Octopus.Machine.Name} #{Octopus.Release.Id}';
+    expect(misnamedSystemReferences(text, new Set(['octopus.machine.name']))).toEqual([
+      { written: 'Octopus.Release.Number', system: 'ReleaseVersion' },
+      { written: 'octopus.environment.name', system: 'EnvironmentName' },
+      { written: 'Octopus.Action.Package.InstallationDirectoryPath', system: 'PackageFolder' },
+    ]);
   });
 
   it('ignores escaped references and the prefixed forms', () => {
-    expect(unprefixedSystemReferences('##{PackageFolder} #{CONTEXT.PackageFolder}', new Set())).toEqual([]);
+    expect(
+      misnamedSystemReferences('##{PackageFolder} #{CONTEXT.PackageFolder} ##{Octopus.Release.Number}', new Set()),
+    ).toEqual([]);
   });
 });

@@ -155,7 +155,7 @@ describe('engine', () => {
     expect(statusChanges.map((r) => r.data)).toEqual(['Validating the deployment', "Deploying release to 'Staging'"]);
   });
 
-  it('warns, once per name and step, of a system value named without CONTEXT. that no variable has', async () => {
+  it("warns, once per name and step, of a system value named without CONTEXT. or by Octopus's name, that no variable has", async () => {
     const m = await onlineMachine(t, 'hint-a', staging);
     const script = (text: string) => ({ ...step('x').template, script: text });
     const target = await release(t, {
@@ -164,6 +164,7 @@ describe('engine', () => {
           template: script('cd #{PackageFolder} && ls #{packagefolder} #{CONTEXT.MachineName} #{StepName}'),
         }),
         step('Notes', { template: script('echo ok'), properties: { Text: '#{ReleaseVersion}' } }),
+        step('Ported', { template: script('echo "#{Octopus.Release.Number} to #{Octopus.Environment.Name}"') }),
         step('Off', { disabled: true, template: script('echo #{MachineName}') }),
       ],
       variables: [{ variableId: 'v1', name: 'StepName', variableType: 'Text', source: 'project', values: [] }],
@@ -176,6 +177,8 @@ describe('engine', () => {
     expect(logs.filter((l) => l.level === 'Warning').map((l) => l.data)).toEqual([
       "Step 'Deploy': #{PackageFolder} is left as written, since no variable has that name; the system value is #{CONTEXT.PackageFolder}",
       "Step 'Notes': #{ReleaseVersion} is left as written, since no variable has that name; the system value is #{CONTEXT.ReleaseVersion}",
+      "Step 'Ported': #{Octopus.Release.Number} is left as written, since no variable has that name; the system value is #{CONTEXT.ReleaseVersion}",
+      "Step 'Ported': #{Octopus.Environment.Name} is left as written, since no variable has that name; the system value is #{CONTEXT.EnvironmentName}",
     ]);
   });
 
