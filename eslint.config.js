@@ -92,6 +92,7 @@ export default tseslint.config(
       'services/server.ts',
       'services/config.ts',
       'services/local-agent.ts',
+      'services/rotate-master-key.ts',
       'services/store/migrate-cli.ts',
     ],
     rules: {

@@ -22,6 +22,7 @@ import {
   masterKeyCheck,
   pemCertificates,
   serveMetrics,
+  settleRotatedKeyFile,
   systemClock,
   toError,
   type Logger,
@@ -38,11 +39,14 @@ import {
 import {
   createDb,
   createStore,
+  holdReplicaPresence,
   migrateToLatest,
   migrationStatus,
   pingDatabase,
   startEmbeddedPostgres,
   type EmbeddedDatabase,
+  type ReplicaPresence,
+  type Store,
 } from './store/index.ts';
 import type { Bus } from './bus/index.ts';
 import { createBus, EventSubject } from './bus/index.ts';
@@ -127,7 +131,12 @@ function acceptsConnections(host: string, port: number): Promise<boolean> {
 }
 
 /** What GET /readyz checks, each named: the failing part is the one an operator must fix. */
-function readinessChecks(db: Knex, bus: Bus, gateway: { host: string; port: () => number | null }): ReadinessCheck[] {
+function readinessChecks(
+  db: Knex,
+  bus: Bus,
+  gateway: { host: string; port: () => number | null },
+  masterKey: { store: Store; check: string },
+): ReadinessCheck[] {
   return [
     {
       name: 'postgres',
@@ -147,6 +156,15 @@ function readinessChecks(db: Knex, bus: Bus, gateway: { host: string; port: () =
     },
     { name: 'bus', probe: async () => (bus.connected() ? null : 'disconnected from NATS') },
     {
+      // The key was rotated while this replica ran (its presence lock lost with its connection):
+      // what it seals now, the others cannot open.
+      name: 'masterKey',
+      probe: async () =>
+        (await masterKey.store.masterKeyCheck.recorded()) === masterKey.check
+          ? null
+          : "not the installation's key any more (it was rotated): restart with the new one",
+    },
+    {
       name: 'gateway',
       probe: async () => {
         const port = gateway.port();
@@ -162,10 +180,11 @@ export function listenPorts(config: Pick<Config, 'httpPort' | 'grpcPort' | 'metr
   return [config.httpPort, config.grpcPort, config.metricsPort].filter((port): port is number => !!port);
 }
 
-export async function startServer(
+/** The installation's database (embedded, or DATABASE_URL), migrated; closed again on failure. */
+export async function openDatabase(
   config: Config,
-  logger: Logger = createLogger(config.logLevel),
-): Promise<RunningServer> {
+  logger: Logger,
+): Promise<{ db: Knex; url: string; embedded: EmbeddedDatabase | null; close: () => Promise<void> }> {
   let embedded: EmbeddedDatabase | null = null;
   let databaseUrl = config.databaseUrl;
   if (!databaseUrl) {
@@ -184,17 +203,56 @@ export async function startServer(
       error: (message) => logger.error({ source: 'knex' }, message),
     },
   });
+  const close = async () => {
+    await db.destroy();
+    await embedded?.stop();
+  };
   try {
     await migrateToLatest(db);
-    const masterKey = await loadMasterKey(config);
-    const keySource = config.masterKey
-      ? 'GANTRY_MASTER_KEY'
-      : `${path.join(config.dataDir, 'master.key')} (GANTRY_MASTER_KEY unset)`;
-    // GANTRY_MASTER_KEY was checked with the rest of the configuration; the file is checked here.
-    if (masterKey.length !== 32)
-      throw new ConfigurationError([`${keySource} does not hold base64 of exactly 32 bytes`]);
+  } catch (error) {
+    await close();
+    throw error;
+  }
+  return { db, url: databaseUrl, embedded, close };
+}
+
+/**
+ * The installation's master key, where it comes from (for messages), and a rotation's key file
+ * settled first (core/secret-box.ts settleRotatedKeyFile).
+ */
+export async function installationMasterKey(
+  config: Config,
+  store: Store,
+  logger: Logger,
+): Promise<{ key: Buffer; source: string }> {
+  if (!config.masterKey) {
+    const settled = await settleRotatedKeyFile(config.dataDir, await store.masterKeyCheck.recorded());
+    if (settled === 'adopted')
+      logger.warn('a master key rotation was interrupted after it committed: its new key file is now master.key');
+    if (settled === 'discarded') logger.warn('a master key rotation that did not commit left a key file: removed');
+  }
+  const key = await loadMasterKey(config);
+  const source = config.masterKey
+    ? 'GANTRY_MASTER_KEY'
+    : `${path.join(config.dataDir, 'master.key')} (GANTRY_MASTER_KEY unset)`;
+  // GANTRY_MASTER_KEY was checked with the rest of the configuration; the file is checked here.
+  if (key.length !== 32) throw new ConfigurationError([`${source} does not hold base64 of exactly 32 bytes`]);
+  return { key, source };
+}
+
+export async function startServer(
+  config: Config,
+  logger: Logger = createLogger(config.logLevel),
+): Promise<RunningServer> {
+  const { db, url: databaseUrl, embedded, close } = await openDatabase(config, logger);
+  let presence: ReplicaPresence | null = null;
+  try {
+    // Before the key is checked: a rotation running now ends first, and this start checks the new key.
+    presence = await holdReplicaPresence(databaseUrl, logger);
+    const store = createStore(db);
+    const { key: masterKey, source: keySource } = await installationMasterKey(config, store, logger);
     const deps: DomainDeps = {
-      store: createStore(db),
+      store,
       clock: systemClock,
       secrets: createSecretBox(masterKey),
     };
@@ -293,7 +351,12 @@ export async function startServer(
     const grpcPort = gatewayPort;
     const agentServer = `${new URL(config.publicUrl).hostname}:${grpcPort}`;
     const probeHost = ['0.0.0.0', '::', ''].includes(config.httpHost) ? '127.0.0.1' : config.httpHost;
-    const readiness = readinessChecks(db, bus, { host: probeHost, port: () => gatewayPort });
+    const readiness = readinessChecks(
+      db,
+      bus,
+      { host: probeHost, port: () => gatewayPort },
+      { store, check: masterKeyCheck(masterKey) },
+    );
     const app = await buildApp(
       {
         ...deps,
@@ -338,13 +401,13 @@ export async function startServer(
         await gateway.stop();
         await engine.stop();
         await bus.close();
-        await db.destroy();
-        await embedded?.stop();
+        await presence?.stop();
+        await close();
       },
     };
   } catch (error) {
-    await db.destroy();
-    await embedded?.stop();
+    await presence?.stop();
+    await close();
     throw error;
   }
 }

@@ -46,7 +46,15 @@ export { Capability, CAPABILITIES, can, authorize } from './principal.ts';
 export type { Principal, Role, Target } from './principal.ts';
 export { createLogger, REDACTED_PATHS } from './logger.ts';
 export type { Logger } from './logger.ts';
-export { createSecretBox, loadMasterKey, masterKeyCheck } from './secret-box.ts';
+export {
+  adoptNextMasterKey,
+  createSecretBox,
+  loadMasterKey,
+  masterKeyCheck,
+  nextMasterKeyFile,
+  settleRotatedKeyFile,
+  writeNextMasterKey,
+} from './secret-box.ts';
 export type { SecretBox } from './secret-box.ts';
 export { newSecret, hashSecret } from './hash.ts';
 export type {

@@ -55,3 +55,49 @@ export async function loadMasterKey(options: { masterKey: string | null; dataDir
     return Buffer.from((await fs.readFile(file, 'utf8')).trim(), 'base64');
   }
 }
+
+/**
+ * Where a rotation (services/rotate-master-key.ts) puts the new key before its transaction commits;
+ * renamed to master.key once it has. A crash between the two leaves both files.
+ */
+export function nextMasterKeyFile(dataDir: string): string {
+  return path.join(dataDir, 'master.key.next');
+}
+
+/** Writes the new key for a rotation, 0600, on disk before the rotation commits. */
+export async function writeNextMasterKey(dataDir: string, key: Buffer): Promise<void> {
+  const file = nextMasterKeyFile(dataDir);
+  await fs.rm(file, { force: true });
+  const handle = await fs.open(file, 'wx', 0o600);
+  try {
+    await handle.writeFile(key.toString('base64'));
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+
+/** Makes the new key master.key (the rotation committed). */
+export async function adoptNextMasterKey(dataDir: string): Promise<void> {
+  await fs.rename(nextMasterKeyFile(dataDir), path.join(dataDir, 'master.key'));
+}
+
+/**
+ * Finishes what an interrupted rotation left in the data folder: a master.key.next whose check is
+ * the recorded one (the rotation committed) becomes master.key; any other is removed (it did not).
+ */
+export async function settleRotatedKeyFile(
+  dataDir: string,
+  recordedCheck: string | null,
+): Promise<'adopted' | 'discarded' | null> {
+  const file = nextMasterKeyFile(dataDir);
+  const text = await fs.readFile(file, 'utf8').catch(() => null);
+  if (text === null) return null;
+  const key = Buffer.from(text.trim(), 'base64');
+  if (recordedCheck !== null && key.length === 32 && masterKeyCheck(key) === recordedCheck) {
+    await adoptNextMasterKey(dataDir);
+    return 'adopted';
+  }
+  await fs.rm(file, { force: true });
+  return 'discarded';
+}

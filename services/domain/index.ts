@@ -24,7 +24,7 @@ export { SESSION_TTL_MS, csrfTokenOf, isCsrfTokenOf, signIn, authenticateSession
 export type { SessionContext, OpenedSession } from './sessions.ts';
 export { bootstrap } from './bootstrap.ts';
 export type { BootstrapOptions, BootstrapResult } from './bootstrap.ts';
-export { masterKeyProblem } from './master-key.ts';
+export { masterKeyProblem, rotateMasterKey, type RotationCounts, type RotationOutcome } from './master-key.ts';
 export { visibleWorkspace, visibleResource, withUniqueName } from './scope.ts';
 export {
   listWorkspaces,

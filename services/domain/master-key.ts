@@ -39,3 +39,74 @@ function opens(deps: Pick<DomainDeps, 'secrets'>, sealed: string): boolean {
     return false;
   }
 }
+
+/** What a master key rotation rewrote: how many sealed values of each kind. */
+export interface RotationCounts {
+  variableValues: number;
+  feeds: number;
+  cloudAccounts: number;
+  releaseSnapshots: number;
+}
+
+export type RotationOutcome =
+  | { outcome: 'rotated'; counts: RotationCounts }
+  /** Control planes still run (each named): stop them all, then rotate. Nothing was changed. */
+  | { outcome: 'replicas-running'; replicas: string[] }
+  /** The current key is not the installation's, or opens not every value. Nothing was changed. */
+  | { outcome: 'refused'; problem: string };
+
+/** A sealed value the current key could not open (the key is wrong, or the value damaged). */
+class UnopenableValue extends Error {}
+
+/**
+ * Reseals every value sealed with the installation's master key (`deps.secrets`, whose check is
+ * `current.check`) with the next key, and records the next key's check: one transaction, so a
+ * failure anywhere changes nothing. Runs only while no control plane does (the presence lock).
+ */
+export async function rotateMasterKey(
+  deps: Pick<DomainDeps, 'store' | 'secrets'>,
+  current: { check: string; source: string },
+  next: { secrets: DomainDeps['secrets']; check: string },
+): Promise<RotationOutcome> {
+  if (next.check === current.check)
+    return { outcome: 'refused', problem: `The new master key is the one ${current.source} holds already` };
+  const reseal = (sealed: string, where: { table: string; id: string }) => {
+    let plain: string;
+    try {
+      plain = deps.secrets.decrypt(sealed);
+    } catch {
+      throw new UnopenableValue(`${current.source} cannot open the value sealed in ${where.table} ${where.id}`);
+    }
+    return next.secrets.encrypt(plain);
+  };
+  try {
+    return await deps.store.transaction(async (tx): Promise<RotationOutcome> => {
+      const keys = tx.masterKeyCheck;
+      if (!(await keys.lockOutReplicas()))
+        return { outcome: 'replicas-running', replicas: await keys.replicasRunning() };
+      const recorded = await keys.recordedForUpdate();
+      // Not recorded yet (an installation from before the check): every value must open with it, below.
+      if (recorded !== null && recorded !== current.check)
+        return {
+          outcome: 'refused',
+          problem: `${current.source} is not the key this installation's Sensitive values are sealed with (its check starts ${current.check.slice(0, 12)}, the installation's ${recorded.slice(0, 12)})`,
+        };
+      const columns = await keys.resealColumns(reseal);
+      const releaseSnapshots = await keys.resealSnapshots(reseal);
+      await keys.replaceCheck(next.check);
+      return {
+        outcome: 'rotated',
+        counts: {
+          variableValues: columns.variable_values,
+          feeds: columns.feeds,
+          cloudAccounts: columns.cloud_accounts,
+          releaseSnapshots,
+        },
+      };
+    });
+  } catch (error) {
+    if (error instanceof UnopenableValue)
+      return { outcome: 'refused', problem: `${error.message}; nothing was changed` };
+    throw error;
+  }
+}

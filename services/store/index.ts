@@ -93,6 +93,8 @@ export type { Db } from './db.ts';
 export { migrateToLatest, migrationStatus, rollbackAll, SchemaTooNewError } from './migrate.ts';
 export type { SeedResult } from './seed.ts';
 export { startEmbeddedPostgres } from './embedded-postgres.ts';
+export { holdReplicaPresence, type ReplicaPresence } from './replica-presence.ts';
+export type { Reseal, SealedTable } from './master-key-check.ts';
 export type { EmbeddedDatabase } from './embedded-postgres.ts';
 export type { Organization } from './organizations.ts';
 export type { Workspace } from './workspaces.ts';

@@ -97,7 +97,7 @@ describe('health endpoints', () => {
     expect(await health.json()).toEqual({ status: 'ok' });
     expect(await readyz()).toEqual({
       status: 200,
-      body: { ready: true, checks: { postgres: 'ok', migrations: 'ok', bus: 'ok', gateway: 'ok' } },
+      body: { ready: true, checks: { postgres: 'ok', migrations: 'ok', bus: 'ok', masterKey: 'ok', gateway: 'ok' } },
     });
   });
 
@@ -114,7 +114,7 @@ describe('health endpoints', () => {
 
     await startPostgres();
     const up = await until((r) => r.status === 200, 'readyz 200 after PostgreSQL returned');
-    expect(up.body.checks).toEqual({ postgres: 'ok', migrations: 'ok', bus: 'ok', gateway: 'ok' });
+    expect(up.body.checks).toEqual({ postgres: 'ok', migrations: 'ok', bus: 'ok', masterKey: 'ok', gateway: 'ok' });
     expect(await healthcheckExit()).toBe(0);
   }, 90_000);
 
