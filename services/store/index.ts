@@ -94,7 +94,7 @@ export { migrateToLatest, migrationStatus, rollbackAll, SchemaTooNewError } from
 export type { SeedResult } from './seed.ts';
 export { startEmbeddedPostgres } from './embedded-postgres.ts';
 export { holdReplicaPresence, type ReplicaPresence } from './replica-presence.ts';
-export type { Reseal, SealedTable } from './master-key-check.ts';
+export { REPLICA_PRESENCE_LOCK_KEY, type Reseal, type SealedTable } from './master-key-check.ts';
 export type { EmbeddedDatabase } from './embedded-postgres.ts';
 export type { Organization } from './organizations.ts';
 export type { Workspace } from './workspaces.ts';

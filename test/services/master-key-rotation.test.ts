@@ -13,9 +13,10 @@ import pino from 'pino';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { EXIT_CONFIGURATION, loadConfig } from '../../services/config.ts';
 import { createSecretBox, masterKeyCheck } from '../../services/core/index.ts';
-import { createDb } from '../../services/store/index.ts';
+import { createDb, REPLICA_PRESENCE_LOCK_KEY } from '../../services/store/index.ts';
 import { startServer, type RunningServer } from '../../services/server.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
+import { waitFor } from '../helpers/wait-for.ts';
 
 const ADMIN = { id: 'rotation-admin', key: 'rotation-admin-key-0123456789' };
 const KEY_A = Buffer.alloc(32, 31).toString('base64');
@@ -205,6 +206,38 @@ describe('npm run rotate-master-key', { timeout: 120_000 }, () => {
     const unready = await fetch(`${server.url}/readyz`);
     expect(unready.status).toBe(503);
     expect(await unready.json()).toMatchObject({ checks: { masterKey: expect.stringContaining('rotated') } });
+  });
+
+  it('makes a control plane that starts during a rotation wait for it, then check its key against the new one', async () => {
+    const database = await createTestDatabase();
+    server = await start(database, KEY_A);
+    await server.stop();
+    server = null;
+    // A rotation in progress, as its transaction holds the lock; the replica starts meanwhile.
+    const db = createDb(database.url);
+    try {
+      const rotation = await db.transaction();
+      await rotation.raw('select pg_advisory_xact_lock(?)', [REPLICA_PRESENCE_LOCK_KEY]);
+      const starting = start(database, KEY_A).then(
+        (started) => ((server = started), null),
+        (error: unknown) => error as Error,
+      );
+      await waitFor(
+        async () =>
+          (
+            await db('pg_stat_activity')
+              .where('application_name', 'like', 'gantry control plane %')
+              .where({ wait_event_type: 'Lock', wait_event: 'advisory', datname: database.name })
+          ).length === 1,
+        { timeoutMs: 30_000, description: 'the start waiting on the presence lock' },
+      );
+      await rotation('master_key_check').update({ key_check: checkOf(KEY_B) });
+      await rotation.commit();
+      // It read the check only once the rotation had ended: the old key is refused.
+      expect(String(await starting)).toMatch(/GANTRY_MASTER_KEY is not the key this installation/);
+    } finally {
+      await db.destroy();
+    }
   });
 
   it('with the key in the data folder makes a new one there; a start finishes a rotation interrupted after its commit', async () => {

@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../services/core/index.ts';
 import { loadConfig } from '../../services/config.ts';
 import { startServer, type RunningServer } from '../../services/server.ts';
-import { startEmbeddedPostgres, type EmbeddedDatabase } from '../../services/store/index.ts';
+import { REPLICA_PRESENCE_LOCK_KEY, startEmbeddedPostgres, type EmbeddedDatabase } from '../../services/store/index.ts';
 import { startOwnNatsServer, type OwnNatsServer } from '../helpers/nats-server.ts';
 import { waitFor } from '../helpers/wait-for.ts';
 
@@ -59,6 +59,21 @@ async function until(
     },
     { timeoutMs: 30_000, intervalMs: 200, description },
   );
+}
+
+/** How many sessions hold the replica presence lock (store/replica-presence.ts). */
+async function presenceHolders(): Promise<number> {
+  const client = new pg.Client({ connectionString: postgres!.url });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ n: number }>(
+      `select count(*)::int as n from pg_locks where locktype = 'advisory' and objid = $1 and granted`,
+      [REPLICA_PRESENCE_LOCK_KEY],
+    );
+    return rows[0]!.n;
+  } finally {
+    await client.end();
+  }
 }
 
 beforeAll(async () => {
@@ -116,6 +131,12 @@ describe('health endpoints', () => {
     const up = await until((r) => r.status === 200, 'readyz 200 after PostgreSQL returned');
     expect(up.body.checks).toEqual({ postgres: 'ok', migrations: 'ok', bus: 'ok', masterKey: 'ok', gateway: 'ok' });
     expect(await healthcheckExit()).toBe(0);
+    // Its presence lock (which keeps a master key rotation from running beside it) went with the
+    // connection; it is taken again now that PostgreSQL is back.
+    await waitFor(async () => (await presenceHolders()) === 1, {
+      timeoutMs: 30_000,
+      description: 'the presence lock again',
+    });
   }, 90_000);
 
   it('goes unready naming the bus while NATS is stopped, and ready again when it returns', async () => {
