@@ -14,6 +14,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
+import os from 'node:os';
 import path from 'node:path';
 import { ConfigurationError, EXIT_CONFIGURATION, loadConfig, type Config } from './config.ts';
 import {
@@ -22,6 +23,7 @@ import {
   createSecretBox,
   masterKeyCheck,
   nextMasterKeyFile,
+  systemClock,
   toError,
   writeNextMasterKey,
 } from './core/index.ts';
@@ -100,9 +102,10 @@ try {
   const current = await installationMasterKey(config, store, logger);
   if (keyInFolder) await writeNextMasterKey(config.dataDir, next.key);
   const outcome = await rotateMasterKey(
-    { store, secrets: createSecretBox(current.key) },
+    { store, clock: systemClock, secrets: createSecretBox(current.key) },
     { check: masterKeyCheck(current.key), source: current.source },
     { secrets: createSecretBox(next.key), check: masterKeyCheck(next.key) },
+    `npm run rotate-master-key (${os.userInfo().username}@${os.hostname()})`,
   );
   if (outcome.outcome === 'rotated') {
     if (keyInFolder) await adoptNextMasterKey(config.dataDir);

@@ -64,9 +64,11 @@ class UnopenableValue extends Error {}
  * failure anywhere changes nothing. Runs only while no control plane does (the presence lock).
  */
 export async function rotateMasterKey(
-  deps: Pick<DomainDeps, 'store' | 'secrets'>,
+  deps: Pick<DomainDeps, 'store' | 'secrets' | 'clock'>,
   current: { check: string; source: string },
   next: { secrets: DomainDeps['secrets']; check: string },
+  /** Who ran it, for the audit log (the operating system's user and host: no account signs it). */
+  by: string,
 ): Promise<RotationOutcome> {
   if (next.check === current.check)
     return { outcome: 'refused', problem: `The new master key is the one ${current.source} holds already` };
@@ -94,15 +96,24 @@ export async function rotateMasterKey(
       const columns = await keys.resealColumns(reseal);
       const releaseSnapshots = await keys.resealSnapshots(reseal);
       await keys.replaceCheck(next.check);
-      return {
-        outcome: 'rotated',
-        counts: {
-          variableValues: columns.variable_values,
-          feeds: columns.feeds,
-          cloudAccounts: columns.cloud_accounts,
-          releaseSnapshots,
-        },
+      const counts: RotationCounts = {
+        variableValues: columns.variable_values,
+        feeds: columns.feeds,
+        cloudAccounts: columns.cloud_accounts,
+        releaseSnapshots,
       };
+      // In the same transaction: the log says so exactly when it happened.
+      await tx.auditEvents.insertForEveryOrganization({
+        occurredUtc: deps.clock.now(),
+        accountId: null,
+        accountName: by,
+        action: 'rotate-master-key',
+        resourceType: 'master-key',
+        after: counts,
+        address: null,
+        status: 200,
+      });
+      return { outcome: 'rotated', counts };
     });
   } catch (error) {
     if (error instanceof UnopenableValue)

@@ -161,6 +161,30 @@ export function auditEventsStore(db: Db) {
     ): Promise<{ answered: Promise<void> }> {
       return sendWithoutWaiting(insertStatement(db, event, placedBy));
     },
+    /**
+     * One event outside any workspace in every organization: a change to the whole installation
+     * (a master key rotation), which each organization's Admins see. One statement whatever their number.
+     */
+    async insertForEveryOrganization(
+      event: Omit<AuditEvent, 'id' | 'organizationId' | 'workspaceId' | 'resourceId' | 'before' | 'requestId'>,
+    ): Promise<void> {
+      await db.raw(
+        `insert into audit_events (id, organization_id, workspace_id, occurred_at, account_id, account_name, action,
+                                   resource_type, resource_id, before, after, address, request_id, status)
+         select gen_random_uuid()::text, o.id, null, ?, ?, ?, ?, ?, null, null, ?::jsonb, ?, null, ?
+           from organizations o`,
+        [
+          event.occurredUtc,
+          event.accountId,
+          event.accountName,
+          event.action,
+          event.resourceType,
+          event.after === undefined ? null : JSON.stringify(event.after),
+          event.address,
+          event.status,
+        ],
+      );
+    },
     /** Newest first. A workspace scope lists its events; an organization scope, those outside any workspace. */
     async list(filter: AuditFilter, page: Page): Promise<Paged<AuditEvent>> {
       const query = db<AuditRow>('audit_events');

@@ -296,6 +296,20 @@ describe('npm run rotate-master-key', { timeout: 120_000 }, () => {
     expect((await call('GET', `/api/feed/details?feedId=${feedId}`)).status).toBe(200);
     expect(await (await call('GET', `/api/feed/details?feedId=${feedId}`)).json()).toMatchObject({ hasPassword: true });
     expect((await call('GET', `/api/cloud-account/details?cloudAccountId=${cloudAccountId}`)).status).toBe(200);
+    // The audit log of the organization says when, by whom, and what was resealed.
+    const audit = (await (await call('GET', '/api/audit?resourceType=master-key')).json()) as {
+      events: Array<Record<string, unknown>>;
+    };
+    expect(audit.events).toEqual([
+      expect.objectContaining({
+        action: 'rotate-master-key',
+        workspaceId: null,
+        accountId: null,
+        accountName: `npm run rotate-master-key (${os.userInfo().username}@${os.hostname()})`,
+        after: { variableValues: 1, feeds: 1, cloudAccounts: 1, releaseSnapshots: 1 },
+        status: 200,
+      }),
+    ]);
     const ready = await fetch(`${server.url}/readyz`);
     expect(await ready.json()).toMatchObject({ ready: true, checks: { masterKey: 'ok' } });
 
