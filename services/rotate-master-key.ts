@@ -29,7 +29,7 @@ import {
 } from './core/index.ts';
 import { rotateMasterKey, type RotationCounts } from './domain/index.ts';
 import { installationMasterKey, openDatabase } from './server.ts';
-import { createStore } from './store/index.ts';
+import { createStore, DataFolderInUseError } from './store/index.ts';
 
 /** EX_TEMPFAIL: try again later (once the control planes are stopped). */
 const EXIT_REPLICAS_RUNNING = 75;
@@ -93,6 +93,8 @@ let database: Awaited<ReturnType<typeof openDatabase>>;
 try {
   database = await openDatabase(config, logger);
 } catch (error) {
+  // The embedded default's database, and its Gantry with it, is running: as with replicas, stop it first.
+  if (error instanceof DataFolderInUseError) refuse(error.message, EXIT_REPLICAS_RUNNING);
   logger.fatal({ err: toError(error) }, 'the database did not open');
   refuse(`the database did not open: ${(error as Error).message}`, 1);
 }

@@ -93,6 +93,7 @@ export type { Db } from './db.ts';
 export { migrateToLatest, migrationStatus, rollbackAll, SchemaTooNewError } from './migrate.ts';
 export type { SeedResult } from './seed.ts';
 export { startEmbeddedPostgres } from './embedded-postgres.ts';
+export { DataFolderInUseError } from './leftover-postgres.ts';
 export { holdReplicaPresence, type ReplicaPresence } from './replica-presence.ts';
 export { REPLICA_PRESENCE_LOCK_KEY, type Reseal, type SealedTable } from './master-key-check.ts';
 export type { EmbeddedDatabase } from './embedded-postgres.ts';

@@ -16,6 +16,9 @@ const FAST_SHUTDOWN_MS = 30_000;
 const IMMEDIATE_SHUTDOWN_MS = 10_000;
 const POLL_MS = 100;
 
+/** The data folder's database belongs to a Gantry that is running (not one an earlier run left). */
+export class DataFolderInUseError extends Error {}
+
 export async function stopLeftoverPostgres(clusterDir: string, logger: Logger): Promise<void> {
   const pid = await lockedBy(clusterDir);
   if (pid === null || !isAlive(pid)) return;
@@ -24,7 +27,7 @@ export async function stopLeftoverPostgres(clusterDir: string, logger: Logger): 
   const parent = await parentOf(pid);
   const parentArgv = parent === null ? null : await commandLine(parent);
   if (parent !== null && parent !== 1 && parentArgv && /^node/.test(path.basename(parentArgv[0] ?? ''))) {
-    throw new Error(
+    throw new DataFolderInUseError(
       `Another Gantry (process ${parent}) is using the data folder ${path.dirname(clusterDir)}: ` +
         'stop it first, or give this one a data folder of its own (GANTRY_DATA_DIR)',
     );
