@@ -145,6 +145,11 @@ export const ENVIRONMENT = Type.Object({
     maximum: 1_000_000,
     accepted: 'a whole number of heartbeats a second from 1 to 1000000',
   }),
+  GANTRY_LOG_RETENTION_DAYS: Type.Integer({
+    minimum: 1,
+    maximum: 36_500,
+    accepted: 'a whole number of days from 1 to 36500 (unset: deployment logs are kept forever)',
+  }),
   GANTRY_DB_POOL_MAX: Type.Integer({
     minimum: 1,
     maximum: 1_000,
@@ -218,6 +223,7 @@ export const SERVER_VARIABLES = [
   'GANTRY_AGENT_LOST_TIMEOUT_SECONDS',
   'GANTRY_AGENT_HEARTBEATS_PER_SECOND',
   'GANTRY_DB_POOL_MAX',
+  'GANTRY_LOG_RETENTION_DAYS',
   'GANTRY_HEAP_MB',
   'GANTRY_PUBLIC_URL',
   'GANTRY_LOG_LEVEL',

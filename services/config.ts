@@ -78,6 +78,12 @@ export interface Config {
    * clients). Replicas × this must stay below PostgreSQL's max_connections (100 by default).
    */
   dbPoolMax: number;
+  /**
+   * Days a finished deployment's log is kept (GANTRY_LOG_RETENTION_DAYS); null (unset): forever.
+   * Past it, its lines are removed and one line says so; the deployment, its status, counts and
+   * tasks stay (engine/log-retention.ts).
+   */
+  logRetentionDays: number | null;
   /** Port of GET /metrics (GANTRY_METRICS_PORT, default 9464, on GANTRY_HOST); null: not served. Never the API port. */
   metricsPort: number | null;
   /** The built agent (npm run build:agent) that GET /api/agent/install.sh installs (GANTRY_AGENT_BUNDLE_DIR, default dist/agent). */
@@ -144,6 +150,7 @@ export function loadConfig(env: Env = process.env, argv: readonly string[] = [])
     agentLostTimeoutSeconds: vars.GANTRY_AGENT_LOST_TIMEOUT_SECONDS ?? 120,
     agentHeartbeatsPerSecond: vars.GANTRY_AGENT_HEARTBEATS_PER_SECOND ?? DEFAULT_HEARTBEATS_PER_SECOND,
     dbPoolMax: vars.GANTRY_DB_POOL_MAX ?? DEFAULT_DB_POOL_MAX,
+    logRetentionDays: vars.GANTRY_LOG_RETENTION_DAYS ?? null,
     metricsPort: vars.GANTRY_METRICS_PORT === 'off' ? null : (vars.GANTRY_METRICS_PORT ?? 9464),
     agentBundleDir: path.resolve(vars.GANTRY_AGENT_BUNDLE_DIR ?? DEFAULT_AGENT_BUNDLE_DIR),
     bootstrapEnrollmentKey: vars.GANTRY_BOOTSTRAP_ENROLLMENT_KEY ?? null,

@@ -50,7 +50,7 @@ import {
 } from './store/index.ts';
 import type { Bus } from './bus/index.ts';
 import { createBus, EventSubject } from './bus/index.ts';
-import { createEngine } from './engine/index.ts';
+import { createEngine, startLogRetention } from './engine/index.ts';
 import { createGateway, heartbeatPaceFor, type PackageSource } from './gateway/index.ts';
 import {
   createAzureBlobStore,
@@ -246,6 +246,7 @@ export async function startServer(
 ): Promise<RunningServer> {
   const { db, url: databaseUrl, embedded, close } = await openDatabase(config, logger);
   let presence: ReplicaPresence | null = null;
+  let logRetention: { stop(): Promise<void> } | null = null;
   try {
     // Before the key is checked: a rotation running now ends first, and this start checks the new key.
     presence = await holdReplicaPresence(databaseUrl, logger);
@@ -347,6 +348,14 @@ export async function startServer(
       agentBundle: agentDistribution,
     });
     await engine.start();
+    if (config.logRetentionDays !== null)
+      logRetention = startLogRetention({
+        store,
+        clock: deps.clock,
+        logger,
+        days: config.logRetentionDays,
+        onRemoved: (deploymentId) => engine.changes.notifyLogs(deploymentId),
+      });
     let gatewayPort: number | null = await gateway.start(config.grpcPort, config.httpHost);
     const grpcPort = gatewayPort;
     const agentServer = `${new URL(config.publicUrl).hostname}:${grpcPort}`;
@@ -400,12 +409,14 @@ export async function startServer(
         gatewayPort = null;
         await gateway.stop();
         await engine.stop();
+        await logRetention?.stop();
         await bus.close();
         await presence?.stop();
         await close();
       },
     };
   } catch (error) {
+    await logRetention?.stop();
     await presence?.stop();
     await close();
     throw error;

@@ -10,3 +10,4 @@ export type {
   ResultReceipt,
   RunTaskPayload,
 } from './agent-port.ts';
+export { removeExpiredLogs, startLogRetention, type LogRetentionOptions } from './log-retention.ts';

@@ -7,6 +7,7 @@
 import {
   dateToTicks,
   decodeVarints,
+  FINAL_STATUSES,
   newId,
   ticksToDate,
   type DeploymentStatus,
@@ -812,6 +813,38 @@ export function deploymentLogsStore(db: Db) {
     /** Appends engine entries and updates the deployment's counts and last tick (see RECORD_SQL). */
     async append(deploymentId: string, entries: NewLogEntry[], now: Date): Promise<StoredEntry[]> {
       return (await record(db, deploymentId, [{ entries }], now)).stored;
+    },
+    /**
+     * The retention policy's removal of one finished deployment's log: the one that completed
+     * first before `cutoff` whose log is still there (null when none). Its lines go, `line` is
+     * written in their place, and the deployment is marked; its row, status, counts and tasks stay.
+     * Inside a transaction: the row stays locked until it ends, and replicas sweeping at the same
+     * time skip it.
+     */
+    async removeOldestLogBefore(
+      cutoff: Date,
+      now: Date,
+      line: NewLogEntry,
+    ): Promise<{ deploymentId: string; removedLines: number } | null> {
+      const found: { id: string } | undefined = await db('deployments')
+        .first('id')
+        .whereNull('logs_removed_at')
+        .whereNotNull('completed_at')
+        .where('completed_at', '<', cutoff)
+        .whereIn('status', FINAL_STATUSES)
+        .orderBy('completed_at')
+        .forUpdate()
+        .skipLocked();
+      if (!found) return null;
+      const { rows } = await db.raw(
+        `WITH chunks AS (DELETE FROM deployment_log_chunks WHERE deployment_id = ? RETURNING line_count),
+              entries AS (DELETE FROM deployment_logs WHERE deployment_id = ? RETURNING 1)
+         SELECT (SELECT coalesce(sum(line_count), 0) FROM chunks)::int + (SELECT count(*) FROM entries)::int AS removed`,
+        [found.id, found.id],
+      );
+      await record(db, found.id, [{ entries: [line] }], now);
+      await db('deployments').where({ id: found.id }).update({ logs_removed_at: now });
+      return { deploymentId: found.id, removedLines: rows[0].removed as number };
     },
     /**
      * Reports of one deployment — entries, agent chunks, task ends — in one statement (see

@@ -24,6 +24,7 @@ import * as phaseApprovals from './202611241140_phase_approvals.ts';
 import * as releaseVersionOrder from './202611250900_release_version_order.ts';
 import * as deploymentPlanJson from './202611270900_deployment_plan_json.ts';
 import * as masterKeyCheck from './202612030900_master_key_check.ts';
+import * as logRetention from './202612040900_log_retention.ts';
 
 export interface Migration {
   up(knex: Knex): Promise<void>;
@@ -52,4 +53,5 @@ export const migrations: ReadonlyArray<readonly [string, Migration]> = [
   ['202611250900_release_version_order', releaseVersionOrder],
   ['202611270900_deployment_plan_json', deploymentPlanJson],
   ['202612030900_master_key_check', masterKeyCheck],
+  ['202612040900_log_retention', logRetention],
 ];
