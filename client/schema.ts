@@ -3544,6 +3544,8 @@ export interface paths {
                         projectId: string;
                         name: string;
                         stepTemplateId: string;
+                        /** @description Gantry extension: the properties at once (as PUT /api/project/step), a JSON object string */
+                        propertiesJson?: string;
                     };
                 };
             };

@@ -47,10 +47,11 @@ export async function listProjectSteps(
 export async function createProjectStep(
   deps: DomainDeps,
   principal: Principal,
-  input: { projectId: string; name: string; stepTemplateId: string },
+  input: { projectId: string; name: string; stepTemplateId: string; propertiesJson?: string | undefined },
 ): Promise<{ projectStepId: string }> {
   const project = await visibleProject(deps, principal, input.projectId);
   authorize(principal, Capability.EditProject, { projectId: project.id });
+  if (input.propertiesJson !== undefined) checkPropertiesJson(input.propertiesJson);
   const id = newId();
   await deps.store.transaction(async (tx) => {
     if (!(await tx.projectSteps.lockProject(project.id))) throw unknownId('projectId');
@@ -72,7 +73,7 @@ export async function createProjectStep(
         environmentIds: [],
         machineIdFilter: [],
         machineTagFilter: [],
-        propertiesJson: '{}',
+        propertiesJson: input.propertiesJson ?? '{}',
         rollingGroupId: null,
       }),
     );

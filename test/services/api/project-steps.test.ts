@@ -116,6 +116,32 @@ describe('POST /api/project/step', () => {
     expect(await t.db('project_steps').where({ project_id: projectId })).toHaveLength(0);
   });
 
+  it('takes the properties at once when given (a Gantry extension), refusing ones that are not a JSON object', async () => {
+    const projectId = await project();
+    const created = await t.admin.post('/api/project/step', {
+      projectId,
+      name: 'With properties',
+      stepTemplateId: templateId,
+      propertiesJson: '{"Greeting":"hello"}',
+    });
+    expect(created.status, created.text).toBe(200);
+    expect((await stepsOf(projectId))[0]).toMatchObject({
+      name: 'With properties',
+      propertiesJson: '{"Greeting":"hello"}',
+    });
+    for (const propertiesJson of ['[1]', 'not json', '', 5]) {
+      const refused = await t.admin.post('/api/project/step', {
+        projectId,
+        name: 'Refused',
+        stepTemplateId: templateId,
+        propertiesJson,
+      });
+      expect(refused.status, String(propertiesJson)).toBe(400);
+      expect(refused.body).toMatchObject({ errorcode: 3001, validationErrors: [{ property: 'propertiesJson' }] });
+    }
+    expect(await stepsOf(projectId)).toHaveLength(1);
+  });
+
   it('refuses a duplicate name in any case, a missing name and wrong types with 400', async () => {
     const projectId = await project();
     await step(projectId, 'Same');

@@ -25,7 +25,19 @@ export const ProjectStepSchema = Type.Object({
 export const ProjectIdQuery = Type.Object({ projectId: Id });
 export const ProjectStepList = Type.Object({ projectId: Id, steps: Type.Array(ProjectStepSchema) });
 
-export const CreateProjectStepBody = Type.Object({ projectId: Id, name: Name, stepTemplateId: Id });
+const PropertiesJson = (description?: string) =>
+  Type.String({ minLength: 1, maxLength: 1_000_000, ...(description ? { description } : {}) });
+
+export const CreateProjectStepBody = Type.Object({
+  projectId: Id,
+  name: Name,
+  stepTemplateId: Id,
+  // A Gantry extension: the spec fills properties in later with PUT; a client that sends them at
+  // once had them dropped without a word.
+  propertiesJson: Type.Optional(
+    PropertiesJson('Gantry extension: the properties at once (as PUT /api/project/step), a JSON object string'),
+  ),
+});
 export const CreatedProjectStep = Type.Object({ projectStepId: Id });
 
 export const UpdateProjectStepBody = Type.Object({
@@ -39,7 +51,7 @@ export const UpdateProjectStepBody = Type.Object({
   environments: Type.Optional(IdList),
   machineIdFilter: Type.Optional(IdList),
   machineTagFilter: Type.Optional(Type.Array(TagSet, { maxItems: 100 })),
-  propertiesJson: Type.Optional(Type.String({ minLength: 1, maxLength: 1_000_000 })),
+  propertiesJson: Type.Optional(PropertiesJson()),
 });
 
 export const ProjectStepIdBody = Type.Object({ projectStepId: Id });
