@@ -1,11 +1,12 @@
 /**
- * Warnings written when a deployment is planned: a step whose script or properties name a system
- * value without `CONTEXT.` (`#{PackageFolder}`), or by Octopus's name (`#{Octopus.Release.Number}`,
- * a script brought over from it), would run with the reference left as written,
- * which a shell reads as a comment, and the step "succeeds" having done nothing.
+ * Warnings written when a deployment is planned, for steps that would run and "succeed" having
+ * done nothing: a package property left empty (no package, no PackageFolder), or a script or
+ * property naming a system value without `CONTEXT.` (`#{PackageFolder}`) or by Octopus's name
+ * (`#{Octopus.Release.Number}`, a script brought over from it), which is left as written and
+ * which a shell reads as a comment.
  */
 import type { ReleaseSnapshot } from '../core/index.ts';
-import { misnamedSystemReferences } from '../domain/index.ts';
+import { misnamedSystemReferences, PACKAGE_SELECTOR } from '../domain/index.ts';
 import type { NewLogEntry } from '../store/index.ts';
 import type { Plan } from './plan-types.ts';
 import { fullScript } from './task-payload.ts';
@@ -28,6 +29,16 @@ export function referenceHintLines(snapshot: ReleaseSnapshot, plan: Plan): NewLo
   for (const step of snapshot.steps) {
     if (!running.has(step.stepId)) continue;
     const text = [fullScript(snapshot, step), ...Object.values(step.properties)].join('\n');
+    // A package property left empty: the step runs with no package (no PackageFolder) and would
+    // "succeed" having deployed nothing.
+    for (const property of step.template.properties) {
+      if (property.ControlType !== PACKAGE_SELECTOR || (step.properties[property.Id] ?? '').trim() !== '') continue;
+      lines.push({
+        level: 'Warning',
+        data: `Step '${step.name}': its package property '${property.Name || property.Id}' is empty, so it runs without a package`,
+        stepId: step.stepId,
+      });
+    }
     for (const { written, system } of misnamedSystemReferences(text, variableNames)) {
       lines.push({
         level: 'Warning',

@@ -155,9 +155,10 @@ describe('engine', () => {
     expect(statusChanges.map((r) => r.data)).toEqual(['Validating the deployment', "Deploying release to 'Staging'"]);
   });
 
-  it("warns, once per name and step, of a system value named without CONTEXT. or by Octopus's name, that no variable has", async () => {
+  it("warns of an empty package property, and once per name and step of a system value named without CONTEXT. or by Octopus's name that no variable has", async () => {
     const m = await onlineMachine(t, 'hint-a', staging);
     const script = (text: string) => ({ ...step('x').template, script: text });
+    const packageProperty = { Id: 'Pkg', Name: 'Package', DefaultValue: null, ControlType: 'PackageSelector' };
     const target = await release(t, {
       steps: [
         step('Deploy', {
@@ -165,6 +166,11 @@ describe('engine', () => {
         }),
         step('Notes', { template: script('echo ok'), properties: { Text: '#{ReleaseVersion}' } }),
         step('Ported', { template: script('echo "#{Octopus.Release.Number} to #{Octopus.Environment.Name}"') }),
+        step('Unpackaged', { template: { ...script('echo ok'), properties: [packageProperty] } }),
+        step('Packaged', {
+          template: { ...script('echo ok'), properties: [packageProperty] },
+          properties: { Pkg: 'Web' },
+        }),
         step('Off', { disabled: true, template: script('echo #{MachineName}') }),
       ],
       variables: [{ variableId: 'v1', name: 'StepName', variableType: 'Text', source: 'project', values: [] }],
@@ -179,6 +185,7 @@ describe('engine', () => {
       "Step 'Notes': #{ReleaseVersion} is left as written, since no variable has that name; the system value is #{CONTEXT.ReleaseVersion}",
       "Step 'Ported': #{Octopus.Release.Number} is left as written, since no variable has that name; the system value is #{CONTEXT.ReleaseVersion}",
       "Step 'Ported': #{Octopus.Environment.Name} is left as written, since no variable has that name; the system value is #{CONTEXT.EnvironmentName}",
+      "Step 'Unpackaged': its package property 'Package' is empty, so it runs without a package",
     ]);
   });
 
