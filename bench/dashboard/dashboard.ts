@@ -48,6 +48,7 @@ import { launchBrowser, signIn } from '../../test/dashboard/browser.ts';
 import { KEPT_LINES } from '../../dashboard/src/api/use-deployment-events.ts';
 import { percentile, table } from '../deploy/stats.ts';
 import { freshDatabase } from '../shared/database.ts';
+import { appendLongLog } from '../shared/long-log.ts';
 
 const args = process.argv.slice(2);
 const only = args.includes('--only') ? args[args.indexOf('--only') + 1] : undefined;
@@ -271,24 +272,8 @@ async function benchLongLog(): Promise<void> {
       for (const [i, lines] of logLines.entries()) {
         const deploymentId = (await releaseAndDeploy(client, projectId, ['Staging'], `2.0.${i}`))[0]!;
         await waitForDeployment(client, deploymentId);
-        // As an agent stores what a step prints: chunks of 1,000 lines (deployment_log_chunks),
-        // every tenth with a warning as its last line (one byte per line: 1 Warning).
-        const chunks = Math.ceil(lines / 1_000);
-        await db.raw(
-          `insert into deployment_log_chunks (deployment_id, first_tick, last_tick, task_id, first_seq, line_count, byte_count, levels, data)
-           select d.id, d.last_log_tick + c * 1000 + 1, d.last_log_tick + (c + 1) * 1000, 'bench-task', c * 1000 + 1,
-                  1000, octet_length(x.data),
-                  case when c % 10 = 9 then set_byte(decode(repeat('00', 1000), 'hex'), 999, 1) end, x.data
-           from deployments d, generate_series(0, ?::int - 1) c,
-           lateral (select string_agg('bulk line ' || (c * 1000 + j) || ' of a long log, as a build tool prints it' || E'\\n', '' order by j) as data
-                    from generate_series(1, 1000) j) x
-           where d.id = ?`,
-          [chunks, deploymentId],
-        );
-        await db.raw('update deployments set last_log_tick = last_log_tick + ? where id = ?', [
-          chunks * 1_000,
-          deploymentId,
-        ]);
+        // As an agent stores what a step prints, every tenth chunk ending with a warning.
+        await appendLongLog(db, deploymentId, lines, 10);
         const total = Number(
           (
             await db.raw(

@@ -30,6 +30,7 @@ import {
   workspaceOf,
 } from '../../test/e2e/harness.ts';
 import { freshDatabase } from '../shared/database.ts';
+import { appendLongLog } from '../shared/long-log.ts';
 import { table } from '../deploy/stats.ts';
 
 const args = process.argv.slice(2);
@@ -158,23 +159,11 @@ async function benchRetention(): Promise<string[][]> {
     try {
       for (const [i, lines] of LOG_LINES.entries()) {
         const deploymentId = ids[i]!;
-        const chunks = Math.ceil(lines / 1_000);
-        // As bench/dashboard stores a long log: chunks of 1,000 lines, as an agent stores them.
-        await db.raw(
-          `insert into deployment_log_chunks (deployment_id, first_tick, last_tick, task_id, first_seq, line_count, byte_count, levels, data)
-           select d.id, d.last_log_tick + c * 1000 + 1, d.last_log_tick + (c + 1) * 1000, 'bench-task', c * 1000 + 1,
-                  1000, octet_length(x.data), null, x.data
-           from deployments d, generate_series(0, ?::int - 1) c,
-           lateral (select string_agg('bulk line ' || (c * 1000 + j) || ' of a long log, as a build tool prints it' || E'\\n', '' order by j) as data
-                    from generate_series(1, 1000) j) x
-           where d.id = ?`,
-          [chunks, deploymentId],
-        );
-        await db.raw('update deployments set last_log_tick = last_log_tick + ?, completed_at = ? where id = ?', [
-          chunks * 1_000,
-          new Date(Date.now() - (LOG_LINES.length - i + 1) * DAY_MS),
-          deploymentId,
-        ]);
+        await appendLongLog(db, deploymentId, lines);
+        // Finished days ago, the first oldest: each sweep below removes exactly the next one.
+        await db('deployments')
+          .where({ id: deploymentId })
+          .update({ completed_at: new Date(Date.now() - (LOG_LINES.length - i + 1) * DAY_MS) });
       }
       await db.raw('vacuum analyze deployment_log_chunks');
       const store = createStore(db);

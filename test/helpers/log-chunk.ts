@@ -1,6 +1,6 @@
 /** An agent's chunk of a task's lines, as the gateway hands it to the store (NewLogChunk). */
-import { dateToTicks } from '../../services/core/index.ts';
-import type { NewLogChunk } from '../../services/store/index.ts';
+import { dateToTicks, newId } from '../../services/core/index.ts';
+import type { NewLogChunk, Store } from '../../services/store/index.ts';
 
 /**
  * Lines of `taskId` from `firstSeq`, printed at `printed` (default now), one tick apart. `levels`:
@@ -26,4 +26,14 @@ export function agentChunk(
     warnings: levels ? levels.filter((level) => level === 1).length : 0,
     data: lines.map((line) => `${line}\n`).join(''),
   };
+}
+
+/** A task of step 'step-x' (no machine) stored and started, as a dispatch leaves it: its ID. */
+export async function runningAgentTask(store: Store, deploymentId: string): Promise<string> {
+  const taskId = newId();
+  await store.deploymentTasks.insertManyCounted([
+    { id: taskId, deploymentId, stageIndex: 0, stepId: 'step-x', stepName: 'X', machineId: null, machineName: null },
+  ]);
+  await store.deploymentLogs.record(deploymentId, [{ starts: { taskIds: [taskId], lines: [] } }], new Date());
+  return taskId;
 }

@@ -10,12 +10,12 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { InProcessBroker, InProcessBus } from '../../../services/bus/index.ts';
 import { buildApp } from '../../../services/api/app.ts';
-import { createLogger, newId } from '../../../services/core/index.ts';
+import { createLogger } from '../../../services/core/index.ts';
 import { createDeploymentChangeHub } from '../../../services/engine/deployment-changes.ts';
 import { readServerSentEvents, parseJson, type ServerSentEvent } from '../../../client/index.ts';
 import { authenticate, followDeployment } from '../../../services/domain/index.ts';
 import { ADMIN, testApp, type TestContext } from '../../helpers/app.ts';
-import { agentChunk } from '../../helpers/log-chunk.ts';
+import { agentChunk, runningAgentTask } from '../../helpers/log-chunk.ts';
 import { waitFor } from '../../helpers/wait-for.ts';
 
 const logger = createLogger('silent');
@@ -188,19 +188,7 @@ describe('GET /api/deployment/events', () => {
       new Date(),
     );
     // An agent's lines: a warning, then an Information line longer than a page's bytes; then a later warning.
-    const taskId = newId();
-    await t.deps.store.deploymentTasks.insertManyCounted([
-      {
-        id: taskId,
-        deploymentId: id,
-        stageIndex: 0,
-        stepId: 'step-x',
-        stepName: 'X',
-        machineId: null,
-        machineName: null,
-      },
-    ]);
-    await t.deps.store.deploymentLogs.record(id, [{ starts: { taskIds: [taskId], lines: [] } }], new Date());
+    const taskId = await runningAgentTask(t.deps.store, id);
     const chunk = (firstSeq: number, lines: string[], levels: number[]) =>
       agentChunk(taskId, firstSeq, lines, { levels: Buffer.from(levels) });
     await t.deps.store.deploymentLogs.record(

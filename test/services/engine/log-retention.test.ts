@@ -6,10 +6,9 @@
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../../services/config.ts';
-import { newId } from '../../../services/core/index.ts';
 import { removeExpiredLogs } from '../../../services/engine/index.ts';
 import { testApp, type TestContext } from '../../helpers/app.ts';
-import { agentChunk } from '../../helpers/log-chunk.ts';
+import { agentChunk, runningAgentTask } from '../../helpers/log-chunk.ts';
 
 let t: TestContext;
 let projectId: string;
@@ -41,19 +40,7 @@ async function deploymentWithLog(): Promise<string> {
     ],
     new Date(),
   );
-  const taskId = newId();
-  await t.deps.store.deploymentTasks.insertManyCounted([
-    {
-      id: taskId,
-      deploymentId: id,
-      stageIndex: 0,
-      stepId: 'step-x',
-      stepName: 'X',
-      machineId: null,
-      machineName: null,
-    },
-  ]);
-  await logs.record(id, [{ starts: { taskIds: [taskId], lines: [] } }], new Date());
+  const taskId = await runningAgentTask(t.deps.store, id);
   await logs.record(id, [{ chunks: [agentChunk(taskId, 1, ['printed 1', 'printed 2', 'printed 3'])] }], new Date());
   return id;
 }
