@@ -34,8 +34,12 @@ import { createStore, DataFolderInUseError } from './store/index.ts';
 /** EX_TEMPFAIL: try again later (once the control planes are stopped). */
 const EXIT_REPLICAS_RUNNING = 75;
 
-function refuse(message: string, status = EXIT_CONFIGURATION): never {
+function notRotated(message: string): void {
   process.stderr.write(`The master key was not rotated: ${message}\n`);
+}
+
+function refuse(message: string, status = EXIT_CONFIGURATION): never {
+  notRotated(message);
   process.exit(status);
 }
 
@@ -65,7 +69,7 @@ function newKeyOrExit(config: Config): { key: Buffer; generated: boolean } {
   return { key: randomBytes(32), generated: true };
 }
 
-function describe(counts: RotationCounts): string {
+function describeCounts(counts: RotationCounts): string {
   const items = [
     [counts.variableValues, 'Sensitive variable value'],
     [counts.feeds, 'feed credential'],
@@ -113,7 +117,7 @@ try {
     if (keyInFolder) await adoptNextMasterKey(config.dataDir);
     logger.info({ counts: outcome.counts }, 'master key rotated');
     process.stdout.write(
-      `Resealed with the new master key: ${describe(outcome.counts)}.\n` +
+      `Resealed with the new master key: ${describeCounts(outcome.counts)}.\n` +
         (keyInFolder
           ? `${path.join(config.dataDir, 'master.key')} holds the new key${next.generated ? '' : ' (GANTRY_NEW_MASTER_KEY)'}. `
           : 'Start every replica with GANTRY_MASTER_KEY set to the new key. ') +
@@ -123,13 +127,13 @@ try {
     if (keyInFolder) await fs.rm(nextMasterKeyFile(config.dataDir), { force: true });
     if (outcome.outcome === 'replicas-running') {
       status = EXIT_REPLICAS_RUNNING;
-      process.stderr.write(
-        `The master key was not rotated: control planes are running on this database. Stop every one, then run it again.\n` +
-          outcome.replicas.map((replica) => `  ${replica}\n`).join(''),
+      notRotated(
+        'control planes are running on this database. Stop every one, then run it again.\n' +
+          outcome.replicas.map((replica) => `  ${replica}`).join('\n'),
       );
     } else {
       status = EXIT_CONFIGURATION;
-      process.stderr.write(`The master key was not rotated: ${outcome.problem}\n`);
+      notRotated(outcome.problem);
     }
   }
 } catch (error) {
@@ -137,7 +141,7 @@ try {
   // the values are sealed with. The next start (or run) keeps it or removes it by the recorded check.
   status = error instanceof ConfigurationError ? EXIT_CONFIGURATION : 1;
   logger.error({ err: toError(error) }, 'master key rotation failed');
-  process.stderr.write(`The master key was not rotated: ${(error as Error).message}\n`);
+  notRotated((error as Error).message);
 } finally {
   await database.close();
 }

@@ -256,3 +256,4 @@ export {
   MAX_ENROLLMENT_KEY_HOURS,
 } from './enrollment-keys.ts';
 export type { EnrollmentResult, EnrollmentReport } from './enrollment-keys.ts';
+export { packageSelections } from './release-snapshot-builder.ts';

@@ -123,11 +123,20 @@ export function stepSnapshot(
   };
 }
 
-/** The package IDs a step references: the non-empty values of its PackageSelector properties (contract §3). */
-export function packageReferences(template: SnapshotStepTemplate, properties: Record<string, string>): string[] {
+/** A step's PackageSelector properties with the value each has (trimmed; '' when left empty). */
+export function packageSelections(
+  template: SnapshotStepTemplate,
+  properties: Record<string, string>,
+): Array<{ property: SnapshotStepTemplate['properties'][number]; packageId: string }> {
   return template.properties
     .filter((p) => p.ControlType === PACKAGE_SELECTOR)
-    .map((p) => (properties[p.Id] ?? '').trim())
+    .map((property) => ({ property, packageId: (properties[property.Id] ?? '').trim() }));
+}
+
+/** The package IDs a step references: the non-empty values of its PackageSelector properties (contract §3). */
+export function packageReferences(template: SnapshotStepTemplate, properties: Record<string, string>): string[] {
+  return packageSelections(template, properties)
+    .map((selection) => selection.packageId)
     .filter((id) => id !== '');
 }
 

@@ -6,7 +6,7 @@
  * which a shell reads as a comment.
  */
 import type { ReleaseSnapshot } from '../core/index.ts';
-import { misnamedSystemReferences, PACKAGE_SELECTOR } from '../domain/index.ts';
+import { misnamedSystemReferences, packageSelections } from '../domain/index.ts';
 import type { NewLogEntry } from '../store/index.ts';
 import type { Plan } from './plan-types.ts';
 import { fullScript } from './task-payload.ts';
@@ -31,8 +31,8 @@ export function referenceHintLines(snapshot: ReleaseSnapshot, plan: Plan): NewLo
     const text = [fullScript(snapshot, step), ...Object.values(step.properties)].join('\n');
     // A package property left empty: the step runs with no package (no PackageFolder) and would
     // "succeed" having deployed nothing.
-    for (const property of step.template.properties) {
-      if (property.ControlType !== PACKAGE_SELECTOR || (step.properties[property.Id] ?? '').trim() !== '') continue;
+    for (const { property, packageId } of packageSelections(step.template, step.properties)) {
+      if (packageId !== '') continue;
       lines.push({
         level: 'Warning',
         data: `Step '${step.name}': its package property '${property.Name || property.Id}' is empty, so it runs without a package`,

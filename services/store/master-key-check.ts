@@ -42,11 +42,9 @@ export function masterKeyCheckStore(db: Db) {
     },
     /** Any one value sealed with the master key (an installation from before the check was kept). */
     async oneSealedValue(): Promise<string | null> {
-      const { rows } = await db.raw(`
-        (select value_encrypted as sealed from variable_values where value_encrypted is not null limit 1)
-        union all (select config_encrypted from cloud_accounts limit 1)
-        union all (select config_encrypted from feeds where config_encrypted is not null limit 1)
-        limit 1`);
+      const { rows } = await db.raw(
+        `${SEALED_COLUMNS.map(({ table, column }) => `(select ${column} as sealed from ${table} where ${column} is not null limit 1)`).join(' union all ')} limit 1`,
+      );
       return (rows[0]?.sealed as string | undefined) ?? null;
     },
 
